@@ -1,0 +1,516 @@
+//! L3: typed error envelopes.
+//!
+//! Every failure of every tool is one [`Failure`] value, and [`Failure::envelope`] is the one
+//! place that maps a failure to the paper's envelope (`error`, `reason_hint`,
+//! `suggested_action`, `context`). Front ends never build envelopes by hand: they call
+//! [`Failure::envelope`] and add the retry budget, which only they can count.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use std::io;
+use std::path::Path;
+
+/// The envelope's `error` field: what kind of failure this is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorKind {
+    Blocked,
+    StalePrecondition,
+    WriteCorruption,
+    QuotaExceeded,
+    PolicyViolation,
+}
+
+/// The envelope's `reason_hint`: the underlying cause, as far as it is known.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ReasonHint {
+    ContentFilter,
+    SizeLimit,
+    Encoding,
+    Permission,
+    Network,
+    Unknown,
+}
+
+/// The envelope's `suggested_action`: what the agent should do next.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SuggestedAction {
+    Redact,
+    Split,
+    Escape,
+    AskUser,
+    RetryLater,
+    Abort,
+}
+
+/// The wire form of a failure (SPEC section 4). `ok` is always false.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Envelope {
+    pub ok: bool,
+    pub schema_version: String,
+    pub error: ErrorKind,
+    pub reason_hint: ReasonHint,
+    /// Pattern families that triggered a content-filter refusal (empty otherwise).
+    pub detected_patterns: Vec<String>,
+    pub suggested_action: SuggestedAction,
+    /// How many more identical retries of this call the server will attempt.
+    pub retry_budget: u32,
+    /// `tool`, `path`, `message` and the per-error details.
+    pub context: Map<String, Value>,
+}
+
+/// The nearest region of a file to an `old_string` that did not match.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct NearestMatch {
+    /// 1-based line where the region starts.
+    pub line: usize,
+    /// 0.0..=1.0 similarity between `old_string` and the region.
+    pub similarity: f64,
+    /// A short unified diff from `old_string` to the region.
+    pub diff: String,
+    /// Set when the region differs from `old_string` only in whitespace.
+    pub whitespace_only: bool,
+}
+
+/// Every way a tool can fail. One variant per situation; [`Failure::envelope`] maps each
+/// once to the envelope's enums.
+#[derive(Debug, thiserror::Error)]
+pub enum Failure {
+    #[error("{path}: outside every workspace root ({reason})")]
+    OutsideWorkspace { path: String, reason: String },
+    #[error("{path}: {reason}")]
+    InvalidPath { path: String, reason: String },
+    #[error("no usable workspace: {reason}")]
+    NoWorkspace { reason: String },
+    #[error("{path}: resilient-write's own state directory is not writable through tools")]
+    StateDirectory { path: String },
+    #[error("{path}: is a directory")]
+    IsDirectory { path: String },
+    #[error("{path}: already exists (mode=create never overwrites)")]
+    TargetExists {
+        path: String,
+        existing_sha256: String,
+    },
+    #[error("{path}: does not exist")]
+    TargetMissing { path: String },
+    #[error("{path}: expected_prev_sha256 does not match the file on disk")]
+    StaleHash {
+        path: String,
+        expected: String,
+        actual: Option<String>,
+    },
+    #[error("{path}: old_string not found{}", edit_suffix(*edit_index))]
+    NoMatch {
+        path: String,
+        edit_index: Option<usize>,
+        nearest: Option<NearestMatch>,
+    },
+    #[error("{path}: expected {expected} match(es) of old_string, found {found}{}", edit_suffix(*edit_index))]
+    MatchCount {
+        path: String,
+        edit_index: Option<usize>,
+        expected: i64,
+        found: usize,
+        lines: Vec<usize>,
+    },
+    #[error("{path}: read-back hash {actual} differs from the content's {expected}")]
+    Corruption {
+        path: String,
+        expected: String,
+        actual: String,
+    },
+    #[error("{op} {path}: {source}")]
+    Io {
+        op: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+    #[error("{what} is {bytes} bytes, over the limit of {limit}")]
+    TooLarge {
+        what: String,
+        bytes: u64,
+        limit: u64,
+    },
+    #[error("{field}: {reason}")]
+    Encoding { field: String, reason: String },
+    #[error("invalid arguments: {message}")]
+    InvalidArguments { message: String },
+    #[error("idempotency_key {key:?} was used before with different arguments")]
+    IdempotencyConflict { key: String },
+    #[error("identical call failed too often; change the request instead of retrying it")]
+    RetryBudgetExhausted { last_error: ErrorKind },
+    #[error("content scored {score:.2} ({verdict}), at or above the refusal threshold")]
+    ContentBlocked {
+        score: f64,
+        verdict: String,
+        families: Vec<String>,
+        detected: Vec<Value>,
+    },
+    #[error("unknown tool {name:?}")]
+    UnknownTool { name: String },
+    #[error("internal error: {0}")]
+    Internal(String),
+}
+
+fn edit_suffix(edit_index: Option<usize>) -> String {
+    match edit_index {
+        Some(i) => format!(" (edits[{i}])"),
+        None => String::new(),
+    }
+}
+
+/// How an OS error maps to the envelope: the errno decides kind, hint and action.
+fn classify_io(err: &io::Error) -> (ErrorKind, ReasonHint, SuggestedAction) {
+    use rustix::io::Errno;
+    let Some(code) = err.raw_os_error() else {
+        return match err.kind() {
+            io::ErrorKind::InvalidData => (
+                ErrorKind::PolicyViolation,
+                ReasonHint::Encoding,
+                SuggestedAction::Escape,
+            ),
+            _ => (
+                ErrorKind::PolicyViolation,
+                ReasonHint::Unknown,
+                SuggestedAction::AskUser,
+            ),
+        };
+    };
+    let errno = Errno::from_raw_os_error(code);
+    if errno == Errno::ACCESS || errno == Errno::PERM || errno == Errno::ROFS {
+        (
+            ErrorKind::PolicyViolation,
+            ReasonHint::Permission,
+            SuggestedAction::AskUser,
+        )
+    } else if errno == Errno::NOSPC || errno == Errno::DQUOT || errno == Errno::FBIG {
+        (
+            ErrorKind::QuotaExceeded,
+            ReasonHint::SizeLimit,
+            SuggestedAction::AskUser,
+        )
+    } else if errno == Errno::LOOP || errno == Errno::XDEV {
+        (
+            ErrorKind::PolicyViolation,
+            ReasonHint::Permission,
+            SuggestedAction::Abort,
+        )
+    } else if errno == Errno::ILSEQ {
+        (
+            ErrorKind::PolicyViolation,
+            ReasonHint::Encoding,
+            SuggestedAction::Escape,
+        )
+    } else if errno == Errno::IO {
+        (
+            ErrorKind::WriteCorruption,
+            ReasonHint::Unknown,
+            SuggestedAction::RetryLater,
+        )
+    } else if errno == Errno::AGAIN || errno == Errno::BUSY || errno == Errno::INTR {
+        (
+            ErrorKind::Blocked,
+            ReasonHint::Unknown,
+            SuggestedAction::RetryLater,
+        )
+    } else {
+        (
+            ErrorKind::PolicyViolation,
+            ReasonHint::Unknown,
+            SuggestedAction::AskUser,
+        )
+    }
+}
+
+impl Failure {
+    /// An I/O failure of `op` on `path`.
+    pub fn io(op: &'static str, path: impl AsRef<Path>, source: io::Error) -> Self {
+        Failure::Io {
+            op,
+            path: path.as_ref().display().to_string(),
+            source,
+        }
+    }
+
+    /// The envelope's three enums for this failure.
+    pub fn classification(&self) -> (ErrorKind, ReasonHint, SuggestedAction) {
+        use ErrorKind as K;
+        use ReasonHint as R;
+        use SuggestedAction as A;
+        match self {
+            Failure::OutsideWorkspace { .. } => (K::PolicyViolation, R::Permission, A::Abort),
+            Failure::StateDirectory { .. } => (K::PolicyViolation, R::Permission, A::Abort),
+            Failure::NoWorkspace { .. } => (K::PolicyViolation, R::Permission, A::AskUser),
+            Failure::InvalidPath { .. } | Failure::IsDirectory { .. } => {
+                (K::PolicyViolation, R::Unknown, A::Abort)
+            }
+            Failure::TargetExists { .. } | Failure::TargetMissing { .. } => {
+                (K::StalePrecondition, R::Unknown, A::AskUser)
+            }
+            Failure::StaleHash { .. } => (K::StalePrecondition, R::Unknown, A::RetryLater),
+            Failure::NoMatch { .. } | Failure::MatchCount { .. } => {
+                (K::StalePrecondition, R::Unknown, A::AskUser)
+            }
+            Failure::Corruption { .. } => (K::WriteCorruption, R::Unknown, A::RetryLater),
+            Failure::Io { source, .. } => classify_io(source),
+            Failure::TooLarge { .. } => (K::QuotaExceeded, R::SizeLimit, A::Split),
+            Failure::Encoding { .. } => (K::PolicyViolation, R::Encoding, A::Escape),
+            Failure::InvalidArguments { .. } | Failure::UnknownTool { .. } => {
+                (K::PolicyViolation, R::Unknown, A::Abort)
+            }
+            Failure::IdempotencyConflict { .. } => (K::StalePrecondition, R::Unknown, A::Abort),
+            Failure::RetryBudgetExhausted { .. } => (K::Blocked, R::Unknown, A::Abort),
+            Failure::ContentBlocked { .. } => (K::Blocked, R::ContentFilter, A::Redact),
+            Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
+        }
+    }
+
+    /// Whether retrying the identical call could ever succeed. Content-filter refusals never
+    /// can (the paper's retry-thrashing incident), nor can malformed requests.
+    pub fn retriable(&self) -> bool {
+        !matches!(
+            self,
+            Failure::ContentBlocked { .. }
+                | Failure::RetryBudgetExhausted { .. }
+                | Failure::InvalidArguments { .. }
+                | Failure::UnknownTool { .. }
+                | Failure::Encoding { .. }
+                | Failure::OutsideWorkspace { .. }
+                | Failure::StateDirectory { .. }
+                | Failure::IdempotencyConflict { .. }
+        )
+    }
+
+    /// The per-error details that go into `context` (besides tool and message).
+    fn details(&self) -> Map<String, Value> {
+        let mut c = Map::new();
+        let mut put = |k: &str, v: Value| {
+            c.insert(k.to_string(), v);
+        };
+        match self {
+            Failure::OutsideWorkspace { path, reason } | Failure::InvalidPath { path, reason } => {
+                put("path", json!(path));
+                put("reason", json!(reason));
+            }
+            Failure::NoWorkspace { reason } => put("reason", json!(reason)),
+            Failure::StateDirectory { path }
+            | Failure::IsDirectory { path }
+            | Failure::TargetMissing { path } => put("path", json!(path)),
+            Failure::TargetExists {
+                path,
+                existing_sha256,
+            } => {
+                put("path", json!(path));
+                put("existing_sha256", json!(existing_sha256));
+            }
+            Failure::StaleHash {
+                path,
+                expected,
+                actual,
+            } => {
+                put("path", json!(path));
+                put("expected_prev_sha256", json!(expected));
+                put("actual_prev_sha256", json!(actual));
+            }
+            Failure::NoMatch {
+                path,
+                edit_index,
+                nearest,
+            } => {
+                put("path", json!(path));
+                put("reason", json!("no_match"));
+                if let Some(i) = edit_index {
+                    put("edit_index", json!(i));
+                }
+                put("nearest", json!(nearest));
+            }
+            Failure::MatchCount {
+                path,
+                edit_index,
+                expected,
+                found,
+                lines,
+            } => {
+                put("path", json!(path));
+                put(
+                    "reason",
+                    json!(if *found == 0 {
+                        "no_match"
+                    } else {
+                        "match_count_mismatch"
+                    }),
+                );
+                if let Some(i) = edit_index {
+                    put("edit_index", json!(i));
+                }
+                put("expected_count", json!(expected));
+                put("found_count", json!(found));
+                put("match_lines", json!(lines));
+            }
+            Failure::Corruption {
+                path,
+                expected,
+                actual,
+            } => {
+                put("path", json!(path));
+                put("expected_sha256", json!(expected));
+                put("actual_sha256", json!(actual));
+            }
+            Failure::Io { op, path, source } => {
+                put("path", json!(path));
+                put("operation", json!(op));
+                if let Some(code) = source.raw_os_error() {
+                    put("errno", json!(code));
+                    let errno = rustix::io::Errno::from_raw_os_error(code);
+                    put("strerror", json!(errno.to_string()));
+                }
+            }
+            Failure::TooLarge { what, bytes, limit } => {
+                put("what", json!(what));
+                put("bytes", json!(bytes));
+                put("limit", json!(limit));
+            }
+            Failure::Encoding { field, reason } => {
+                put("field", json!(field));
+                put("reason", json!(reason));
+            }
+            Failure::InvalidArguments { .. } => put("reason", json!("invalid_arguments")),
+            Failure::UnknownTool { name } => {
+                put("reason", json!("unknown_tool"));
+                put("name", json!(name));
+            }
+            Failure::IdempotencyConflict { key } => {
+                put("reason", json!("idempotency_key_reused"));
+                put("idempotency_key", json!(key));
+            }
+            Failure::RetryBudgetExhausted { last_error } => {
+                put("reason", json!("retry_budget_exhausted"));
+                put("last_error", json!(last_error));
+            }
+            Failure::ContentBlocked {
+                score,
+                verdict,
+                detected,
+                ..
+            } => {
+                put("score", json!(score));
+                put("verdict", json!(verdict));
+                put("detected", json!(detected));
+            }
+            Failure::Internal(_) => put("reason", json!("internal")),
+        }
+        c
+    }
+
+    /// The envelope for this failure, raised by `tool`, with `retry_budget` retries left.
+    pub fn envelope(&self, tool: &str, retry_budget: u32) -> Envelope {
+        let (error, reason_hint, suggested_action) = self.classification();
+        let mut context = Map::new();
+        context.insert("tool".into(), json!(tool));
+        context.insert("message".into(), json!(self.to_string()));
+        context.extend(self.details());
+        context.insert("retriable".into(), json!(self.retriable()));
+        let detected_patterns = match self {
+            Failure::ContentBlocked { families, .. } => families.clone(),
+            _ => Vec::new(),
+        };
+        Envelope {
+            ok: false,
+            schema_version: "1".into(),
+            error,
+            reason_hint,
+            detected_patterns,
+            suggested_action,
+            retry_budget,
+            context,
+        }
+    }
+}
+
+pub type Result<T, E = Failure> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(code: i32) -> Failure {
+        Failure::io("write", "f", io::Error::from_raw_os_error(code))
+    }
+
+    #[test]
+    fn permission_errnos_map_to_policy_violation_permission() {
+        for code in [libc_code("EACCES"), libc_code("EPERM"), libc_code("EROFS")] {
+            let env = os(code).envelope("rw_safe_write", 2);
+            assert_eq!(env.error, ErrorKind::PolicyViolation);
+            assert_eq!(env.reason_hint, ReasonHint::Permission);
+            assert_eq!(env.context["errno"], json!(code));
+        }
+    }
+
+    #[test]
+    fn space_errnos_map_to_quota_exceeded_size_limit() {
+        for code in [libc_code("ENOSPC"), libc_code("EDQUOT"), libc_code("EFBIG")] {
+            let env = os(code).envelope("rw_safe_write", 2);
+            assert_eq!(env.error, ErrorKind::QuotaExceeded);
+            assert_eq!(env.reason_hint, ReasonHint::SizeLimit);
+        }
+    }
+
+    #[test]
+    fn content_filter_refusal_is_never_retriable_and_names_families() {
+        let f = Failure::ContentBlocked {
+            score: 0.8,
+            verdict: "high".into(),
+            families: vec!["api_key".into()],
+            detected: vec![],
+        };
+        let env = f.envelope("rw_safe_write", 0);
+        assert!(!f.retriable());
+        assert_eq!(env.error, ErrorKind::Blocked);
+        assert_eq!(env.reason_hint, ReasonHint::ContentFilter);
+        assert_eq!(env.suggested_action, SuggestedAction::Redact);
+        assert_eq!(env.detected_patterns, vec!["api_key".to_string()]);
+    }
+
+    #[test]
+    fn envelope_serialises_with_the_papers_field_names() {
+        let env = Failure::TargetExists {
+            path: "a.txt".into(),
+            existing_sha256: "00".into(),
+        }
+        .envelope("rw_safe_write", 3);
+        let v = serde_json::to_value(&env).unwrap();
+        for k in [
+            "ok",
+            "schema_version",
+            "error",
+            "reason_hint",
+            "detected_patterns",
+            "suggested_action",
+            "retry_budget",
+            "context",
+        ] {
+            assert!(v.get(k).is_some(), "missing {k}");
+        }
+        assert_eq!(v["ok"], json!(false));
+        assert_eq!(v["error"], json!("stale_precondition"));
+        assert_eq!(v["context"]["existing_sha256"], json!("00"));
+        assert_eq!(v["context"]["tool"], json!("rw_safe_write"));
+    }
+
+    fn libc_code(name: &str) -> i32 {
+        use rustix::io::Errno;
+        match name {
+            "EACCES" => Errno::ACCESS.raw_os_error(),
+            "EPERM" => Errno::PERM.raw_os_error(),
+            "EROFS" => Errno::ROFS.raw_os_error(),
+            "ENOSPC" => Errno::NOSPC.raw_os_error(),
+            "EDQUOT" => Errno::DQUOT.raw_os_error(),
+            "EFBIG" => Errno::FBIG.raw_os_error(),
+            _ => unreachable!(),
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! The service: everything a front end (MCP server, CLI) needs to run tools, and nothing of
+//! either front end. It owns the workspaces, the pipeline and journal, the retry budgets and
+//! the idempotency index, and turns `(tool name, JSON arguments)` into a JSON result or an
+//! [`Envelope`] via [`Service::call`].
+//!
+//! Startup work that matters for durability happens in [`Service::start`]: the journal's torn
+//! tail is repaired and stale temp files of crashed writers are swept (in the background, so
+//! the server answers `initialize` at once).
+
+use crate::envelope::{Envelope, Failure, Result};
+use crate::journal::Journal;
+use crate::pipeline::{Pipeline, sweep_temp_files};
+use crate::retry::{RetryBudgets, canonical_json};
+use crate::tools;
+use crate::workspace::Workspaces;
+use serde_json::{Map, Value};
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Name of the state directory inside the state root.
+pub const STATE_DIR_NAME: &str = ".resilient_write";
+
+/// Default cap on one write's content: big enough for any source file, small enough that a
+/// runaway payload is refused with `quota_exceeded`/`size_limit` instead of filling a disk.
+pub const DEFAULT_MAX_WRITE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// How tools are listed (SPEC section 2); calls accept both spellings whatever is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolNames {
+    /// `rw_safe_write`: accepted by every client's name rules.
+    #[default]
+    Underscore,
+    /// `rw.safe_write`: the original's spelling.
+    Dotted,
+}
+
+/// Configuration resolved from flags and environment by the front end.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub workspaces: Vec<PathBuf>,
+    pub cwd: PathBuf,
+    pub home: Option<PathBuf>,
+    /// The directory that holds `.resilient_write/` (RW_STATE_DIR), if given.
+    pub state_root: Option<PathBuf>,
+    pub max_write_bytes: u64,
+    pub retry_budget: u32,
+    pub tool_names: ToolNames,
+    /// Sweep stale temp files at start (tests of the sweep itself turn it off).
+    pub sweep_on_start: bool,
+}
+
+impl Config {
+    /// Defaults for a process started in `cwd`.
+    pub fn new(cwd: PathBuf) -> Config {
+        Config {
+            workspaces: Vec::new(),
+            cwd,
+            home: std::env::var_os("HOME").map(PathBuf::from),
+            state_root: None,
+            max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
+            retry_budget: 3,
+            tool_names: ToolNames::default(),
+            sweep_on_start: true,
+        }
+    }
+}
+
+/// Idempotency keys seen in the journal, kept current by reading only what was appended since
+/// the last look. Rows carry `idempotency_key` and `request_sha256`, so the index survives a
+/// restart and is shared by every process writing the same journal.
+#[derive(Debug, Default)]
+pub struct IdempotencyIndex {
+    offset: u64,
+    rows: HashMap<String, Map<String, Value>>,
+}
+
+impl IdempotencyIndex {
+    /// The row that recorded `key`, after catching up with the journal.
+    pub fn lookup(&mut self, journal: &Journal, key: &str) -> Result<Option<Map<String, Value>>> {
+        let (rows, next, _) = journal
+            .read_from(self.offset)
+            .map_err(|e| Failure::io("read journal", journal.path(), e))?;
+        if next < self.offset {
+            // The journal was replaced or truncated: rebuild from scratch.
+            self.rows.clear();
+        }
+        self.offset = next;
+        for row in rows {
+            if let Some(k) = row.get("idempotency_key").and_then(Value::as_str) {
+                self.rows.insert(k.to_string(), row);
+            }
+        }
+        Ok(self.rows.get(key).cloned())
+    }
+}
+
+/// A running service.
+pub struct Service {
+    workspaces: RwLock<Workspaces>,
+    pipeline: Pipeline,
+    state_dir: PathBuf,
+    config: Config,
+    budgets: RetryBudgets,
+    pub(crate) idempotency: Mutex<IdempotencyIndex>,
+    caller: RwLock<String>,
+    notes: Vec<String>,
+}
+
+impl Service {
+    /// Build the service and do the start-up repairs. Never fails: configuration problems are
+    /// logged and reported by every tool call that they affect.
+    pub fn start(config: Config) -> Arc<Service> {
+        let mut ws = Workspaces::new(&config.workspaces, &config.cwd, config.home.as_deref());
+        for (path, reason) in ws.refused() {
+            tracing::warn!("workspace {} refused: {reason}", path.display());
+        }
+        let state_root = config.state_root.clone().unwrap_or_else(|| {
+            // Default: the CWD, unless the CWD itself was refused (a client that starts
+            // servers in `/`): then the first accepted root.
+            if ws.roots().any(|r| config.cwd.starts_with(r)) {
+                config.cwd.clone()
+            } else {
+                ws.roots()
+                    .next()
+                    .map(Path::to_path_buf)
+                    .unwrap_or_else(|| config.cwd.clone())
+            }
+        });
+        let state_root = state_root.canonicalize().unwrap_or(state_root);
+        let state_dir = state_root.join(STATE_DIR_NAME);
+        ws.set_state_dir(&state_dir);
+        let journal = Journal::new(&state_dir);
+        if let Err(e) = journal.repair() {
+            tracing::warn!("journal repair at {}: {e}", journal.path().display());
+        }
+        let mut notes = Vec::new();
+        if let Some(note) = gitignore_note(&state_root) {
+            tracing::warn!("{note}");
+            notes.push(note);
+        }
+        if config.sweep_on_start {
+            let roots: Vec<PathBuf> = ws.roots().map(Path::to_path_buf).collect();
+            std::thread::Builder::new()
+                .name("rw-sweep".into())
+                .spawn(move || {
+                    for root in roots {
+                        for p in sweep_temp_files(&root, 200_000) {
+                            tracing::info!("removed stale temp file {}", p.display());
+                        }
+                    }
+                })
+                .ok();
+        }
+        Arc::new(Service {
+            workspaces: RwLock::new(ws),
+            pipeline: Pipeline::new(journal),
+            state_dir,
+            budgets: RetryBudgets::new(config.retry_budget),
+            config,
+            idempotency: Mutex::new(IdempotencyIndex::default()),
+            caller: RwLock::new("unknown".into()),
+            notes,
+        })
+    }
+
+    pub fn config(&self) -> &Config {
+        &self.config
+    }
+
+    pub fn pipeline(&self) -> &Pipeline {
+        &self.pipeline
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// Start-up notes worth telling the agent (e.g. state not git-ignored).
+    pub fn notes(&self) -> &[String] {
+        &self.notes
+    }
+
+    pub fn workspaces(&self) -> std::sync::RwLockReadGuard<'_, Workspaces> {
+        self.workspaces.read().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Add a root announced by the client (MCP roots). Returns whether it was accepted.
+    pub fn add_root(&self, path: &Path) -> bool {
+        let mut ws = self.workspaces.write().unwrap_or_else(|p| p.into_inner());
+        ws.add_root(path, self.config.home.as_deref())
+    }
+
+    /// Record who is calling (the MCP client's name), for journal rows.
+    pub fn set_caller(&self, caller: &str) {
+        *self.caller.write().unwrap_or_else(|p| p.into_inner()) = caller.to_string();
+    }
+
+    pub fn caller(&self) -> String {
+        self.caller
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Run tool `name` (either spelling) with `args`. Failures become the envelope, with the
+    /// retry budget counted here.
+    pub fn call(&self, name: &str, args: Value) -> std::result::Result<Value, Envelope> {
+        let Some(spec) = tools::find(name) else {
+            return Err(Failure::UnknownTool { name: name.into() }.envelope(name, 0));
+        };
+        let shown = tools::listed_name(spec.name, self.config.tool_names);
+        let key = RetryBudgets::key(spec.name, &args);
+        if self.budgets.exhausted(&key) {
+            let f = Failure::RetryBudgetExhausted {
+                last_error: crate::envelope::ErrorKind::Blocked,
+            };
+            return Err(f.envelope(&shown, 0));
+        }
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (spec.run)(self, args)))
+                .unwrap_or_else(|panic| {
+                    let msg = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "panic".into());
+                    Err(Failure::Internal(msg))
+                });
+        match outcome {
+            Ok(v) => {
+                self.budgets.on_success(&key);
+                Ok(v)
+            }
+            Err(f) => {
+                let left = self.budgets.on_failure(&key, f.retriable());
+                Err(f.envelope(&shown, left))
+            }
+        }
+    }
+
+    /// Hash of a request's arguments without its idempotency key, for idempotent replays.
+    pub fn request_hash(tool: &str, args: &Value) -> String {
+        let mut a = args.clone();
+        if let Value::Object(m) = &mut a {
+            m.remove("idempotency_key");
+        }
+        crate::hash::sha256_hex(format!("{tool}\0{}", canonical_json(&a)).as_bytes())
+    }
+}
+
+/// A warning when `.resilient_write/` would be committed: the state root is in a git work
+/// tree whose `.gitignore` files do not mention it.
+fn gitignore_note(state_root: &Path) -> Option<String> {
+    let mut dir = Some(state_root);
+    let mut in_git = false;
+    while let Some(d) = dir {
+        if d.join(".git").exists() {
+            in_git = true;
+            break;
+        }
+        dir = d.parent();
+    }
+    if !in_git {
+        return None;
+    }
+    let ignored = std::fs::read_to_string(state_root.join(".gitignore"))
+        .map(|s| {
+            s.lines()
+                .any(|l| l.trim().trim_start_matches('/').trim_end_matches('/') == STATE_DIR_NAME)
+        })
+        .unwrap_or(false);
+    (!ignored).then(|| {
+        format!(
+            "{STATE_DIR_NAME}/ in {} is not git-ignored: the journal and scratchpad may hold \
+             sensitive names; add `{STATE_DIR_NAME}/` to .gitignore (resilient-write init does)",
+            state_root.display()
+        )
+    })
+}

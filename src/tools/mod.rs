@@ -1,0 +1,131 @@
+//! The tool catalogue: each tool's name, description, truthful annotations, and input and
+//! output JSON Schemas derived from the Rust types its handler accepts and returns (so the
+//! published schemas cannot drift from the code), plus the handler itself.
+//!
+//! Front ends list [`catalog`] and dispatch through [`crate::service::Service::call`].
+
+use crate::envelope::{Failure, Result};
+use crate::service::{Service, ToolNames};
+use schemars::JsonSchema;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+pub mod journal_tail;
+pub mod write;
+
+/// One tool.
+pub struct ToolSpec {
+    /// Unprefixed name (`safe_write`).
+    pub name: &'static str,
+    pub title: &'static str,
+    pub description: &'static str,
+    pub read_only: bool,
+    pub destructive: bool,
+    pub idempotent: bool,
+    pub input_schema: fn() -> Value,
+    pub output_schema: fn() -> Value,
+    pub run: fn(&Service, Value) -> Result<Value>,
+}
+
+/// The JSON Schema of `T`, as published.
+pub fn schema<T: JsonSchema>() -> Value {
+    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+    if let Value::Object(m) = &mut v {
+        // Some clients reject a `$schema` they do not know; the dialect is 2020-12 either way.
+        m.remove("$schema");
+    }
+    v
+}
+
+/// Every tool, in listing order.
+pub fn catalog() -> &'static [ToolSpec] {
+    static CATALOG: &[ToolSpec] = &[
+        write::SAFE_WRITE,
+        write::SAFE_REPLACE,
+        journal_tail::JOURNAL_TAIL,
+    ];
+    CATALOG
+}
+
+/// The tool called `name`: `rw_x`, `rw.x` or bare `x`.
+pub fn find(name: &str) -> Option<&'static ToolSpec> {
+    let bare = name
+        .strip_prefix("rw_")
+        .or_else(|| name.strip_prefix("rw."))
+        .unwrap_or(name);
+    catalog().iter().find(|t| t.name == bare)
+}
+
+/// The name a tool is listed under.
+pub fn listed_name(name: &str, style: ToolNames) -> String {
+    match style {
+        ToolNames::Underscore => format!("rw_{name}"),
+        ToolNames::Dotted => format!("rw.{name}"),
+    }
+}
+
+/// Deserialise a tool's arguments, turning every problem into a typed failure. A string that
+/// is not valid Unicode (e.g. a lone surrogate escape) is an encoding failure.
+pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
+    serde_json::from_value(args).map_err(|e| {
+        let msg = e.to_string();
+        if msg.contains("surrogate") || msg.contains("unicode") {
+            Failure::Encoding {
+                field: "arguments".into(),
+                reason: msg,
+            }
+        } else {
+            Failure::InvalidArguments { message: msg }
+        }
+    })
+}
+
+/// Serialise a result; results are plain data, so this cannot fail in practice.
+pub fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
+    serde_json::to_value(v).map_err(|e| Failure::Internal(format!("serialising result: {e}")))
+}
+
+/// Parse an optional `expected_prev_sha256`: 64 hex digits, compared in lowercase.
+pub fn parse_expected_hash(field: &str, v: Option<&str>) -> Result<Option<String>> {
+    match v {
+        None => Ok(None),
+        Some(h) if crate::hash::is_sha256_hex(h) => Ok(Some(h.to_ascii_lowercase())),
+        Some(h) => Err(Failure::InvalidArguments {
+            message: format!(
+                "{field} must be 64 hex digits (a SHA-256), got {} characters",
+                h.chars().count()
+            ),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_spellings_and_bare_names_find_a_tool() {
+        assert_eq!(find("rw_safe_write").map(|t| t.name), Some("safe_write"));
+        assert_eq!(find("rw.safe_write").map(|t| t.name), Some("safe_write"));
+        assert_eq!(find("safe_write").map(|t| t.name), Some("safe_write"));
+        assert!(find("rw_nope").is_none());
+    }
+
+    #[test]
+    fn listed_names_fit_every_clients_rules_with_headroom() {
+        let re = regex::Regex::new("^[a-z0-9_]{1,40}$").unwrap();
+        for t in catalog() {
+            let n = listed_name(t.name, ToolNames::Underscore);
+            assert!(re.is_match(&n), "{n}");
+        }
+    }
+
+    #[test]
+    fn every_schema_is_an_object_schema() {
+        for t in catalog() {
+            for s in [(t.input_schema)(), (t.output_schema)()] {
+                assert_eq!(s["type"], "object", "{}", t.name);
+            }
+        }
+    }
+}

@@ -1,0 +1,552 @@
+//! `safe_write` and `safe_replace` (L1): the agent-facing writing tools. Both resolve the path
+//! beneath a workspace, decide under the pipeline's lock (mode, `expected_prev_sha256`,
+//! idempotency key, edits) and let [`crate::pipeline::Pipeline::commit`] do the durable part.
+
+use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use crate::edit::{Edit, apply_edits, unified_diff};
+use crate::envelope::{Failure, Result};
+use crate::pipeline::{Body, Caller, Decision, Existing, Outcome, Plan};
+use crate::service::Service;
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// How `safe_write` treats an existing file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum WriteMode {
+    /// Refuse if the file exists (never clobbers; the default).
+    #[default]
+    Create,
+    /// Replace the file's content (creating it if missing).
+    Overwrite,
+    /// Add the content after the file's current content (creating it if missing).
+    Append,
+}
+
+/// How `content` is encoded in the request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+pub enum ContentEncoding {
+    #[default]
+    #[serde(rename = "utf-8", alias = "utf8")]
+    Utf8,
+    #[serde(rename = "base64")]
+    Base64,
+}
+
+/// Arguments of `safe_write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SafeWriteArgs {
+    /// File to write: relative to the server's working directory, or absolute beneath a
+    /// workspace root.
+    pub path: String,
+    /// The full content (or, with mode=append, the content to add). Written byte for byte.
+    pub content: String,
+    /// create (default: refuse if the file exists), overwrite, or append.
+    #[serde(default)]
+    pub mode: WriteMode,
+    /// Optimistic lock: the SHA-256 the file must have now, else stale_precondition.
+    #[serde(default)]
+    pub expected_prev_sha256: Option<String>,
+    /// utf-8 (default) or base64 for binary content.
+    #[serde(default)]
+    pub encoding: ContentEncoding,
+    /// A retried call with the same key and arguments returns the first result without
+    /// writing again (safe for appends); the same key with other arguments is refused.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+/// One edit of `safe_replace`'s `edits` list.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditArg {
+    pub old_string: String,
+    pub new_string: String,
+    /// 1 (default): exactly one match; -1: every match; N > 1: exactly N matches.
+    #[serde(default = "one")]
+    pub count: i64,
+}
+
+fn one() -> i64 {
+    1
+}
+
+/// Arguments of `safe_replace`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SafeReplaceArgs {
+    /// Existing file to edit.
+    pub path: String,
+    /// Exact text to find (byte for byte, whitespace included). Omit when giving `edits`.
+    #[serde(default)]
+    pub old_string: Option<String>,
+    /// Replacement text. Omit when giving `edits`.
+    #[serde(default)]
+    pub new_string: Option<String>,
+    /// 1 (default): exactly one match; -1: every match; N > 1: exactly N matches.
+    #[serde(default = "one")]
+    pub count: i64,
+    /// Several replacements applied in order, all or nothing, in one write.
+    #[serde(default)]
+    pub edits: Option<Vec<EditArg>>,
+    /// Optimistic lock: the SHA-256 the file must have now, else stale_precondition.
+    #[serde(default)]
+    pub expected_prev_sha256: Option<String>,
+    /// Return the unified diff of what would change; write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+    /// A retried call with the same key and arguments returns the first result without
+    /// writing again; the same key with other arguments is refused.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+/// Result of `safe_write` (and of `safe_replace`, which adds `replacements`).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct WriteResult {
+    pub ok: bool,
+    /// The path as given.
+    pub path: String,
+    /// The absolute path written (after following a symlink inside the workspace).
+    pub abs_path: String,
+    /// SHA-256 of the file's new content (verified by reading it back).
+    pub sha256: String,
+    pub bytes: u64,
+    /// create, overwrite, append or replace: what actually happened.
+    pub mode_applied: String,
+    pub journal_id: String,
+    /// RFC 3339 UTC time of the write.
+    pub wrote_at: String,
+    /// SHA-256 of the content before the write (absent when the file was created).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_sha256: Option<String>,
+    /// Number of replacements made (safe_replace only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacements: Option<usize>,
+    /// True when this is the recorded result of an earlier call with the same idempotency key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
+    /// Other hard links of the previous file, which keep the old content.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub detached_hardlinks: u64,
+    /// Non-fatal notes (an owner that could not be kept, a directory fsync that failed).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Result of `safe_replace`: a write result, or with `dry_run` the diff that would apply.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ReplaceResult {
+    pub ok: bool,
+    pub path: String,
+    pub abs_path: String,
+    /// SHA-256 of the new content (would-be content on a dry run).
+    pub sha256: String,
+    pub bytes: u64,
+    /// replace
+    pub mode_applied: String,
+    pub replacements: usize,
+    /// SHA-256 of the content before the edit.
+    pub prev_sha256: String,
+    /// Absent on a dry run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_id: Option<String>,
+    /// Absent on a dry run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub wrote_at: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub dry_run: bool,
+    /// Unified diff of the change (dry run only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub detached_hardlinks: u64,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
+}
+
+pub const SAFE_WRITE: ToolSpec = ToolSpec {
+    name: "safe_write",
+    title: "Durable file write",
+    description: "Write a file atomically and durably: temp file, fsync, read-back SHA-256 \
+        check, rename, directory fsync, journal row. mode=create (default) refuses to \
+        overwrite; overwrite replaces; append adds. Pass expected_prev_sha256 to refuse if \
+        the file changed since you read it. Failures return a typed envelope {error, \
+        reason_hint, suggested_action, retry_budget, context}; the old file is intact.",
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    input_schema: schema::<SafeWriteArgs>,
+    output_schema: schema::<WriteResult>,
+    run: run_safe_write,
+};
+
+pub const SAFE_REPLACE: ToolSpec = ToolSpec {
+    name: "safe_replace",
+    title: "Durable exact-match edit",
+    description: "Replace old_string with new_string in an existing file, atomically \
+        (same pipeline as safe_write). count=1 (default) needs exactly one match, -1 \
+        replaces all, N needs exactly N. `edits` applies several replacements all or \
+        nothing. dry_run returns a unified diff and writes nothing. On a miss the envelope's \
+        context.nearest gives the closest region (line, similarity, diff) so you can fix \
+        old_string without re-reading the file.",
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    input_schema: schema::<SafeReplaceArgs>,
+    output_schema: schema::<ReplaceResult>,
+    run: run_safe_replace,
+};
+
+/// Decode `content` per `encoding` and enforce the size cap.
+pub fn decode_content(
+    svc: &Service,
+    content: String,
+    encoding: ContentEncoding,
+) -> Result<Vec<u8>> {
+    let limit = svc.config().max_write_bytes;
+    let check = |n: usize| {
+        if n as u64 > limit {
+            Err(Failure::TooLarge {
+                what: "content".into(),
+                bytes: n as u64,
+                limit,
+            })
+        } else {
+            Ok(())
+        }
+    };
+    match encoding {
+        ContentEncoding::Utf8 => {
+            check(content.len())?;
+            Ok(content.into_bytes())
+        }
+        ContentEncoding::Base64 => {
+            check(content.len() / 4 * 3)?;
+            base64::engine::general_purpose::STANDARD
+                .decode(content.trim())
+                .map_err(|e| Failure::Encoding {
+                    field: "content".into(),
+                    reason: format!("invalid base64: {e}"),
+                })
+        }
+    }
+}
+
+/// Check `expected_prev_sha256` against the current file.
+pub fn check_expected(
+    path: &str,
+    expected: Option<&str>,
+    existing: Option<&Existing>,
+) -> Result<()> {
+    if let Some(exp) = expected {
+        let actual = existing.map(|e| e.sha256.as_str());
+        if actual != Some(exp) {
+            return Err(Failure::StaleHash {
+                path: path.into(),
+                expected: exp.into(),
+                actual: actual.map(str::to_string),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What an idempotency key says about this call, checked under the pipeline's lock.
+pub enum Replay {
+    /// No earlier call with this key: go ahead.
+    Fresh,
+    /// The earlier call's journal row: answer with it, write nothing.
+    Recorded(Map<String, Value>),
+}
+
+/// Look up `key` in the journal's idempotency index. The same key with other arguments is a
+/// conflict.
+pub fn check_idempotency(svc: &Service, key: Option<&str>, request_sha256: &str) -> Result<Replay> {
+    let Some(key) = key else {
+        return Ok(Replay::Fresh);
+    };
+    if key.is_empty() || key.len() > 256 {
+        return Err(Failure::InvalidArguments {
+            message: "idempotency_key must be 1 to 256 characters".into(),
+        });
+    }
+    let row = svc
+        .idempotency
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .lookup(svc.pipeline().journal(), key)?;
+    match row {
+        None => Ok(Replay::Fresh),
+        Some(r) if r.get("request_sha256").and_then(Value::as_str) == Some(request_sha256) => {
+            Ok(Replay::Recorded(r))
+        }
+        Some(_) => Err(Failure::IdempotencyConflict { key: key.into() }),
+    }
+}
+
+/// Journal fields recording an idempotency key.
+pub fn idempotency_extra(key: Option<&str>, request_sha256: &str) -> BTreeMap<String, Value> {
+    let mut extra = BTreeMap::new();
+    if let Some(k) = key {
+        extra.insert("idempotency_key".into(), json!(k));
+        extra.insert("request_sha256".into(), json!(request_sha256));
+    }
+    extra
+}
+
+fn row_str(row: &Map<String, Value>, k: &str) -> String {
+    row.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn write_result(path: &str, o: Outcome, replacements: Option<usize>) -> WriteResult {
+    WriteResult {
+        ok: true,
+        path: path.into(),
+        abs_path: o.abs_path.display().to_string(),
+        sha256: o.sha256,
+        bytes: o.bytes,
+        mode_applied: o.mode_label,
+        journal_id: o.journal_id,
+        wrote_at: o.wrote_at,
+        prev_sha256: o.prev_sha256,
+        replacements,
+        idempotent_replay: false,
+        detached_hardlinks: o.detached_hardlinks,
+        warnings: o.warnings,
+    }
+}
+
+fn replayed_write(path: &str, row: &Map<String, Value>) -> WriteResult {
+    WriteResult {
+        ok: true,
+        path: path.into(),
+        abs_path: row_str(row, "path"),
+        sha256: row_str(row, "sha256"),
+        bytes: row.get("bytes").and_then(Value::as_u64).unwrap_or(0),
+        mode_applied: row_str(row, "mode"),
+        journal_id: row_str(row, "journal_id"),
+        wrote_at: row_str(row, "ts"),
+        prev_sha256: row
+            .get("prev_sha256")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        replacements: row
+            .get("replacements")
+            .and_then(Value::as_u64)
+            .map(|n| n as usize),
+        idempotent_replay: true,
+        detached_hardlinks: 0,
+        warnings: Vec::new(),
+    }
+}
+
+fn caller(svc: &Service, tool: &str) -> Caller {
+    Caller {
+        caller: svc.caller(),
+        tool: tool.into(),
+    }
+}
+
+fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
+    let request_sha256 = Service::request_hash("safe_write", &raw);
+    let args: SafeWriteArgs = parse_args(raw)?;
+    let expected =
+        parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
+    let bytes = decode_content(svc, args.content, args.encoding)?;
+    let target = svc.workspaces().resolve(&args.path, true)?;
+    let key = args.idempotency_key.as_deref();
+    let path = args.path.as_str();
+    let (outcome, replay) =
+        svc.pipeline()
+            .commit(&target, &caller(svc, "safe_write"), |existing| {
+                if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+                    return Ok(Decision::Skip(Some(row)));
+                }
+                if args.mode == WriteMode::Create
+                    && let Some(e) = existing
+                {
+                    return Err(Failure::TargetExists {
+                        path: path.into(),
+                        existing_sha256: e.sha256.clone(),
+                    });
+                }
+                check_expected(path, expected.as_deref(), existing)?;
+                let (body, label) = match (args.mode, existing) {
+                    (_, None) => (bytes, "create"),
+                    (WriteMode::Append, Some(e)) => {
+                        let mut all = Vec::with_capacity(e.bytes.len() + bytes.len());
+                        all.extend_from_slice(&e.bytes);
+                        all.extend_from_slice(&bytes);
+                        (all, "append")
+                    }
+                    (_, Some(_)) => (bytes, "overwrite"),
+                };
+                let total = body.len() as u64;
+                let limit = svc.config().max_write_bytes;
+                if total > limit {
+                    return Err(Failure::TooLarge {
+                        what: "resulting file".into(),
+                        bytes: total,
+                        limit,
+                    });
+                }
+                Ok(Decision::Write(
+                    Plan {
+                        body: Body::Bytes(body),
+                        mode_label: label.into(),
+                        create_only: existing.is_none(),
+                        extra: idempotency_extra(key, &request_sha256),
+                    },
+                    None,
+                ))
+            })?;
+    let result = match (outcome, replay) {
+        (Some(o), _) => write_result(path, o, None),
+        (None, Some(row)) => replayed_write(path, &row),
+        (None, None) => {
+            return Err(Failure::Internal(
+                "write neither applied nor replayed".into(),
+            ));
+        }
+    };
+    to_value(&result)
+}
+
+fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
+    let request_sha256 = Service::request_hash("safe_replace", &raw);
+    let args: SafeReplaceArgs = parse_args(raw)?;
+    let expected =
+        parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
+    let edits: Vec<Edit> = match (&args.edits, &args.old_string, &args.new_string) {
+        (Some(list), None, None) if !list.is_empty() => list
+            .iter()
+            .map(|e| Edit {
+                old_string: e.old_string.clone(),
+                new_string: e.new_string.clone(),
+                count: e.count,
+            })
+            .collect(),
+        (None, Some(old), Some(new)) => vec![Edit {
+            old_string: old.clone(),
+            new_string: new.clone(),
+            count: args.count,
+        }],
+        _ => {
+            return Err(Failure::InvalidArguments {
+                message: "give either old_string and new_string, or a non-empty edits list".into(),
+            });
+        }
+    };
+    let target = svc.workspaces().resolve(&args.path, false)?;
+    let key = args.idempotency_key.as_deref();
+    let path = args.path.as_str();
+    let abs = target.abs_path.display().to_string();
+    let limit = svc.config().max_write_bytes;
+    let (outcome, result) =
+        svc.pipeline()
+            .commit(&target, &caller(svc, "safe_replace"), |existing| {
+                if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+                    let w = replayed_write(path, &row);
+                    return Ok(Decision::Skip(ReplaceResult {
+                        ok: true,
+                        path: w.path,
+                        abs_path: w.abs_path,
+                        sha256: w.sha256,
+                        bytes: w.bytes,
+                        mode_applied: w.mode_applied,
+                        replacements: w.replacements.unwrap_or(0),
+                        prev_sha256: w.prev_sha256.unwrap_or_default(),
+                        journal_id: Some(w.journal_id),
+                        wrote_at: Some(w.wrote_at),
+                        dry_run: false,
+                        diff: None,
+                        idempotent_replay: true,
+                        detached_hardlinks: 0,
+                        warnings: Vec::new(),
+                    }));
+                }
+                let Some(existing) = existing else {
+                    return Err(Failure::TargetMissing { path: path.into() });
+                };
+                check_expected(path, expected.as_deref(), Some(existing))?;
+                let text = std::str::from_utf8(&existing.bytes).map_err(|e| Failure::Encoding {
+                    field: "path".into(),
+                    reason: format!(
+                        "the file is not valid UTF-8 ({e}); safe_replace edits text files"
+                    ),
+                })?;
+                let (new_text, replacements) = apply_edits(text, &edits, path)?;
+                if new_text.len() as u64 > limit {
+                    return Err(Failure::TooLarge {
+                        what: "resulting file".into(),
+                        bytes: new_text.len() as u64,
+                        limit,
+                    });
+                }
+                let base = ReplaceResult {
+                    ok: true,
+                    path: path.into(),
+                    abs_path: abs.clone(),
+                    sha256: crate::hash::sha256_hex(new_text.as_bytes()),
+                    bytes: new_text.len() as u64,
+                    mode_applied: "replace".into(),
+                    replacements,
+                    prev_sha256: existing.sha256.clone(),
+                    journal_id: None,
+                    wrote_at: None,
+                    dry_run: args.dry_run,
+                    diff: None,
+                    idempotent_replay: false,
+                    detached_hardlinks: 0,
+                    warnings: Vec::new(),
+                };
+                if args.dry_run {
+                    return Ok(Decision::Skip(ReplaceResult {
+                        diff: Some(unified_diff(text, &new_text, path)),
+                        ..base
+                    }));
+                }
+                let mut extra = idempotency_extra(key, &request_sha256);
+                extra.insert("replacements".into(), json!(replacements));
+                Ok(Decision::Write(
+                    Plan {
+                        body: Body::Bytes(new_text.into_bytes()),
+                        mode_label: "replace".into(),
+                        create_only: false,
+                        extra,
+                    },
+                    base,
+                ))
+            })?;
+    let result = match outcome {
+        Some(o) => ReplaceResult {
+            sha256: o.sha256,
+            bytes: o.bytes,
+            journal_id: Some(o.journal_id),
+            wrote_at: Some(o.wrote_at),
+            detached_hardlinks: o.detached_hardlinks,
+            warnings: o.warnings,
+            ..result
+        },
+        None => result,
+    };
+    to_value(&result)
+}
