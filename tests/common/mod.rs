@@ -1,0 +1,196 @@
+//! A tiny MCP client for integration tests: starts the real `resilient-write` binary over
+//! stdio in a throwaway workspace and speaks JSON-RPC to it line by line.
+#![allow(dead_code)]
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+
+/// Path of the binary under test.
+pub fn bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_resilient-write"))
+}
+
+/// A running server.
+pub struct Server {
+    pub child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+    pub init: Value,
+}
+
+/// A throwaway workspace with a server started in it.
+pub struct Workspace {
+    pub dir: tempfile::TempDir,
+    pub root: PathBuf,
+}
+
+impl Workspace {
+    pub fn new() -> Workspace {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let root = dir.path().canonicalize().expect("canonical tempdir");
+        Workspace { dir, root }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    /// Start a server in this workspace (CWD = root).
+    pub fn server(&self) -> Server {
+        Server::start(&self.root, &[], &[])
+    }
+}
+
+impl Server {
+    /// Start the binary in `cwd` with extra `args` and `env`, and complete the handshake.
+    pub fn start(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+        let mut cmd = Command::new(bin());
+        cmd.args(args)
+            .current_dir(cwd)
+            .env_remove("RW_WORKSPACE")
+            .env_remove("RW_STATE_DIR")
+            .env_remove("RW_FAULT_INJECT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        for (k, v) in env {
+            cmd.env(k, v);
+        }
+        let mut child = cmd.spawn().expect("spawn resilient-write");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut s = Server {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+            init: Value::Null,
+        };
+        s.init = s.request(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "integration-test", "version": "0"}
+            }),
+        );
+        s.notify("notifications/initialized", json!({}));
+        s
+    }
+
+    pub fn send_raw(&mut self, line: &str) {
+        self.stdin.write_all(line.as_bytes()).expect("write");
+        self.stdin.write_all(b"\n").expect("write");
+        self.stdin.flush().expect("flush");
+    }
+
+    pub fn notify(&mut self, method: &str, params: Value) {
+        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        self.send_raw(&msg.to_string());
+    }
+
+    /// Read messages until the response with `id` (skipping notifications).
+    pub fn read_response(&mut self, id: u64) -> Value {
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).expect("read");
+            assert!(n > 0, "server closed stdout while waiting for response {id}");
+            let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
+            if v.get("id") == Some(&json!(id)) {
+                return v;
+            }
+        }
+    }
+
+    /// A JSON-RPC request; returns the whole response (result or error).
+    pub fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&msg.to_string());
+        self.read_response(id)
+    }
+
+    /// `tools/call`; returns the CallToolResult.
+    pub fn call_raw(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        r.get("result")
+            .cloned()
+            .unwrap_or_else(|| panic!("tools/call {tool} had no result: {r}"))
+    }
+
+    /// `tools/call` that must succeed; returns structuredContent.
+    pub fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.call_raw(tool, args);
+        assert_eq!(r["isError"], json!(false), "{tool} failed: {r}");
+        let sc = r["structuredContent"].clone();
+        assert_eq!(sc["ok"], json!(true));
+        let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().expect("text"))
+            .expect("text content is JSON");
+        assert_eq!(text, sc, "text and structuredContent differ");
+        sc
+    }
+
+    /// `tools/call` that must fail with an envelope; returns it.
+    pub fn err(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.call_raw(tool, args);
+        assert_eq!(r["isError"], json!(true), "{tool} unexpectedly succeeded: {r}");
+        let env = r["structuredContent"].clone();
+        assert_eq!(env["ok"], json!(false));
+        assert_eq!(env["schema_version"], json!("1"));
+        let text: Value = serde_json::from_str(r["content"][0]["text"].as_str().expect("text"))
+            .expect("text content is JSON");
+        assert_eq!(text, env, "text and structuredContent differ");
+        env
+    }
+
+    /// Close stdin and wait for the process to exit.
+    pub fn shutdown(mut self) -> std::process::ExitStatus {
+        drop(self.stdin);
+        self.child.wait().expect("wait")
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Lowercase hex SHA-256.
+pub fn sha256(bytes: &[u8]) -> String {
+    resilient_write::hash::sha256_hex(bytes)
+}
+
+/// Journal rows of a state directory.
+pub fn journal_rows(state_root: &Path) -> Vec<Value> {
+    let path = state_root.join(".resilient_write/journal.jsonl");
+    match std::fs::read_to_string(path) {
+        Ok(s) => s
+            .lines()
+            .map(|l| serde_json::from_str(l).expect("journal line is JSON"))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+/// Temp files of the pipeline left anywhere under `root`.
+pub fn temp_files(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).into_iter().flatten().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                stack.push(p);
+            } else if e.file_name().to_string_lossy().contains(".rw-tmp-") {
+                out.push(p);
+            }
+        }
+    }
+    out
+}
