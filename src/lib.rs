@@ -10,6 +10,7 @@ pub mod journal;
 pub mod pipeline;
 pub mod retry;
 pub mod service;
+pub mod stdio;
 pub mod tools;
 pub mod workspace;
 

@@ -67,6 +67,15 @@ pub fn listed_name(name: &str, style: ToolNames) -> String {
 /// Deserialise a tool's arguments, turning every problem into a typed failure. A string that
 /// is not valid Unicode (e.g. a lone surrogate escape) is an encoding failure.
 pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
+    if let Some(field) = bad_unicode_field(&args, "") {
+        return Err(Failure::Encoding {
+            field,
+            reason: "not valid Unicode (a lone UTF-16 surrogate escape or bytes that are not \
+                UTF-8); send valid UTF-8 text, or binary content base64-encoded with \
+                encoding=base64"
+                .into(),
+        });
+    }
     serde_json::from_value(args).map_err(|e| {
         let msg = e.to_string();
         if msg.contains("surrogate") || msg.contains("unicode") {
@@ -78,6 +87,26 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
             Failure::InvalidArguments { message: msg }
         }
     })
+}
+
+/// The path of the first string in `v` carrying the transport's bad-Unicode sentinel.
+fn bad_unicode_field(v: &Value, at: &str) -> Option<String> {
+    match v {
+        Value::String(s) if s.contains(crate::stdio::BAD_UNICODE_SENTINEL) => Some(if at.is_empty() {
+            "arguments".into()
+        } else {
+            at.to_string()
+        }),
+        Value::Object(m) => m.iter().find_map(|(k, v)| {
+            let p = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
+            bad_unicode_field(v, &p)
+        }),
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .find_map(|(i, v)| bad_unicode_field(v, &format!("{at}[{i}]"))),
+        _ => None,
+    }
 }
 
 /// Serialise a result; results are plain data, so this cannot fail in practice.

@@ -1,0 +1,161 @@
+//! The stdio transport's front door. JSON cannot carry a lone UTF-16 surrogate (`"\ud800"`)
+//! or raw bytes that are not UTF-8, and a JSON-RPC library that meets one drops the whole
+//! message: the agent waits forever for an answer. This module rewrites each such unit, inside
+//! a JSON string, into a sentinel that is valid JSON, so the message parses and the tool
+//! refuses it with a typed `policy_violation`/`encoding` envelope naming the field
+//! ([`crate::tools::parse_args`] looks for [`BAD_UNICODE_SENTINEL`]). Nothing is ever written
+//! with a replacement character in place of what the agent sent.
+
+use std::borrow::Cow;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+
+/// What an unrepresentable unit becomes. Starts with NUL, which no JSON text decodes to by
+/// accident in a tool argument that is meant to be written.
+pub const BAD_UNICODE_SENTINEL: &str = "\u{0}\u{1}rw-bad-unicode\u{1}\u{0}";
+const SENTINEL_JSON: &[u8] = br"\u0000\u0001rw-bad-unicode\u0001\u0000";
+
+fn hex4(b: &[u8]) -> Option<u16> {
+    let s = std::str::from_utf8(b.get(..4)?).ok()?;
+    u16::from_str_radix(s, 16).ok()
+}
+
+/// Rewrite lone surrogate escapes and invalid UTF-8 in one JSON line. Borrowed when clean.
+pub fn sanitize_line(line: &[u8]) -> Cow<'_, [u8]> {
+    let has_escape_u = line.windows(2).any(|w| w == b"\\u");
+    let utf8_ok = std::str::from_utf8(line).is_ok();
+    if !has_escape_u && utf8_ok {
+        return Cow::Borrowed(line);
+    }
+    let mut out = Vec::with_capacity(line.len() + 16);
+    if utf8_ok {
+        out.extend_from_slice(line);
+    } else {
+        for chunk in line.utf8_chunks() {
+            out.extend_from_slice(chunk.valid().as_bytes());
+            if !chunk.invalid().is_empty() {
+                out.extend_from_slice(SENTINEL_JSON);
+            }
+        }
+    }
+    if !has_escape_u {
+        return Cow::Owned(out);
+    }
+    let src = out;
+    let mut res = Vec::with_capacity(src.len() + 16);
+    let mut i = 0;
+    let mut in_string = false;
+    while i < src.len() {
+        let b = src[i];
+        if !in_string {
+            if b == b'"' {
+                in_string = true;
+            }
+            res.push(b);
+            i += 1;
+            continue;
+        }
+        match b {
+            b'"' => {
+                in_string = false;
+                res.push(b);
+                i += 1;
+            }
+            b'\\' if src.get(i + 1) == Some(&b'u') => {
+                let Some(code) = hex4(&src[i + 2..]) else {
+                    res.push(b);
+                    i += 1;
+                    continue;
+                };
+                if (0xD800..=0xDBFF).contains(&code) {
+                    let low = (src.get(i + 6) == Some(&b'\\') && src.get(i + 7) == Some(&b'u'))
+                        .then(|| src.get(i + 8..).and_then(hex4))
+                        .flatten();
+                    if low.is_some_and(|l| (0xDC00..=0xDFFF).contains(&l)) {
+                        res.extend_from_slice(&src[i..i + 12]);
+                        i += 12;
+                    } else {
+                        res.extend_from_slice(SENTINEL_JSON);
+                        i += 6;
+                    }
+                } else if (0xDC00..=0xDFFF).contains(&code) {
+                    res.extend_from_slice(SENTINEL_JSON);
+                    i += 6;
+                } else {
+                    res.extend_from_slice(&src[i..i + 6]);
+                    i += 6;
+                }
+            }
+            b'\\' => {
+                res.extend_from_slice(&src[i..(i + 2).min(src.len())]);
+                i += 2;
+            }
+            _ => {
+                res.push(b);
+                i += 1;
+            }
+        }
+    }
+    Cow::Owned(res)
+}
+
+/// A reader that yields `input` with every line sanitised.
+pub fn sanitized(input: impl AsyncRead + Unpin + Send + 'static) -> impl AsyncRead + Unpin + Send {
+    let (reader, mut writer) = tokio::io::duplex(1 << 20);
+    tokio::spawn(async move {
+        let mut input = BufReader::with_capacity(1 << 20, input);
+        let mut line = Vec::new();
+        loop {
+            line.clear();
+            match input.read_until(b'\n', &mut line).await {
+                Ok(0) | Err(_) => break,
+                Ok(_) => {
+                    let clean = sanitize_line(&line);
+                    if writer.write_all(&clean).await.is_err() {
+                        break;
+                    }
+                }
+            }
+        }
+        let _ = writer.shutdown().await;
+    });
+    reader
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(x: &[u8]) -> String {
+        String::from_utf8(sanitize_line(x).into_owned()).unwrap()
+    }
+
+    #[test]
+    fn clean_lines_are_borrowed_unchanged() {
+        let line = br#"{"a":"\u00e9 \ud83d\ude00"}"#;
+        assert_eq!(sanitize_line(line), Cow::Borrowed(&line[..]));
+    }
+
+    #[test]
+    fn lone_high_and_low_surrogates_become_the_sentinel() {
+        let out = s(br#"{"content":"x\ud800y\udc00"}"#);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(
+            v["content"].as_str().unwrap(),
+            format!("x{BAD_UNICODE_SENTINEL}y{BAD_UNICODE_SENTINEL}")
+        );
+    }
+
+    #[test]
+    fn escaped_backslash_before_u_is_not_an_escape() {
+        let line = br#"{"a":"\\ud800"}"#;
+        let v: serde_json::Value = serde_json::from_slice(&sanitize_line(line)).unwrap();
+        assert_eq!(v["a"], "\\ud800");
+    }
+
+    #[test]
+    fn invalid_utf8_bytes_inside_strings_become_the_sentinel() {
+        let out = s(b"{\"a\":\"x\xff\xfey\"}");
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["a"].as_str().unwrap(), format!("x{BAD_UNICODE_SENTINEL}y"));
+    }
+}
