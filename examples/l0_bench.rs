@@ -32,7 +32,11 @@ fn main() {
     let c = Classifier::default();
     let mut rng = corpus::Rng(42);
     let mixed = corpus::mixed_source(&mut rng, 100_000);
-    let mixed = &mixed[..mixed.floor_char_boundary(100_000)];
+    let mut cut = mixed.len().min(100_000);
+    while !mixed.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mixed = &mixed[..cut];
     println!(
         "{:<44} {:>16} {:>13} {:>14}",
         "input", "size", "time/iter", "throughput"

@@ -54,7 +54,7 @@ mod rules;
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::ops::Range;
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::bytes::{Captures, Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -198,6 +198,8 @@ fn build_ac(words: &[String], ci: bool) -> Option<AhoCorasick> {
     AhoCorasickBuilder::new()
         .ascii_case_insensitive(ci)
         .match_kind(MatchKind::Standard)
+        // a full DFA: one transition per byte for the overlapping scan (the keyword set is small)
+        .kind(Some(AhoCorasickKind::DFA))
         .build(words)
         .ok()
 }
@@ -393,7 +395,18 @@ fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() || hay.len() < needle.len() {
         return None;
     }
-    hay.windows(needle.len()).position(|w| w == needle)
+    let first = needle[0];
+    let last_start = hay.len() - needle.len();
+    let mut i = 0;
+    while i <= last_start {
+        let k = hay[i..=last_start].iter().position(|&b| b == first)?;
+        i += k;
+        if &hay[i..i + needle.len()] == needle {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
 }
 
 fn window_for(bytes: &[u8], p: usize, w: Window) -> Win {
@@ -447,7 +460,8 @@ fn add_hit(
     }
     let nw = window_for(bytes, p, w);
     match &mut cur[rule] {
-        Some(c) if nw.s <= c.e => {
+        // adjacent lines join into one window: one regex search instead of one per line
+        Some(c) if nw.s <= c.e + 1 => {
             if nw.e >= c.e {
                 c.e = nw.e;
                 c.hard = nw.hard;
@@ -569,6 +583,7 @@ fn verify(
     bytes: &[u8],
     caps: &Captures<'_>,
     base: usize,
+    k8s_done: &mut usize,
     out: &mut Vec<Raw>,
 ) {
     let Some(whole) = caps.get(0) else { return };
@@ -702,19 +717,23 @@ fn verify(
                 });
             }
         }
-        Check::K8sSecret => k8s_values(rule_idx, bytes, whole.start, out),
+        Check::K8sSecret => k8s_values(rule_idx, bytes, whole.start, k8s_done, out),
     }
 }
 
 /// End of a private-key block starting after the header ending at `he`, if it has a real body.
+/// The body never extends past the next `-----BEGIN`, so bodies are disjoint and the total work
+/// stays linear even for a file made of headers.
 fn private_key_end(bytes: &[u8], he: usize) -> Option<usize> {
     let limit = (he + 64 * 1024).min(bytes.len());
-    let region = &bytes[he..limit];
+    let next_begin = find_sub(&bytes[he..limit], b"-----BEGIN").map_or(limit, |k| he + k);
+    let region = &bytes[he..next_begin];
     let (body, end) = match find_sub(region, b"-----END") {
         Some(k) => {
             let after = he + k + 8;
-            let close = find_sub(&bytes[after..limit.max(after)], b"-----")
-                .map_or(after, |c| after + c + 5);
+            let close_limit = (after + 64).min(bytes.len());
+            let close =
+                find_sub(&bytes[after..close_limit], b"-----").map_or(after, |c| after + c + 5);
             (&region[..k], close)
         }
         None => {
@@ -735,20 +754,29 @@ fn private_key_end(bytes: &[u8], he: usize) -> Option<usize> {
         }
         i += 1;
     }
+    if count < 64 {
+        return None;
+    }
     let lowered = body.to_ascii_lowercase();
     let placeholder = find_sub(&lowered, b"redacted").is_some()
         || find_sub(&lowered, b"xxxx").is_some()
         || (count < 200
-            && (find_sub(body, b"...").is_some() || find_sub(&lowered, b"\xE2\x80\xA6").is_some()));
-    (count >= 64 && !placeholder).then_some(end)
+            && (find_sub(body, b"...").is_some()
+                || find_sub(body, "\u{2026}".as_bytes()).is_some()));
+    (!placeholder).then_some(end)
 }
 
 /// Each value under `data:` / `stringData:` of the YAML document holding a `kind: Secret`.
-fn k8s_values(rule_idx: usize, bytes: &[u8], at: usize, out: &mut Vec<Raw>) {
-    let lo = at.saturating_sub(32 * 1024);
+fn k8s_values(rule_idx: usize, bytes: &[u8], at: usize, done: &mut usize, out: &mut Vec<Raw>) {
+    // a document already scanned adds nothing; never look back past it (keeps the scan linear)
+    if at < *done {
+        return;
+    }
+    let lo = at.saturating_sub(32 * 1024).max(*done);
     let doc_start = find_last_doc_sep(&bytes[lo..at]).map_or(lo, |k| lo + k);
     let hi = (at + 32 * 1024).min(bytes.len());
     let doc_end = find_sub(&bytes[at..hi], b"\n---").map_or(hi, |k| at + k);
+    *done = doc_end;
     let mut in_data = false;
     let mut pos = doc_start;
     while pos < doc_end {
@@ -809,19 +837,23 @@ fn trim_ascii(s: &[u8]) -> &[u8] {
     &s[a..b]
 }
 
-/// Spans of public PEM blocks (certificates, public keys): binary hints stay quiet there.
-fn public_pem_spans(content: &str) -> Vec<Range<usize>> {
+/// Spans of PEM blocks (certificates, public keys; private ones too): binary hints stay quiet
+/// there. A block ends at its END line or at the next BEGIN, so the work is linear.
+fn pem_spans(content: &str) -> Vec<Range<usize>> {
     let bytes = content.as_bytes();
-    let mut out = Vec::new();
-    for (at, _) in content.match_indices("-----BEGIN ") {
-        let head_end = (at + 80).min(bytes.len());
-        let head = &bytes[at..head_end];
-        if find_sub(head, b"PRIVATE KEY").is_some() {
-            // private blocks are findings of their own; keep hints off them too
-        }
-        let limit = (at + 256 * 1024).min(bytes.len());
-        let end = find_sub(&bytes[at + 11..limit], b"-----END ").map_or(limit, |k| {
-            let e = at + 11 + k + 9;
+    let begins: Vec<usize> = content
+        .match_indices("-----BEGIN ")
+        .map(|(i, _)| i)
+        .collect();
+    let mut out = Vec::with_capacity(begins.len());
+    for (k, &at) in begins.iter().enumerate() {
+        let limit = begins
+            .get(k + 1)
+            .copied()
+            .unwrap_or(bytes.len())
+            .min(at + 256 * 1024);
+        let end = find_sub(&bytes[at + 11..limit], b"-----END ").map_or(limit, |e| {
+            let e = at + 11 + e + 9;
             bytes[e..limit]
                 .iter()
                 .position(|&b| b == b'\n')
@@ -857,13 +889,23 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
         }
     }
     let mut raws: Vec<Raw> = Vec::new();
+    let mut k8s_done = 0usize;
     for (ri, rule) in c.rules.iter().enumerate() {
         let Some(re) = &rule.regex else { continue };
         for &(s, e) in &wins[ri] {
             let hay = &bytes[s..e];
             if rule.has_groups {
-                for caps in re.captures_iter(hay) {
-                    verify(ri, rule, bytes, &caps, s, &mut raws);
+                // Resume after the secret, not after the whole match: the trailing context byte
+                // a rule consumed may be the leading context of the next token.
+                let mut at = 0;
+                while at <= hay.len() {
+                    let Some(caps) = re.captures_at(hay, at) else {
+                        break;
+                    };
+                    let Some(m) = caps.get(0) else { break };
+                    let next = caps.name("s").map_or(m.end(), |g| g.end());
+                    verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);
+                    at = next.max(at + 1);
                 }
             } else {
                 for m in re.find_iter(hay) {
@@ -883,7 +925,7 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                         }
                         Check::Putty | Check::K8sSecret => {
                             if let Some(caps) = re.captures_at(hay, m.start()) {
-                                verify(ri, rule, bytes, &caps, s, &mut raws);
+                                verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);
                             }
                             false
                         }
@@ -932,7 +974,7 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     .any(|&s| scanner_rule(s).is_some());
     if want_binary {
         let exclude = if content.contains("-----BEGIN ") {
-            public_pem_spans(content)
+            pem_spans(content)
         } else {
             Vec::new()
         };

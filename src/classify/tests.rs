@@ -827,3 +827,27 @@ fn pathological_equals_run_is_linear_enough() {
     let r = score(&s);
     assert!(r.detected_patterns.is_empty());
 }
+
+#[test]
+fn tokens_separated_by_one_byte_are_both_found() {
+    let s = format!(
+        "{} {}\n{}",
+        synth("ghp_", ALNUM, 36),
+        synth("gho_", ALNUM, 36),
+        synth("ghu_", ALNUM, 36)
+    );
+    assert_eq!(
+        patterns(&s),
+        vec![
+            "github_classic_pat",
+            "github_oauth_token",
+            "github_user_to_server_token"
+        ]
+    );
+}
+
+#[test]
+fn many_pem_headers_without_bodies_are_linear_and_quiet() {
+    let s = "-----BEGIN PRIVATE KEY-----\n".repeat(2000);
+    assert!(patterns(&s).is_empty());
+}
