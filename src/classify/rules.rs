@@ -364,7 +364,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             .check(Check::K8sSecret).tier(Tier::Structural),
         // ---- generic, entropy-gated ----
         rule("password_assignment", "password", &["password", "passwd", "passphrase", "pwd"],
-            r#"(?i)(?P<k>[a-z0-9_.\-]{0,30}(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12})["'`]?\s{0,4}(?::=|=>|==|=|:)\s{0,4}(?:["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;#]{8,128})\s*$)"#)
+            r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12})["'`]?\s{0,4}(?::=|=>|==|=|:)\s{0,4}(?:["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;#]{8,128})\s*$)"#)
             .check(Check::Password).tier(Tier::Generic),
         rule("generic_secret_assignment", "generic_secret",
             &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential"],
