@@ -854,6 +854,9 @@ fn many_pem_headers_without_bodies_are_linear_and_quiet() {
 
 #[test]
 fn unquoted_env_password_is_found_when_the_next_line_also_has_a_keyword() {
-    let s = format!("SMTP_PASSWORD={}\nSMTP_TOKEN_TTL=3600\n", synth("", ALNUM, 14));
+    let s = format!(
+        "SMTP_PASSWORD={}\nSMTP_TOKEN_TTL=3600\n",
+        synth("", ALNUM, 14)
+    );
     assert_eq!(patterns(&s), vec!["password_assignment"]);
 }
