@@ -1,0 +1,106 @@
+//! L0 benchmark: throughput on mixed source (MB/s, ms per 100 KB) and the time of pathological
+//! inputs (a 10 MB single line, 1 MB of `=`, dense keywords). Pure CPU, no I/O in the timed part.
+//!
+//! Run: `cargo run --release --example l0_bench`
+
+#[path = "l0_corpus/mod.rs"]
+mod corpus;
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use resilient_write::classify::{Classifier, redact, risk_score};
+
+fn time_it(label: &str, input: &str, c: &Classifier, iters: usize) -> f64 {
+    let _ = black_box(risk_score(black_box(input), c));
+    let t = Instant::now();
+    for _ in 0..iters {
+        black_box(risk_score(black_box(input), c));
+    }
+    let per = t.elapsed().as_secs_f64() / iters as f64;
+    let mbps = input.len() as f64 / per / 1e6;
+    println!(
+        "{label:<44} {:>10} bytes {:>10.3} ms {:>9.1} MB/s",
+        input.len(),
+        per * 1e3,
+        mbps
+    );
+    per
+}
+
+fn main() {
+    let c = Classifier::default();
+    let mut rng = corpus::Rng(42);
+    let mixed = corpus::mixed_source(&mut rng, 100_000);
+    let mut cut = mixed.len().min(100_000);
+    while !mixed.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let mixed = &mixed[..cut];
+    println!(
+        "{:<44} {:>16} {:>13} {:>14}",
+        "input", "size", "time/iter", "throughput"
+    );
+    let per = time_it("mixed source, 100 KB", mixed, &c, 500);
+    println!(
+        "  => {:.3} ms per 100 KB (target < 1 ms)",
+        per * 1e3 * 100_000.0 / mixed.len() as f64
+    );
+    let plain: String = (0..3000)
+        .map(|_| corpus::ordinary_line(&mut rng))
+        .collect::<Vec<_>>()
+        .join("\n");
+    time_it("ordinary lines only (no secrets)", &plain, &c, 100);
+    let big = corpus::mixed_source(&mut rng, 5_000_000);
+    time_it("mixed source, 5 MB", &big, &c, 3);
+    let t = Instant::now();
+    let r = redact(mixed, &c);
+    println!(
+        "redact 100 KB mixed: {:.3} ms, {} replacements",
+        t.elapsed().as_secs_f64() * 1e3,
+        r.replacements.len()
+    );
+
+    println!("\npathological inputs");
+    time_it(
+        "10 MB single line of random base64",
+        &rng.chars(corpus::B64, 10_000_000),
+        &c,
+        1,
+    );
+    time_it("10 MB single line of 'a'", &"a".repeat(10_000_000), &c, 1);
+    time_it("1 MB of '='", &"=".repeat(1_000_000), &c, 3);
+    time_it(
+        "1 MB of 'token=' on one line",
+        &"token=".repeat(170_000),
+        &c,
+        1,
+    );
+    time_it(
+        "1 MB of 'password: ' on one line",
+        &"password: ".repeat(100_000),
+        &c,
+        1,
+    );
+    time_it("1 MB of '@' on one line", &"@".repeat(1_000_000), &c, 1);
+    time_it(
+        "1 MB of digits and dashes",
+        &"123-45-".repeat(150_000),
+        &c,
+        1,
+    );
+    time_it("1 MB of 'sk-' prefixes", &"sk-".repeat(340_000), &c, 1);
+    time_it(
+        "1 MB of '-----BEGIN PRIVATE KEY-----\\n'",
+        &"-----BEGIN PRIVATE KEY-----\n".repeat(36_000),
+        &c,
+        1,
+    );
+    time_it(
+        "1 MB of 'kind: Secret\\ndata:\\n'",
+        &"kind: Secret\ndata:\n".repeat(55_000),
+        &c,
+        1,
+    );
+    time_it("1 MB of NUL bytes", &"\0".repeat(1_000_000), &c, 1);
+}

@@ -1,0 +1,179 @@
+//! Binary-content hints of the L0 classifier (family `binary_hint`): long base64 runs (on one
+//! line, or wrapped at a fixed width such as 64 or 76 columns), long hex blobs, and dense
+//! non-printable bytes. Hints suggest moving the payload to the scratchpad or splitting the write.
+//!
+//! Quiet on: CSS/HTML data URIs and source maps (`base64,` prefix), OpenSSH public keys, public
+//! PEM blocks (certificates, public keys: passed in as exclusions), digests (40/64/128 hex chars are
+//! far below the hex threshold), lockfile integrity hashes (88 chars). One linear pass per shape.
+
+use std::ops::Range;
+
+/// Shortest base64 run worth a hint (the paper's "> 200 chars").
+pub(crate) const BASE64_MIN: usize = 200;
+/// Shortest hex run worth a hint (longer than a SHA-512 digest, 128).
+pub(crate) const HEX_MIN: usize = 256;
+/// Non-printable bytes that make a dense run.
+const NONPRINT_MIN: usize = 16;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum BinaryKind {
+    Base64Blob,
+    Base64Wrapped,
+    HexBlob,
+    NonPrintable,
+}
+
+fn is_b64(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'-' || b == b'_'
+}
+
+fn overlaps(r: &Range<usize>, ex: &[Range<usize>]) -> bool {
+    ex.iter().any(|e| e.start < r.end && r.start < e.end)
+}
+
+/// Looks like encoded binary rather than a word, a path or a digest.
+fn dense_base64(t: &[u8]) -> bool {
+    let upper = t.iter().any(u8::is_ascii_uppercase);
+    let lower = t.iter().any(u8::is_ascii_lowercase);
+    let digit = t.iter().any(u8::is_ascii_digit);
+    upper && lower && digit && super::entropy::shannon(t) >= 4.5
+}
+
+fn hex_blob(t: &[u8]) -> bool {
+    t.len() >= HEX_MIN
+        && t.iter().all(u8::is_ascii_hexdigit)
+        && t.iter().any(u8::is_ascii_digit)
+        && t.iter().any(u8::is_ascii_alphabetic)
+}
+
+fn benign_prefix(s: &[u8], start: usize) -> bool {
+    let before = &s[start.saturating_sub(32)..start];
+    let b = before.to_ascii_lowercase();
+    b.ends_with(b"base64,")
+        || b.ends_with(b"ssh-rsa ")
+        || b.ends_with(b"ssh-ed25519 ")
+        || b.ends_with(b"ssh-dss ")
+        || b.windows(6).any(|w| w == b"ecdsa-") && b.ends_with(b" ")
+        || b.ends_with(b"sk-ssh-ed25519@openssh.com ")
+}
+
+/// Scans for binary hints outside `exclude`, calling `emit` with each span.
+pub(crate) fn scan(
+    s: &[u8],
+    exclude: &[Range<usize>],
+    mut emit: impl FnMut(BinaryKind, Range<usize>),
+) {
+    let n = s.len();
+    // 1. single-line runs
+    let mut i = 0;
+    while i < n {
+        if !is_b64(s[i]) {
+            i += 1;
+            continue;
+        }
+        let start = i;
+        while i < n && is_b64(s[i]) {
+            i += 1;
+        }
+        let mut end = i;
+        while end < n && end - i < 2 && s[end] == b'=' {
+            end += 1;
+        }
+        let len = i - start;
+        if len >= BASE64_MIN {
+            let r = start..end;
+            let t = &s[start..i];
+            if !overlaps(&r, exclude) && !benign_prefix(s, start) {
+                if hex_blob(t) {
+                    emit(BinaryKind::HexBlob, r);
+                } else if dense_base64(t) {
+                    emit(BinaryKind::Base64Blob, r);
+                }
+            }
+        }
+        i = end.max(i);
+    }
+    // 2. wrapped base64: >= 3 lines of one width (the last may be shorter), >= BASE64_MIN chars
+    let mut block: Option<(usize, usize, usize, usize)> = None; // (start, end, width, lines)
+    let mut pos = 0;
+    let finish = |blk: Option<(usize, usize, usize, usize)>,
+                  emit: &mut dyn FnMut(BinaryKind, Range<usize>)| {
+        if let Some((bs, be, width, lines)) = blk
+            && lines >= 3
+            && width * (lines - 1) >= BASE64_MIN
+        {
+            let r = bs..be;
+            let t = &s[bs..be];
+            let flat: Vec<u8> = t.iter().copied().filter(|b| is_b64(*b)).collect();
+            if !overlaps(&r, exclude) && dense_base64(&flat) && !benign_prefix(s, bs) {
+                emit(BinaryKind::Base64Wrapped, r);
+            }
+        }
+    };
+    while pos < n {
+        let line_end = s[pos..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(n, |k| pos + k);
+        let mut a = pos;
+        while a < line_end && (s[a] == b' ' || s[a] == b'\t') && a - pos < 8 {
+            a += 1;
+        }
+        let mut b = line_end;
+        while b > a && (s[b - 1] == b'\r' || s[b - 1] == b'=' || s[b - 1] == b' ') {
+            b -= 1;
+        }
+        let w = b - a;
+        let qualifies = (40..=120).contains(&w) && s[a..b].iter().all(|&c| is_b64(c));
+        block = match (block, qualifies) {
+            (Some((bs, _, width, lines)), true) if w == width => {
+                Some((bs, line_end, width, lines + 1))
+            }
+            (Some((bs, _, width, lines)), true) if w < width => {
+                finish(Some((bs, line_end, width, lines + 1)), &mut emit);
+                None
+            }
+            (prev, true) => {
+                finish(prev, &mut emit);
+                Some((a, line_end, w, 1))
+            }
+            (prev, false) => {
+                finish(prev, &mut emit);
+                None
+            }
+        };
+        pos = line_end + 1;
+    }
+    finish(block, &mut emit);
+    // 3. dense non-printables (controls other than tab, newline, CR and ESC; U+FFFD)
+    let mut i = 0;
+    let mut seg_start = 0;
+    let mut count = 0;
+    let mut last = 0;
+    while i < n {
+        let c = s[i];
+        let (is_np, width) =
+            if (c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r' | 0x1b)) || c == 0x7f {
+                (true, 1)
+            } else if c == 0xEF && i + 2 < n && s[i + 1] == 0xBF && s[i + 2] == 0xBD {
+                (true, 3)
+            } else {
+                (false, 1)
+            };
+        if is_np {
+            if count == 0 || i - last > 4 {
+                if count >= NONPRINT_MIN {
+                    emit(BinaryKind::NonPrintable, seg_start..last + 1);
+                }
+                seg_start = i;
+                count = 0;
+            }
+            count += 1;
+            last = i + width - 1;
+        }
+        i += width;
+    }
+    if count >= NONPRINT_MIN {
+        emit(BinaryKind::NonPrintable, seg_start..last + 1);
+    }
+}

@@ -1,0 +1,174 @@
+//! Character statistics the L0 rules use to tell a live secret from a placeholder or an
+//! identifier: Shannon entropy, distinct characters, and the placeholder vocabulary of
+//! documentation (`YOUR_TOKEN_HERE`, `<api-key>`, `${SECRET}`, `{REDACTED:...}`).
+
+/// Shannon entropy in bits per byte.
+pub(crate) fn shannon(s: &[u8]) -> f64 {
+    if s.is_empty() {
+        return 0.0;
+    }
+    let mut counts = [0u32; 256];
+    for &b in s {
+        counts[b as usize] += 1;
+    }
+    let n = s.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
+
+/// Number of distinct bytes.
+pub(crate) fn distinct(s: &[u8]) -> usize {
+    let mut seen = [false; 256];
+    let mut n = 0;
+    for &b in s {
+        if !seen[b as usize] {
+            seen[b as usize] = true;
+            n += 1;
+        }
+    }
+    n
+}
+
+fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
+    hay.windows(needle.len())
+        .any(|w| w.eq_ignore_ascii_case(needle))
+}
+
+/// Markers that make a vendor-shaped token a placeholder. Kept narrow: random token bodies must
+/// not trip it (a 4-letter word appears in a random 36-char body with probability ~1e-5).
+const TOKEN_MARKERS: &[&[u8]] = &[
+    b"example",
+    b"redacted",
+    b"xxxx",
+    b"your",
+    b"placeholder",
+    b"****",
+    b"...",
+    b"<",
+    b">",
+    b"${",
+    b"{{",
+    b"dummy",
+    b"fake",
+    b"sample",
+    b"0000000",
+    b"1234567",
+    b"abcdef",
+];
+
+/// Extra markers for free-form values (generic assignments, passwords, URLs).
+const VALUE_MARKERS: &[&[u8]] = &[
+    b"changeme",
+    b"change_me",
+    b"change-me",
+    b"replace",
+    b"insert",
+    b"here",
+    b"password",
+    b"passwd",
+    b"secret",
+    b"token",
+    b"todo",
+    b"%(",
+    b"$(",
+    b"#{",
+    b"{%",
+    b"null",
+    b"none",
+    b"undefined",
+    b"test",
+    b"demo",
+    b"foobar",
+    b"hunter2",
+    b"letmein",
+    b"qwerty",
+    b"admin",
+    b"s3cr3t",
+    b"p@ss",
+];
+
+/// A vendor-prefixed token whose body is a placeholder (or a redaction) rather than a secret.
+pub(crate) fn is_token_placeholder(body: &[u8]) -> bool {
+    if TOKEN_MARKERS.iter().any(|m| contains_ci(body, m)) {
+        return true;
+    }
+    let need = (body.len() / 3).clamp(1, 8);
+    distinct(body) < need
+}
+
+/// A free-form value (assignment, password, URL credential) that is a placeholder.
+pub(crate) fn is_value_placeholder(v: &[u8]) -> bool {
+    if v.is_empty() || v[0] == b'$' || v[0] == b'%' || v[0] == b'@' || v[0] == b'&' || v[0] == b'*'
+    {
+        return true;
+    }
+    if is_token_placeholder(v) || VALUE_MARKERS.iter().any(|m| contains_ci(v, m)) {
+        return true;
+    }
+    false
+}
+
+/// An identifier or a dotted path (`settings.api_key`, `API_TOKEN_ENV`, `getToken`): code, not a
+/// secret.
+pub(crate) fn looks_like_identifier(v: &[u8]) -> bool {
+    let no_digit = !v.iter().any(u8::is_ascii_digit);
+    let ident_chars = v
+        .iter()
+        .all(|&b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.' || b == b'-');
+    if !ident_chars {
+        return false;
+    }
+    if !no_digit {
+        return false;
+    }
+    // snake/kebab/dotted names, single-case words, and camelCase (capitals only at word starts)
+    let separated = v.contains(&b'_') || v.contains(&b'.') || v.contains(&b'-');
+    let uppers = v.iter().filter(|b| b.is_ascii_uppercase()).count();
+    let single_case = uppers == 0 || v.iter().all(|b| !b.is_ascii_lowercase());
+    let camel = uppers * 4 <= v.len()
+        && !v
+            .windows(2)
+            .any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase());
+    separated || single_case || camel
+}
+
+/// Counts of character classes: lower, upper, digit, other.
+pub(crate) fn classes(v: &[u8]) -> usize {
+    let lower = v.iter().any(u8::is_ascii_lowercase) as usize;
+    let upper = v.iter().any(u8::is_ascii_uppercase) as usize;
+    let digit = v.iter().any(u8::is_ascii_digit) as usize;
+    let other = v.iter().any(|b| !b.is_ascii_alphanumeric()) as usize;
+    lower + upper + digit + other
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn entropy_of_constant_is_zero_and_of_two_symbols_is_one() {
+        assert_eq!(shannon(b"aaaa"), 0.0);
+        assert!((shannon(b"abab") - 1.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn your_token_here_is_a_placeholder() {
+        assert!(is_value_placeholder(b"YOUR_TOKEN_HERE"));
+        assert!(is_value_placeholder(b"<api-key>"));
+        assert!(is_value_placeholder(b"${API_KEY}"));
+        assert!(is_value_placeholder(b"{REDACTED:generic_secret}"));
+    }
+
+    #[test]
+    fn dotted_config_path_is_an_identifier() {
+        assert!(looks_like_identifier(b"settings.api_key"));
+        assert!(looks_like_identifier(b"API_TOKEN_ENV"));
+        assert!(!looks_like_identifier(b"q8Zr2LmX0pT4vB7nK1sD"));
+    }
+}

@@ -1,0 +1,384 @@
+//! Personal data detectors of the L0 classifier: emails (outside reserved example domains),
+//! US SSNs of a valid shape, phone numbers, Luhn-checked payment card numbers and
+//! checksum-checked IBANs.
+//!
+//! The digit-led detectors run as one hand-written linear scan over candidate digit runs (no
+//! regex over every digit of a source file), so their cost is proportional to the input.
+
+use std::ops::Range;
+
+/// What a digit-led candidate turned out to be.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NumberKind {
+    Ssn,
+    Card,
+    Phone,
+    Iban,
+}
+
+fn is_word(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Scans `s` for SSNs, card numbers, phone numbers and IBANs, calling `emit` with each span.
+pub(crate) fn scan_numbers(s: &[u8], mut emit: impl FnMut(NumberKind, Range<usize>)) {
+    let n = s.len();
+    let mut i = 0;
+    while i < n {
+        let b = s[i];
+        let starts_number = b.is_ascii_digit()
+            || ((b == b'+' || b == b'(') && i + 1 < n && s[i + 1].is_ascii_digit());
+        if starts_number
+            && (i == 0
+                || !(is_word(s[i - 1]) || s[i - 1] == b'.' || s[i - 1] == b'-' || s[i - 1] == b'/'))
+        {
+            // extend over digits and single separators
+            let mut j = i + 1;
+            let mut digits = usize::from(b.is_ascii_digit());
+            while j < n {
+                let c = s[j];
+                if c.is_ascii_digit() {
+                    digits += 1;
+                    j += 1;
+                } else if matches!(c, b' ' | b'-' | b'.' | b')' | b'(')
+                    && j + 1 < n
+                    && (s[j + 1].is_ascii_digit() || (c == b')' && s[j + 1] == b' '))
+                    && digits < 24
+                {
+                    j += 1;
+                } else {
+                    break;
+                }
+            }
+            // trailing separators are not part of the number
+            while j > i && !s[j - 1].is_ascii_digit() {
+                j -= 1;
+            }
+            let followed_by_word = j < n
+                && (is_word(s[j]) || (s[j] == b'.' && j + 1 < n && s[j + 1].is_ascii_digit()));
+            if !followed_by_word
+                && (9..=19).contains(&digits)
+                && let Some(kind) = classify_number(&s[i..j])
+            {
+                emit(kind, i..j);
+            }
+            i = j.max(i + 1);
+            continue;
+        }
+        // IBAN: two capitals and two digits at a word start
+        if b.is_ascii_uppercase()
+            && (i == 0 || !is_word(s[i - 1]))
+            && i + 4 < n
+            && let Some(end) = iban_at(s, i)
+        {
+            emit(NumberKind::Iban, i..end);
+            i = end;
+            continue;
+        }
+        i += 1;
+    }
+}
+
+fn classify_number(t: &[u8]) -> Option<NumberKind> {
+    let digits: Vec<u8> = t
+        .iter()
+        .filter(|b| b.is_ascii_digit())
+        .map(|b| b - b'0')
+        .collect();
+    let seps: Vec<u8> = t.iter().copied().filter(|b| !b.is_ascii_digit()).collect();
+    // SSN: ddd-dd-dddd exactly
+    if t.len() == 11 && t[3] == b'-' && t[6] == b'-' && digits.len() == 9 {
+        return valid_ssn(&digits).then_some(NumberKind::Ssn);
+    }
+    // card: 13-19 digits, separators all spaces or all dashes (or none), Luhn, known IIN
+    if (13..=19).contains(&digits.len())
+        && (seps.is_empty() || seps.iter().all(|&c| c == b' ') || seps.iter().all(|&c| c == b'-'))
+        && t[0].is_ascii_digit()
+        && luhn(&digits)
+        && known_iin(&digits)
+        && !all_same(&digits)
+    {
+        return Some(NumberKind::Card);
+    }
+    // phone: E.164 with separators, or NANP shapes
+    if is_phone(t, &digits) {
+        return Some(NumberKind::Phone);
+    }
+    None
+}
+
+fn all_same(d: &[u8]) -> bool {
+    d.iter().all(|&x| x == d[0])
+}
+
+fn valid_ssn(d: &[u8]) -> bool {
+    let area = u32::from(d[0]) * 100 + u32::from(d[1]) * 10 + u32::from(d[2]);
+    let group = u32::from(d[3]) * 10 + u32::from(d[4]);
+    let serial = d[5..].iter().fold(0u32, |a, &x| a * 10 + u32::from(x));
+    let placeholder =
+        d == [1, 2, 3, 4, 5, 6, 7, 8, 9] || d == [0, 7, 8, 0, 5, 1, 1, 2, 0] || all_same(d);
+    area != 0 && area != 666 && area < 900 && group != 0 && serial != 0 && !placeholder
+}
+
+/// The Luhn checksum of payment card numbers.
+pub(crate) fn luhn(d: &[u8]) -> bool {
+    let mut sum = 0u32;
+    for (k, &x) in d.iter().rev().enumerate() {
+        let mut v = u32::from(x);
+        if k % 2 == 1 {
+            v *= 2;
+            if v > 9 {
+                v -= 9;
+            }
+        }
+        sum += v;
+    }
+    sum.is_multiple_of(10)
+}
+
+fn known_iin(d: &[u8]) -> bool {
+    let two = d[0] * 10 + d[1];
+    let four = u32::from(two) * 100 + u32::from(d[2]) * 10 + u32::from(d[3]);
+    d[0] == 4
+        || (51..=55).contains(&two)
+        || (2221..=2720).contains(&four)
+        || two == 34
+        || two == 37
+        || four == 6011
+        || two == 65
+        || (two == 35 && d.len() == 16)
+        || (two == 36 || two == 38 || (300..=305).contains(&(four / 10)))
+}
+
+fn is_phone(t: &[u8], digits: &[u8]) -> bool {
+    let has_sep = t
+        .iter()
+        .any(|b| matches!(b, b' ' | b'-' | b'.' | b'(' | b')'));
+    if t[0] == b'+' {
+        return (8..=15).contains(&digits.len()) && has_sep && !all_same(digits);
+    }
+    // NANP: (ddd) ddd-dddd, ddd-ddd-dddd, ddd.ddd.dddd
+    if digits.len() != 10 {
+        return false;
+    }
+    let shape_ok = match t.len() {
+        12 => (t[3] == b'-' && t[7] == b'-') || (t[3] == b'.' && t[7] == b'.'),
+        14 => t[0] == b'(' && t[4] == b')' && t[5] == b' ' && t[9] == b'-',
+        _ => false,
+    };
+    // fictional 555-01xx numbers are documentation
+    let fictional = digits[3..6] == [5, 5, 5] && digits[6] == 0 && digits[7] == 1;
+    shape_ok && digits[0] >= 2 && digits[3] >= 2 && !fictional
+}
+
+/// IBAN lengths per country (a subset covering SEPA and common others).
+fn iban_len(cc: &[u8]) -> Option<usize> {
+    Some(match cc {
+        b"AD" => 24,
+        b"AE" => 23,
+        b"AT" => 20,
+        b"BE" => 16,
+        b"BG" => 22,
+        b"BH" => 22,
+        b"BR" => 29,
+        b"CH" => 21,
+        b"CY" => 28,
+        b"CZ" => 24,
+        b"DE" => 22,
+        b"DK" => 18,
+        b"EE" => 20,
+        b"ES" => 24,
+        b"FI" => 18,
+        b"FR" => 27,
+        b"GB" => 22,
+        b"GI" => 23,
+        b"GR" => 27,
+        b"HR" => 21,
+        b"HU" => 28,
+        b"IE" => 22,
+        b"IL" => 23,
+        b"IS" => 26,
+        b"IT" => 27,
+        b"KW" => 30,
+        b"LI" => 21,
+        b"LT" => 20,
+        b"LU" => 20,
+        b"LV" => 21,
+        b"MC" => 27,
+        b"MT" => 31,
+        b"NL" => 18,
+        b"NO" => 15,
+        b"PL" => 28,
+        b"PT" => 25,
+        b"QA" => 29,
+        b"RO" => 24,
+        b"SA" => 24,
+        b"SE" => 24,
+        b"SI" => 19,
+        b"SK" => 24,
+        b"SM" => 27,
+        b"TR" => 26,
+        _ => return None,
+    })
+}
+
+/// If an IBAN (compact or grouped by four with single spaces) starts at `i`, its end.
+fn iban_at(s: &[u8], i: usize) -> Option<usize> {
+    if !(s[i + 1].is_ascii_uppercase() && s[i + 2].is_ascii_digit() && s[i + 3].is_ascii_digit()) {
+        return None;
+    }
+    let want = iban_len(&s[i..i + 2])?;
+    let mut chars: Vec<u8> = Vec::with_capacity(34);
+    let mut j = i;
+    while j < s.len() && chars.len() < want {
+        let c = s[j];
+        if c.is_ascii_uppercase() || c.is_ascii_digit() {
+            chars.push(c);
+            j += 1;
+        } else if c == b' '
+            && chars.len().is_multiple_of(4)
+            && j + 1 < s.len()
+            && s[j + 1].is_ascii_alphanumeric()
+        {
+            j += 1;
+        } else {
+            break;
+        }
+    }
+    if chars.len() != want || (j < s.len() && is_word(s[j])) {
+        return None;
+    }
+    iban_checksum_ok(&chars).then_some(j)
+}
+
+/// ISO 13616 mod-97 check.
+pub(crate) fn iban_checksum_ok(chars: &[u8]) -> bool {
+    let rotated = chars[4..].iter().chain(chars[..4].iter());
+    let mut rem: u32 = 0;
+    for &c in rotated {
+        let v = if c.is_ascii_digit() {
+            u32::from(c - b'0')
+        } else {
+            u32::from(c - b'A') + 10
+        };
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
+    }
+    rem == 1
+}
+
+/// Reserved or non-personal email domains (RFC 2606 / 6761, noreply forwarders) and file-like
+/// "domains" (`icon@2x.png`).
+pub(crate) fn email_is_reportable(local: &[u8], domain: &[u8]) -> bool {
+    let d = domain.to_ascii_lowercase();
+    let l = local.to_ascii_lowercase();
+    let reserved = [
+        &b"example.com"[..],
+        b"example.org",
+        b"example.net",
+        b"localhost",
+    ];
+    if reserved
+        .iter()
+        .any(|r| d == *r || d.ends_with(&[b".", *r].concat()))
+    {
+        return false;
+    }
+    let reserved_tld = [
+        &b".example"[..],
+        b".test",
+        b".invalid",
+        b".localhost",
+        b".local",
+        b".internal",
+    ];
+    if reserved_tld.iter().any(|t| d.ends_with(t)) {
+        return false;
+    }
+    if d.ends_with(b"noreply.github.com")
+        || l.starts_with(b"noreply")
+        || l.starts_with(b"no-reply")
+        || l == b"git"
+    {
+        return false;
+    }
+    let file_ext = [
+        &b".png"[..],
+        b".jpg",
+        b".jpeg",
+        b".gif",
+        b".svg",
+        b".webp",
+        b".js",
+        b".ts",
+        b".css",
+        b".py",
+        b".rs",
+    ];
+    if file_ext.iter().any(|e| d.ends_with(e)) || d.first().is_some_and(u8::is_ascii_digit) {
+        return false;
+    }
+    true
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn kinds(s: &str) -> Vec<NumberKind> {
+        let mut v = Vec::new();
+        scan_numbers(s.as_bytes(), |k, _| v.push(k));
+        v
+    }
+
+    #[test]
+    fn luhn_accepts_the_standard_test_number_shape() {
+        // 7992739871 + check digit 3 is the textbook Luhn example.
+        assert!(luhn(&[7, 9, 9, 2, 7, 3, 9, 8, 7, 1, 3]));
+        assert!(!luhn(&[7, 9, 9, 2, 7, 3, 9, 8, 7, 1, 4]));
+    }
+
+    #[test]
+    fn ssn_with_invalid_area_is_not_reported() {
+        assert!(kinds("id 666-12-3456 here").is_empty());
+        assert!(kinds("id 000-12-3456 here").is_empty());
+        assert!(kinds("id 912-12-3456 here").is_empty());
+    }
+
+    #[test]
+    fn valid_shape_ssn_is_reported() {
+        assert_eq!(kinds("ssn: 219-45-7731\n"), vec![NumberKind::Ssn]);
+    }
+
+    #[test]
+    fn dates_versions_and_ip_addresses_are_not_numbers_of_interest() {
+        assert!(kinds("2024-01-15 1.2.3 192.168.100.200 10:30").is_empty());
+    }
+
+    #[test]
+    fn nanp_phone_is_reported_but_fictional_555_is_not() {
+        assert_eq!(kinds("call (415) 867-2309 now"), vec![NumberKind::Phone]);
+        assert!(kinds("call 415-555-0134 now").is_empty());
+    }
+
+    #[test]
+    fn iban_checksum_rejects_a_changed_digit() {
+        // GB82 WEST 1234 5698 7654 32 is the ISO 13616 documentation example.
+        let good: Vec<u8> = b"GB82WEST12345698765432".to_vec();
+        assert!(iban_checksum_ok(&good));
+        let mut bad = good.clone();
+        bad[10] = b'9';
+        assert!(!iban_checksum_ok(&bad));
+    }
+
+    #[test]
+    fn reserved_example_domains_are_not_reportable() {
+        assert!(!email_is_reportable(b"alice", b"example.com"));
+        assert!(!email_is_reportable(b"bob", b"mail.example"));
+        assert!(!email_is_reportable(b"icon", b"2x.png"));
+        assert!(email_is_reportable(b"alice", b"acme-corp.io"));
+    }
+}

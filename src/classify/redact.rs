@@ -1,0 +1,85 @@
+//! One-call redaction (SPEC section 9): the draft with every L0 finding replaced by a typed
+//! placeholder `{REDACTED:<rule>}`, plus the list of replacements.
+//!
+//! Guarantees: the originals travel with the result for the caller to deposit (e.g. into the L4
+//! scratchpad) but are never serialized and never printed by `Debug`; placeholders match no rule,
+//! so redacting a redacted draft changes nothing. Pure: no I/O.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use super::{Classifier, findings};
+
+/// A redacted original. Its `Debug` does not show the text; read it with [`Original::expose`].
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct Original(String);
+
+impl Original {
+    /// The original text. Handle with care: it is the secret.
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Original {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Original(<{} bytes>)", self.0.len())
+    }
+}
+
+/// One replaced finding.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Replacement {
+    /// The rule that matched (also the placeholder's tag).
+    pub rule: String,
+    /// 1-based line of the original in the input.
+    pub line: u32,
+    /// The text put in its place, `{REDACTED:<rule>}`.
+    pub placeholder: String,
+    /// The replaced text; never serialized.
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub original: Original,
+}
+
+/// The result of [`redact`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Redaction {
+    /// The draft with every finding replaced.
+    pub content: String,
+    pub replacements: Vec<Replacement>,
+}
+
+/// Replaces every finding of `content` with `{REDACTED:<rule>}`.
+pub fn redact(content: &str, classifier: &Classifier) -> Redaction {
+    let found = findings(content, classifier);
+    let mut out = String::with_capacity(content.len());
+    let mut replacements = Vec::with_capacity(found.len());
+    let mut pos = 0;
+    for f in found {
+        let span = f.span();
+        if span.start < pos {
+            continue;
+        }
+        let (Some(before), Some(original)) =
+            (content.get(pos..span.start), content.get(span.clone()))
+        else {
+            continue;
+        };
+        let placeholder = format!("{{REDACTED:{}}}", f.pattern);
+        out.push_str(before);
+        out.push_str(&placeholder);
+        replacements.push(Replacement {
+            rule: f.pattern,
+            line: f.line,
+            placeholder,
+            original: Original(original.to_string()),
+        });
+        pos = span.end;
+    }
+    out.push_str(content.get(pos..).unwrap_or(""));
+    Redaction {
+        content: out,
+        replacements,
+    }
+}

@@ -1,0 +1,423 @@
+//! The built-in rule table of the L0 classifier: credential formats after the public rule sets of
+//! gitleaks, Nosey Parker, detect-secrets and GitHub secret scanning, plus structural rules
+//! (private-key blocks, JWTs, Basic/Bearer auth, URL credentials, netrc, docker and npm auth,
+//! Kubernetes Secret data), entropy-gated generic assignments, redacted-prefix shapes and the
+//! detectors without a regex (PII numbers, binary hints).
+//!
+//! Every regex rule names the literal keywords that must occur near a match; one Aho-Corasick pass
+//! over the content finds them, and a rule's regex only runs on the windows around its keywords.
+//! A named group `s` marks the secret inside a match (what redaction replaces).
+
+/// How a match is confirmed after the regex matched.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Check {
+    /// Nothing beyond the regex.
+    None,
+    /// Vendor token: not a placeholder body.
+    Token,
+    /// Generic assignment: not a placeholder, not an identifier, entropy >= the given bits.
+    Entropy(f64),
+    /// Password literal: not a placeholder, two character classes at least.
+    Password,
+    /// Three base64url segments whose header decodes to JSON with `alg`.
+    Jwt,
+    /// A private-key header followed by a body; the span grows to the END line.
+    PrivateKey,
+    /// PuTTY key file: needs `Private-Lines:`; the span grows to `Private-MAC:`.
+    Putty,
+    /// base64 of `user:password`.
+    BasicAuth,
+    /// URL credential: password differs from user and is not a placeholder.
+    UrlPassword,
+    /// Email outside reserved domains.
+    Email,
+    /// `kind: Secret` manifest: each value under `data:`/`stringData:` is a finding.
+    K8sSecret,
+    /// Redacted vendor prefix (always reported).
+    Redacted,
+}
+
+/// Where a rule's regex runs around a keyword hit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum Window {
+    /// The line of the hit (bounded on very long lines).
+    Line,
+    /// From the line start to this many bytes after the hit (multi-line shapes).
+    Forward(usize),
+}
+
+/// Precedence when findings overlap: a lower tier wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Tier {
+    Vendor = 0,
+    Structural = 1,
+    Redacted = 2,
+    Generic = 3,
+    Pii = 4,
+    Hint = 5,
+}
+
+/// Detectors that are not regexes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Scanner {
+    Ssn,
+    Card,
+    Phone,
+    Iban,
+    Base64Blob,
+    Base64Wrapped,
+    HexBlob,
+    NonPrintable,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct RuleSpec {
+    pub name: String,
+    pub family: String,
+    /// Literal keywords (ASCII case-insensitive unless `case_sensitive`).
+    pub keywords: Vec<&'static str>,
+    pub case_sensitive: bool,
+    /// Empty for scanners; empty keywords with a regex = run on the whole content.
+    pub regex: String,
+    pub check: Check,
+    pub window: Window,
+    pub tier: Tier,
+    pub scanner: Option<Scanner>,
+}
+
+fn rule(name: &str, family: &str, keywords: &[&'static str], regex: &str) -> RuleSpec {
+    RuleSpec {
+        name: name.to_string(),
+        family: family.to_string(),
+        keywords: keywords.to_vec(),
+        case_sensitive: false,
+        regex: regex.to_string(),
+        check: Check::Token,
+        window: Window::Line,
+        tier: Tier::Vendor,
+        scanner: None,
+    }
+}
+
+impl RuleSpec {
+    fn check(mut self, c: Check) -> Self {
+        self.check = c;
+        self
+    }
+    fn tier(mut self, t: Tier) -> Self {
+        self.tier = t;
+        self
+    }
+    fn window(mut self, w: Window) -> Self {
+        self.window = w;
+        self
+    }
+    fn cs(mut self) -> Self {
+        self.case_sensitive = true;
+        self
+    }
+}
+
+fn scanner(name: &str, family: &str, s: Scanner, tier: Tier) -> RuleSpec {
+    RuleSpec {
+        name: name.to_string(),
+        family: family.to_string(),
+        keywords: Vec::new(),
+        case_sensitive: false,
+        regex: String::new(),
+        check: Check::None,
+        window: Window::Line,
+        tier,
+        scanner: Some(s),
+    }
+}
+
+/// Token bodies end at a non-token byte (or the end).
+const END: &str = r"(?:[^A-Za-z0-9_\-]|$)";
+/// Tokens start at a non-token byte (or the start).
+const BEGIN: &str = r"(?:^|[^A-Za-z0-9_\-])";
+
+fn tok(body: &str) -> String {
+    format!("{BEGIN}(?P<s>{body}){END}")
+}
+
+/// Vendor prefixes whose appearance followed by a redaction marker is reported on its own
+/// (the paper's incident: `sk-ant-oat01-{REDACTED}` was enough for a filter to reject a draft).
+/// Longer prefixes first: on overlap the earlier rule wins.
+pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str)] = &[
+    ("anthropic", "sk-ant-"),
+    ("openai_project", "sk-proj-"),
+    ("openai_service_account", "sk-svcacct-"),
+    ("openai_admin", "sk-admin-"),
+    ("stripe_live", "sk_live_"),
+    ("stripe_test", "sk_test_"),
+    ("stripe_restricted", "rk_live_"),
+    ("openai", "sk-"),
+    ("github_fine_grained", "github_pat_"),
+    ("github_classic", "ghp_"),
+    ("github_oauth", "gho_"),
+    ("github_user_to_server", "ghu_"),
+    ("github_server_to_server", "ghs_"),
+    ("github_refresh", "ghr_"),
+    ("gitlab", "glpat-"),
+    ("slack_bot", "xoxb-"),
+    ("slack_user", "xoxp-"),
+    ("slack_app", "xapp-"),
+    ("aws_access_key", "AKIA"),
+    ("aws_temporary_key", "ASIA"),
+    ("google_api", "AIza"),
+    ("huggingface", "hf_"),
+    ("npm", "npm_"),
+    ("pypi", "pypi-"),
+    ("sendgrid", "SG."),
+    ("groq", "gsk_"),
+    ("xai", "xai-"),
+    ("perplexity", "pplx-"),
+    ("replicate", "r8_"),
+    ("digitalocean", "dop_v1_"),
+    ("shopify", "shpat_"),
+    ("linear", "lin_api_"),
+    ("vault", "hvs."),
+    ("jwt", "eyJ"),
+];
+
+/// A redaction marker after a prefix (and up to 24 token characters).
+const MARKER: &str = r"(?:\{REDACTED[^}\n]{0,40}\}|\[REDACTED\]|<REDACTED>|REDACTED|<redacted>|\[redacted\]|X{4,}|x{4,}|\*{3,}|\.{3}|\xE2\x80\xA6)";
+
+fn redacted_prefix(vendor: &str, prefix: &'static str) -> RuleSpec {
+    let esc = regex::escape(prefix);
+    let body = if prefix == "eyJ" {
+        "[A-Za-z0-9_-]{0,60}?"
+    } else {
+        "[A-Za-z0-9_-]{0,24}?"
+    };
+    let re = format!("{BEGIN}(?P<s>{esc}{body}{MARKER})");
+    let mut r = rule(
+        &format!("{vendor}_redacted_prefix"),
+        "redacted_prefix",
+        &[],
+        &re,
+    )
+    .check(Check::Redacted)
+    .tier(Tier::Redacted)
+    .cs();
+    r.keywords = vec![prefix];
+    r
+}
+
+/// The built-in rules, in precedence order within a tier.
+pub(crate) fn builtin() -> Vec<RuleSpec> {
+    let mut v: Vec<RuleSpec> = vec![
+        // ---- private keys (family pem_block) ----
+        rule("rsa_private_key", "pem_block", &["-----begin rsa private key"], r"-----BEGIN RSA PRIVATE KEY-----")
+            .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("ec_private_key", "pem_block", &["-----begin ec private key"], r"-----BEGIN EC PRIVATE KEY-----")
+            .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("dsa_private_key", "pem_block", &["-----begin dsa private key"], r"-----BEGIN DSA PRIVATE KEY-----")
+            .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("openssh_private_key", "pem_block", &["-----begin openssh private key"], r"-----BEGIN OPENSSH PRIVATE KEY-----")
+            .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("pkcs8_private_key", "pem_block", &["-----begin private key"], r"-----BEGIN PRIVATE KEY-----")
+            .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("encrypted_private_key", "pem_block", &["-----begin encrypted private key"], r"-----BEGIN ENCRYPTED PRIVATE KEY-----")
+            .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("pgp_private_key_block", "pem_block", &["-----begin pgp private key block"], r"-----BEGIN PGP PRIVATE KEY BLOCK-----")
+            .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("other_pem_private_key", "pem_block", &["private key-----"], r"-----BEGIN [A-Z0-9 ]{1,30} PRIVATE KEY-----")
+            .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("putty_private_key", "pem_block", &["putty-user-key-file-"], r"PuTTY-User-Key-File-[0-9]: [a-z0-9-]+")
+            .check(Check::Putty).tier(Tier::Structural).window(Window::Forward(16 * 1024)),
+        rule("age_secret_key", "pem_block", &["age-secret-key-1"], &tok("AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
+        // ---- GitHub (family github_pat) ----
+        rule("github_classic_pat", "github_pat", &["ghp_"], &tok("ghp_[A-Za-z0-9]{36}")),
+        rule("github_oauth_token", "github_pat", &["gho_"], &tok("gho_[A-Za-z0-9]{36}")),
+        rule("github_user_to_server_token", "github_pat", &["ghu_"], &tok("ghu_[A-Za-z0-9]{36}")),
+        rule("github_server_to_server_token", "github_pat", &["ghs_"], &tok("ghs_[A-Za-z0-9]{36}")),
+        rule("github_refresh_token", "github_pat", &["ghr_"], &tok("ghr_[A-Za-z0-9]{36,76}")),
+        rule("github_fine_grained_pat", "github_pat", &["github_pat_"], &tok("github_pat_[A-Za-z0-9]{22}_[A-Za-z0-9]{59}")),
+        // ---- GitLab ----
+        rule("gitlab_pat", "api_key", &["glpat-"], &tok("glpat-[A-Za-z0-9_\\-]{20,}")),
+        rule("gitlab_pipeline_trigger_token", "api_key", &["glptt-"], &tok("glptt-[0-9a-f]{40}")),
+        rule("gitlab_runner_token", "api_key", &["glrt-"], &tok("glrt-[A-Za-z0-9_\\-]{20,}")),
+        rule("gitlab_deploy_token", "api_key", &["gldt-"], &tok("gldt-[A-Za-z0-9_\\-]{20,}")),
+        rule("gitlab_feed_token", "api_key", &["glft-"], &tok("glft-[A-Za-z0-9_\\-]{20,}")),
+        rule("gitlab_oauth_app_secret", "api_key", &["gloas-"], &tok("gloas-[A-Za-z0-9_\\-]{64}")),
+        // ---- AWS ----
+        rule("aws_access_key_id", "api_key", &["AKIA", "ASIA", "ABIA", "ACCA", "A3T"],
+            r"(?:^|[^A-Za-z0-9])(?P<s>(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16})(?:[^A-Za-z0-9]|$)").cs(),
+        rule("aws_secret_access_key", "aws_secret", &["secret_access_key", "secretaccesskey", "aws_secret", "secret-access-key", "secret_key"],
+            r#"(?i)(?:aws_?)?secret[_\-]?(?:access[_\-]?)?key["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#)
+            .tier(Tier::Structural),
+        rule("aws_session_token", "aws_secret", &["session_token", "sessiontoken"],
+            r#"(?i)(?:aws_?)?session_?token["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[A-Za-z0-9/+=]{100,})"#)
+            .tier(Tier::Structural),
+        rule("aws_mws_key", "api_key", &["amzn.mws."], &tok("amzn\\.mws\\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")),
+        // ---- Google / GCP ----
+        rule("gcp_api_key", "api_key", &["AIza"], &tok("AIza[0-9A-Za-z_\\-]{35}")).cs(),
+        rule("gcp_service_account_key_id", "api_key", &["private_key_id"], r#""private_key_id"\s*:\s*"(?P<s>[0-9a-f]{40})""#),
+        rule("gcp_oauth_client_secret", "api_key", &["gocspx-"], &tok("GOCSPX-[A-Za-z0-9_\\-]{28}")),
+        rule("google_oauth_access_token", "api_key", &["ya29."], &tok("ya29\\.[0-9A-Za-z_\\-]{30,}")),
+        rule("google_oauth_refresh_token", "api_key", &["1//0"], &tok("1//0[0-9A-Za-z_\\-]{40,}")),
+        rule("firebase_cloud_messaging_key", "api_key", &["apa91b"], &tok("AAAA[A-Za-z0-9_\\-]{7}:APA91b[A-Za-z0-9_\\-]{130,}")),
+        // ---- Azure ----
+        rule("azure_storage_account_key", "connection_string", &["accountkey="],
+            r"(?i)AccountKey=(?P<s>[A-Za-z0-9+/]{40,}={0,2})").tier(Tier::Structural),
+        rule("azure_shared_access_key", "connection_string", &["sharedaccesskey="],
+            r"(?i)SharedAccessKey=(?P<s>[A-Za-z0-9+/]{40,}={0,2})").tier(Tier::Structural),
+        rule("azure_sas_token", "connection_string", &["sv="],
+            r"(?i)sv=[0-9]{4}-[0-9]{2}-[0-9]{2}[^\s]{0,200}?[?&]sig=(?P<s>[A-Za-z0-9%+/]{30,}(?:%3D|=){0,2})").tier(Tier::Structural),
+        rule("azure_ad_client_secret", "api_key", &["Q~"],
+            r"(?:^|[^A-Za-z0-9_~.\-])(?P<s>[A-Za-z0-9_~.]{3}[0-9]Q~[A-Za-z0-9_~.\-]{31,34})(?:[^A-Za-z0-9_~.\-]|$)").cs(),
+        // ---- Slack ----
+        rule("slack_bot_token", "api_key", &["xoxb-"], &tok("xoxb-[0-9]{10,13}-[0-9]{10,13}-[A-Za-z0-9]{24,34}")),
+        rule("slack_user_token", "api_key", &["xoxp-", "xoxe-"], &tok("xox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9]{28,34}")),
+        rule("slack_app_token", "api_key", &["xapp-"], &tok("xapp-[0-9]-[A-Z0-9]{9,12}-[0-9]{10,13}-[a-z0-9]{60,64}")),
+        rule("slack_config_token", "api_key", &["xoxe.xox"], &tok("xoxe\\.xox[bp]-[0-9]-[A-Z0-9]{160,170}")),
+        rule("slack_legacy_token", "api_key", &["xoxa-", "xoxr-", "xoxs-", "xoxo-"], &tok("xox[aors]-[0-9]{1,2}-[0-9A-Za-z\\-]{20,}")),
+        rule("slack_webhook_url", "api_key", &["hooks.slack.com"],
+            r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/+\-]{30,})"),
+        // ---- payments ----
+        rule("stripe_secret_key", "api_key", &["sk_live_", "sk_test_"], &tok("sk_(?:live|test)_[A-Za-z0-9]{20,247}")),
+        rule("stripe_restricted_key", "api_key", &["rk_live_", "rk_test_"], &tok("rk_(?:live|test)_[A-Za-z0-9]{20,247}")),
+        rule("stripe_webhook_secret", "api_key", &["whsec_"], &tok("whsec_[A-Za-z0-9]{32,}")),
+        rule("square_access_token", "api_key", &["sq0atp-", "eaaa"], &tok("(?:sq0atp-[0-9A-Za-z_\\-]{22}|EAAA[A-Za-z0-9_\\-]{60})")),
+        rule("square_oauth_secret", "api_key", &["sq0csp-"], &tok("sq0csp-[0-9A-Za-z_\\-]{43}")),
+        rule("twilio_api_key", "api_key", &["SK"], &tok("SK[0-9a-f]{32}")).cs(),
+        rule("twilio_auth_token", "api_key", &["twilio"],
+            r#"(?i)twilio[a-z_\-]{0,20}(?:auth|token|secret)[a-z_\-]{0,20}["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[0-9a-f]{32})(?:[^0-9a-f]|$)"#),
+        rule("paypal_braintree_access_token", "api_key", &["access_token$production$"], &tok("access_token\\$production\\$[0-9a-z]{16}\\$[0-9a-f]{32}")),
+        // ---- email / messaging ----
+        rule("sendgrid_api_key", "api_key", &["SG."], &tok("SG\\.[A-Za-z0-9_\\-]{22}\\.[A-Za-z0-9_\\-]{43}")).cs(),
+        rule("mailgun_api_key", "api_key", &["key-"], &tok("key-[0-9a-f]{32}")),
+        rule("mailchimp_api_key", "api_key", &["-us"], &tok("[0-9a-f]{32}-us[0-9]{1,2}")),
+        rule("telegram_bot_token", "api_key", &[":aa"], r"(?:^|[^0-9])(?P<s>[0-9]{8,10}:AA[0-9A-Za-z_\-]{33})(?:[^A-Za-z0-9_\-]|$)"),
+        rule("discord_webhook_url", "api_key", &["discord"],
+            r"discord(?:app)?\.com/api/webhooks/[0-9]{17,20}/(?P<s>[A-Za-z0-9_\-]{60,70})"),
+        // ---- package registries ----
+        rule("npm_access_token", "api_key", &["npm_"], &tok("npm_[A-Za-z0-9]{36}")),
+        rule("pypi_upload_token", "api_key", &["pypi-ageichlwas5vcmc"], &tok("pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\\-]{50,}")),
+        rule("npmrc_auth", "password", &["_authtoken", "_auth", "_password"],
+            r#"(?im)(?:^|:)\s{0,4}(?:_authToken|_auth|_password)\s{0,4}=\s{0,4}["']?(?P<s>[^\s"']{8,})"#)
+            .check(Check::Entropy(3.0)).tier(Tier::Structural),
+        rule("rubygems_api_key", "api_key", &["rubygems_"], &tok("rubygems_[0-9a-f]{48}")),
+        rule("nuget_api_key", "api_key", &["oy2"], &tok("oy2[a-z0-9]{43}")).cs(),
+        rule("docker_config_auth", "password", &["\"auth\""],
+            r#""auth"\s*:\s*"(?P<s>[A-Za-z0-9+/]{12,}={0,2})""#).check(Check::BasicAuth).tier(Tier::Structural),
+        rule("dockerhub_pat", "api_key", &["dckr_pat_"], &tok("dckr_pat_[A-Za-z0-9_\\-]{27}")),
+        // ---- AI vendors ----
+        rule("anthropic_api_key", "api_key", &["sk-ant-api"], &tok("sk-ant-api[0-9]{2}-[A-Za-z0-9_\\-]{80,120}")),
+        rule("anthropic_oauth_token", "api_key", &["sk-ant-oat"], &tok("sk-ant-oat[0-9]{2}-[A-Za-z0-9_\\-]{80,120}")),
+        rule("anthropic_admin_key", "api_key", &["sk-ant-admin"], &tok("sk-ant-admin[0-9]{2}-[A-Za-z0-9_\\-]{80,120}")),
+        rule("openai_project_key", "api_key", &["sk-proj-"], &tok("sk-proj-[A-Za-z0-9_\\-]{40,200}")),
+        rule("openai_service_account_key", "api_key", &["sk-svcacct-"], &tok("sk-svcacct-[A-Za-z0-9_\\-]{40,200}")),
+        rule("openai_admin_key", "api_key", &["sk-admin-"], &tok("sk-admin-[A-Za-z0-9_\\-]{40,200}")),
+        rule("openai_legacy_key", "api_key", &["sk-"], &tok("sk-(?:[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}|[A-Za-z0-9]{48})")).cs(),
+        rule("huggingface_token", "api_key", &["hf_"], &tok("hf_[A-Za-z0-9]{34,40}")),
+        rule("huggingface_org_token", "api_key", &["api_org_"], &tok("api_org_[A-Za-z0-9]{34}")),
+        rule("groq_api_key", "api_key", &["gsk_"], &tok("gsk_[A-Za-z0-9]{52}")),
+        rule("replicate_api_token", "api_key", &["r8_"], &tok("r8_[A-Za-z0-9]{37}")),
+        rule("perplexity_api_key", "api_key", &["pplx-"], &tok("pplx-[A-Za-z0-9]{48}")),
+        rule("xai_api_key", "api_key", &["xai-"], &tok("xai-[A-Za-z0-9]{80}")),
+        rule("langsmith_api_key", "api_key", &["lsv2_"], &tok("lsv2_(?:pt|sk)_[0-9a-f]{32}_[0-9a-f]{10}")),
+        // ---- developer platforms ----
+        rule("datadog_client_token", "api_key", &["pub"], &tok("pub[0-9a-f]{32}")).cs(),
+        rule("shopify_token", "api_key", &["shpat_", "shpss_", "shpca_", "shppa_"], &tok("shp(?:at|ss|ca|pa)_[A-Fa-f0-9]{32}")),
+        rule("digitalocean_token", "api_key", &["dop_v1_", "doo_v1_", "dor_v1_"], &tok("do[opr]_v1_[a-f0-9]{64}")),
+        rule("doppler_token", "api_key", &["dp.pt."], &tok("dp\\.pt\\.[A-Za-z0-9]{43}")),
+        rule("linear_api_key", "api_key", &["lin_api_"], &tok("lin_api_[A-Za-z0-9]{40}")),
+        rule("atlassian_api_token", "api_key", &["atatt3"], &tok("ATATT3[A-Za-z0-9_\\-=]{150,200}")),
+        rule("databricks_token", "api_key", &["dapi"], &tok("dapi[a-f0-9]{32}(?:-[0-9])?")).cs(),
+        rule("postman_api_key", "api_key", &["pmak-"], &tok("PMAK-[a-f0-9]{24}-[a-f0-9]{34}")),
+        rule("pulumi_access_token", "api_key", &["pul-"], &tok("pul-[a-f0-9]{40}")),
+        rule("vault_token", "api_key", &["hvs.", "hvb."], &tok("hv[sb]\\.[A-Za-z0-9_\\-]{90,}")),
+        rule("terraform_cloud_token", "api_key", &[".atlasv1."], &tok("[A-Za-z0-9]{14}\\.atlasv1\\.[A-Za-z0-9_=\\-]{60,70}")),
+        rule("sentry_auth_token", "api_key", &["sntrys_", "sntryu_"], &tok("(?:sntrys_[A-Za-z0-9+/=_]{60,}|sntryu_[a-f0-9]{64})")),
+        rule("newrelic_api_key", "api_key", &["nrak-"], &tok("NRAK-[A-Z0-9]{27}")),
+        rule("grafana_token", "api_key", &["glsa_", "glc_"], &tok("(?:glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})")),
+        rule("facebook_access_token", "api_key", &["eaacedeose0cba"], &tok("EAACEdEose0cBA[0-9A-Za-z]{20,}")),
+        rule("heroku_api_key", "api_key", &["heroku"],
+            r#"(?i)heroku[a-z_\-]{0,20}["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#),
+        rule("planetscale_token", "api_key", &["pscale_"], &tok("pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\\-.=]{32,64}")),
+        rule("flyio_token", "api_key", &["fo1_"], &tok("fo1_[A-Za-z0-9_\\-]{43}")),
+        // ---- structural credentials ----
+        rule("jwt", "jwt", &["eyJ"], &tok("eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}"))
+            .check(Check::Jwt).tier(Tier::Structural).cs(),
+        rule("basic_auth_header", "password", &["basic"],
+            r"(?i)\b(?:authorization|proxy-authorization)\s{0,4}[:=]\s{0,4}[\x22']?basic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})")
+            .check(Check::BasicAuth).tier(Tier::Structural),
+        rule("bearer_token", "api_key", &["bearer"], r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9_~+/.=\-]{20,})")
+            .check(Check::Entropy(3.0)).tier(Tier::Generic),
+        rule("url_password", "connection_string", &["://"],
+            r#"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<u>[^\s:@/"'<>]{1,64}):(?P<s>[^\s@/"'<>]{3,128})@[A-Za-z0-9.\-\[]"#)
+            .check(Check::UrlPassword).tier(Tier::Structural),
+        rule("jdbc_password", "connection_string", &["jdbc:"],
+            r#"(?i)jdbc:[a-z0-9]+:[^\s"']{0,200}?[;?&]password=(?P<s>[^\s;&"']{4,})"#)
+            .check(Check::Password).tier(Tier::Structural),
+        rule("odbc_password", "connection_string", &["pwd=", "password="],
+            r#"(?i)(?:server|data source|host)=[^;\n]{1,100};[^\n]{0,200}?(?:pwd|password)=(?P<s>[^;\s"']{4,})"#)
+            .check(Check::Password).tier(Tier::Structural),
+        rule("netrc_password", "password", &["machine"],
+            r"(?s)\bmachine\s+\S+\s+login\s+\S+\s+password\s+(?P<s>\S+)")
+            .check(Check::Password).tier(Tier::Structural).window(Window::Forward(512)),
+        rule("kubernetes_secret_data", "generic_secret", &["kind: secret", "kind: \"secret\"", "kind: 'secret'"],
+            r#"(?m)^kind:\s*["']?Secret["']?\s*$"#)
+            .check(Check::K8sSecret).tier(Tier::Structural),
+        // ---- generic, entropy-gated ----
+        rule("password_assignment", "password", &["password", "passwd", "passphrase", "pwd"],
+            r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12})["'`]?\s{0,4}(?::=|=>|==|=|:)\s{0,4}(?:["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;#]{8,128})\s*$)"#)
+            .check(Check::Password).tier(Tier::Generic),
+        rule("generic_secret_assignment", "generic_secret",
+            &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential"],
+            r#"(?i)(?P<k>[a-z0-9_.\-]{0,40}(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20})["'`]?\s{0,4}(?::=|=>|=|:)\s{0,4}["'`]?(?P<s>[A-Za-z0-9+/=_.~\-]{16,256})"#)
+            .check(Check::Entropy(3.5)).tier(Tier::Generic),
+        // ---- PII ----
+        rule("email_address", "pii", &["@"],
+            r"(?:^|[^A-Za-z0-9._%+\-])(?P<s>(?P<u>[A-Za-z0-9._%+\-]{1,64})@(?P<d>[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}))(?:[^A-Za-z0-9\-]|$)")
+            .check(Check::Email).tier(Tier::Pii),
+    ];
+    for (vendor, prefix) in REDACTABLE_PREFIXES {
+        v.push(redacted_prefix(vendor, prefix));
+    }
+    v.extend([
+        scanner("us_ssn", "pii_government_id", Scanner::Ssn, Tier::Pii),
+        scanner(
+            "credit_card_number",
+            "pii_financial",
+            Scanner::Card,
+            Tier::Pii,
+        ),
+        scanner("iban", "pii_financial", Scanner::Iban, Tier::Pii),
+        scanner("phone_number", "pii", Scanner::Phone, Tier::Pii),
+        scanner(
+            "base64_blob",
+            "binary_hint",
+            Scanner::Base64Blob,
+            Tier::Hint,
+        ),
+        scanner(
+            "base64_wrapped_blob",
+            "binary_hint",
+            Scanner::Base64Wrapped,
+            Tier::Hint,
+        ),
+        scanner("hex_blob", "binary_hint", Scanner::HexBlob, Tier::Hint),
+        scanner(
+            "nonprintable_run",
+            "binary_hint",
+            Scanner::NonPrintable,
+            Tier::Hint,
+        ),
+    ]);
+    v
+}
+
+/// Names of the rules that detect one live credential format (for the coverage count).
+pub(crate) fn credential_rule_names() -> Vec<String> {
+    builtin()
+        .into_iter()
+        .filter(|r| {
+            r.scanner.is_none() && !matches!(r.tier, Tier::Pii | Tier::Redacted | Tier::Hint)
+        })
+        .map(|r| r.name)
+        .collect()
+}

@@ -1,0 +1,862 @@
+//! Behaviour of the L0 classifier, one behaviour per test. Secret-shaped strings are generated
+//! from a seeded PRNG at run time (prefix + random body), never written out in this file.
+
+use std::sync::OnceLock;
+
+use super::*;
+
+const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+const HEX: &[u8] = b"0123456789abcdef";
+const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+const URLSAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    fn chars(&mut self, set: &[u8], n: usize) -> String {
+        (0..n)
+            .map(|_| set[(self.next() % set.len() as u64) as usize] as char)
+            .collect()
+    }
+}
+
+fn synth(prefix: &str, set: &[u8], n: usize) -> String {
+    let mut r = Rng(prefix.len() as u64 * 7919 + n as u64);
+    format!("{prefix}{}", r.chars(set, n))
+}
+
+fn clf() -> &'static Classifier {
+    static C: OnceLock<Classifier> = OnceLock::new();
+    C.get_or_init(Classifier::default)
+}
+
+fn score(s: &str) -> RiskReport {
+    risk_score(s, clf())
+}
+
+fn patterns(s: &str) -> Vec<String> {
+    score(s)
+        .detected_patterns
+        .into_iter()
+        .map(|f| f.pattern)
+        .collect()
+}
+
+fn pem(kind: &str, body_chars: usize) -> String {
+    let body = synth("", B64, body_chars);
+    let lines: Vec<&str> = body
+        .as_bytes()
+        .chunks(64)
+        .map(|c| std::str::from_utf8(c).unwrap_or(""))
+        .collect();
+    format!(
+        "-----BEGIN {kind}-----\n{}\n-----END {kind}-----\n",
+        lines.join("\n")
+    )
+}
+
+fn luhn_complete(prefix: &str, len: usize) -> String {
+    let mut r = Rng(len as u64);
+    let mut digits: Vec<u8> = prefix.bytes().map(|b| b - b'0').collect();
+    while digits.len() < len - 1 {
+        digits.push((r.next() % 10) as u8);
+    }
+    for check in 0..10 {
+        let mut d = digits.clone();
+        d.push(check);
+        if pii::luhn(&d) {
+            return d.iter().map(|x| (x + b'0') as char).collect();
+        }
+    }
+    String::new()
+}
+
+fn iban(cc: &str, bban: &str) -> String {
+    let rearranged = format!("{bban}{cc}00");
+    let mut rem = 0u32;
+    for c in rearranged.bytes() {
+        let v = if c.is_ascii_digit() {
+            u32::from(c - b'0')
+        } else {
+            u32::from(c - b'A') + 10
+        };
+        rem = if v >= 10 {
+            (rem * 100 + v) % 97
+        } else {
+            (rem * 10 + v) % 97
+        };
+    }
+    format!("{cc}{:02}{bban}", 98 - rem)
+}
+
+// ---- credentials ----
+
+#[test]
+fn one_github_classic_pat_scores_medium() {
+    let r = score(&format!("token = \"{}\"\n", synth("ghp_", ALNUM, 36)));
+    assert_eq!(r.verdict, Verdict::Medium, "{r:?}");
+    assert_eq!(r.detected_patterns[0].kind, "github_pat");
+    assert_eq!(r.detected_patterns[0].pattern, "github_classic_pat");
+}
+
+#[test]
+fn github_fine_grained_pat_is_found() {
+    let t = format!(
+        "{}_{}",
+        synth("github_pat_", ALNUM, 22),
+        synth("", ALNUM, 59)
+    );
+    assert_eq!(
+        patterns(&format!("GH_TOKEN={t}\n")),
+        vec!["github_fine_grained_pat"]
+    );
+}
+
+#[test]
+fn aws_key_id_and_secret_in_ini_syntax_score_high() {
+    let s = format!(
+        "[default]\naws_access_key_id = {}\naws_secret_access_key = {}\n",
+        synth("AKIA", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16),
+        synth("", B64, 40)
+    );
+    let r = score(&s);
+    assert_eq!(r.verdict, Verdict::High, "{r:?}");
+    let p: Vec<_> = r
+        .detected_patterns
+        .iter()
+        .map(|f| f.pattern.as_str())
+        .collect();
+    assert_eq!(p, vec!["aws_access_key_id", "aws_secret_access_key"]);
+}
+
+#[test]
+fn aws_secret_in_json_syntax_is_found() {
+    let s = format!("{{\"SecretAccessKey\": \"{}\"}}", synth("", B64, 40));
+    assert_eq!(patterns(&s), vec!["aws_secret_access_key"]);
+}
+
+#[test]
+fn aws_documentation_example_key_is_not_a_finding() {
+    assert!(patterns("aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n").is_empty());
+}
+
+#[test]
+fn gcp_service_account_json_scores_high() {
+    let body: String = synth("MII", B64, 600);
+    let s = format!(
+        "{{\n  \"type\": \"service_account\",\n  \"private_key_id\": \"{}\",\n  \"private_key\": \"-----BEGIN PRIVATE KEY-----\\n{}\\n-----END PRIVATE KEY-----\\n\"\n}}\n",
+        synth("", HEX, 40),
+        body
+    );
+    let r = score(&s);
+    assert_eq!(r.verdict, Verdict::High, "{r:?}");
+    assert!(
+        r.detected_patterns
+            .iter()
+            .any(|f| f.pattern == "pkcs8_private_key")
+    );
+}
+
+#[test]
+fn azure_storage_connection_string_is_found() {
+    let s = format!(
+        "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey={}==;EndpointSuffix=core.windows.net",
+        synth("", B64, 86)
+    );
+    assert_eq!(patterns(&s), vec!["azure_storage_account_key"]);
+}
+
+#[test]
+fn slack_bot_token_and_webhook_are_found() {
+    let bot = format!(
+        "xoxb-{}-{}-{}",
+        synth("", b"0123456789", 11),
+        synth("", b"0123456789", 12),
+        synth("", ALNUM, 24)
+    );
+    let hook = format!(
+        "https://hooks.slack.com/services/T{}/B{}/{}",
+        synth("", ALNUM, 10),
+        synth("", ALNUM, 10),
+        synth("", ALNUM, 24)
+    );
+    assert_eq!(
+        patterns(&format!("{bot}\n{hook}\n")),
+        vec!["slack_bot_token", "slack_webhook_url"]
+    );
+}
+
+#[test]
+fn stripe_live_secret_key_is_found() {
+    assert_eq!(
+        patterns(&format!("STRIPE={}", synth("sk_live_", ALNUM, 24))),
+        vec!["stripe_secret_key"]
+    );
+}
+
+#[test]
+fn sendgrid_key_is_found() {
+    let t = format!("{}.{}", synth("SG.", URLSAFE, 22), synth("", URLSAFE, 43));
+    assert_eq!(patterns(&t), vec!["sendgrid_api_key"]);
+}
+
+#[test]
+fn npm_and_pypi_tokens_are_found() {
+    let s = format!(
+        "{}\n{}\n",
+        synth("npm_", ALNUM, 36),
+        synth("pypi-AgEIcHlwaS5vcmc", URLSAFE, 70)
+    );
+    assert_eq!(patterns(&s), vec!["npm_access_token", "pypi_upload_token"]);
+}
+
+#[test]
+fn anthropic_and_openai_keys_are_found() {
+    let s = format!(
+        "{}AA\n{}\n",
+        synth("sk-ant-api03-", URLSAFE, 93),
+        synth("sk-proj-", URLSAFE, 120)
+    );
+    assert_eq!(
+        patterns(&s),
+        vec!["anthropic_api_key", "openai_project_key"]
+    );
+}
+
+#[test]
+fn huggingface_token_is_found() {
+    assert_eq!(
+        patterns(&format!("HF_TOKEN={}", synth("hf_", ALNUM, 34))),
+        vec!["huggingface_token"]
+    );
+}
+
+#[test]
+fn at_least_sixty_credential_formats_are_built_in() {
+    let n = Classifier::credential_formats().len();
+    assert!(n >= 60, "{n}");
+}
+
+// ---- private keys ----
+
+#[test]
+fn rsa_private_key_alone_scores_high() {
+    let r = score(&pem("RSA PRIVATE KEY", 900));
+    assert_eq!(r.verdict, Verdict::High);
+    assert_eq!(r.detected_patterns.len(), 1, "{r:?}");
+    assert_eq!(r.detected_patterns[0].pattern, "rsa_private_key");
+}
+
+#[test]
+fn openssh_pgp_and_encrypted_keys_have_their_own_rules() {
+    let s = format!(
+        "{}{}{}",
+        pem("OPENSSH PRIVATE KEY", 400),
+        pem("PGP PRIVATE KEY BLOCK", 400),
+        pem("ENCRYPTED PRIVATE KEY", 400)
+    );
+    assert_eq!(
+        patterns(&s),
+        vec![
+            "openssh_private_key",
+            "pgp_private_key_block",
+            "encrypted_private_key"
+        ]
+    );
+}
+
+#[test]
+fn putty_private_key_is_found() {
+    let s = format!(
+        "PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\nPublic-Lines: 2\n{}\nPrivate-Lines: 1\n{}\nPrivate-MAC: {}\n",
+        synth("", B64, 64),
+        synth("", B64, 44),
+        synth("", HEX, 64)
+    );
+    assert_eq!(patterns(&s), vec!["putty_private_key"]);
+}
+
+#[test]
+fn private_key_header_without_body_is_not_a_finding() {
+    assert!(
+        patterns("-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----\n")
+            .is_empty()
+    );
+}
+
+#[test]
+fn certificate_and_public_key_are_quiet() {
+    let s = format!("{}{}", pem("CERTIFICATE", 1200), pem("PUBLIC KEY", 400));
+    assert!(patterns(&s).is_empty(), "{:?}", patterns(&s));
+}
+
+#[test]
+fn ssh_public_key_line_is_quiet() {
+    let s = format!("ssh-rsa {} user@host\n", synth("AAAAB3NzaC1yc2E", B64, 360));
+    assert!(
+        score(&s)
+            .detected_patterns
+            .iter()
+            .all(|f| f.kind != "binary_hint")
+    );
+}
+
+// ---- structural ----
+
+#[test]
+fn password_in_url_is_found() {
+    let s = format!(
+        "DATABASE_URL=postgres://app:{}@db.internal:5432/app",
+        synth("", ALNUM, 18)
+    );
+    let r = score(&s);
+    assert_eq!(r.detected_patterns[0].pattern, "url_password");
+    assert_eq!(r.verdict, Verdict::Medium);
+}
+
+#[test]
+fn placeholder_password_in_url_is_not_a_finding() {
+    assert!(
+        patterns(
+            "postgres://user:password@localhost/db\npostgres://postgres:postgres@localhost/db\n"
+        )
+        .is_empty()
+    );
+}
+
+#[test]
+fn basic_auth_header_is_found() {
+    use base64::Engine;
+    let cred = format!("alice:{}", synth("", ALNUM, 14));
+    let b = base64::engine::general_purpose::STANDARD.encode(cred);
+    assert_eq!(
+        patterns(&format!("Authorization: Basic {b}\n")),
+        vec!["basic_auth_header"]
+    );
+}
+
+#[test]
+fn netrc_password_is_found() {
+    let s = format!(
+        "machine api.github.com\n  login octo\n  password {}\n",
+        synth("", ALNUM, 20)
+    );
+    assert_eq!(patterns(&s), vec!["netrc_password"]);
+}
+
+#[test]
+fn docker_config_auth_is_found() {
+    use base64::Engine;
+    let b =
+        base64::engine::general_purpose::STANDARD.encode(format!("bob:{}", synth("", ALNUM, 16)));
+    let s = format!("{{\"auths\": {{\"registry.io\": {{\"auth\": \"{b}\"}}}}}}");
+    assert_eq!(patterns(&s), vec!["docker_config_auth"]);
+}
+
+#[test]
+fn npmrc_auth_token_is_found() {
+    let s = format!(
+        "//registry.npmjs.org/:_authToken={}\n",
+        synth("", ALNUM, 36)
+    );
+    assert_eq!(patterns(&s), vec!["npmrc_auth"]);
+}
+
+#[test]
+fn npmrc_env_reference_is_not_a_finding() {
+    assert!(patterns("//registry.npmjs.org/:_authToken=${NPM_TOKEN}\n").is_empty());
+}
+
+#[test]
+fn kubernetes_secret_data_values_are_found() {
+    let s = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata:\n  name: db\ndata:\n  username: {}\n  password: {}\n",
+        synth("", B64, 12),
+        synth("", B64, 24)
+    );
+    let r = score(&s);
+    let p: Vec<_> = r
+        .detected_patterns
+        .iter()
+        .map(|f| (f.pattern.as_str(), f.line))
+        .collect();
+    assert_eq!(
+        p,
+        vec![("kubernetes_secret_data", 6), ("kubernetes_secret_data", 7)]
+    );
+    assert!(r.verdict >= Verdict::Medium);
+}
+
+#[test]
+fn jwt_with_json_header_is_found() {
+    use base64::Engine;
+    let e = base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    let t = format!(
+        "{}.{}.{}",
+        e.encode("{\"alg\":\"HS256\",\"typ\":\"JWT\"}"),
+        e.encode(format!("{{\"sub\":\"{}\"}}", synth("", ALNUM, 12))),
+        synth("", URLSAFE, 43)
+    );
+    let r = score(&format!("token: {t}\n"));
+    assert_eq!(r.detected_patterns[0].pattern, "jwt");
+    assert_eq!(r.verdict, Verdict::Medium);
+}
+
+#[test]
+fn eyj_triplet_that_is_not_json_is_not_a_jwt() {
+    let t = format!(
+        "{}.{}.{}",
+        synth("eyJ", ALNUM, 20),
+        synth("eyJ", ALNUM, 20),
+        synth("", ALNUM, 20)
+    );
+    assert!(patterns(&t).iter().all(|p| p != "jwt"));
+}
+
+#[test]
+fn bearer_token_is_found() {
+    let s = format!("curl -H 'Authorization: Bearer {}'", synth("", ALNUM, 40));
+    assert_eq!(patterns(&s), vec!["bearer_token"]);
+}
+
+#[test]
+fn bearer_placeholder_is_not_a_finding() {
+    assert!(patterns("Authorization: Bearer YOUR_TOKEN_HERE\nAuthorization: Bearer <your-access-token-goes-here>\n").is_empty());
+}
+
+#[test]
+fn high_entropy_generic_assignment_is_found() {
+    let s = format!("client_secret = \"{}\"\n", synth("", ALNUM, 32));
+    let r = score(&s);
+    assert_eq!(r.detected_patterns[0].pattern, "generic_secret_assignment");
+    assert_eq!(r.verdict, Verdict::Medium);
+}
+
+#[test]
+fn generic_assignment_of_code_or_placeholder_is_not_a_finding() {
+    let s = "api_key = os.environ[\"API_KEY\"]\ntoken = tokenizer.encode(text)\nsecret_key = settings.SECRET_KEY_VALUE\napi_key: your-api-key-here\ntoken_hash = \"9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08\"\n";
+    assert!(patterns(s).is_empty(), "{:?}", patterns(s));
+}
+
+#[test]
+fn password_literal_is_found_and_weak_placeholder_is_not() {
+    let s = format!("db_password = \"{}\"\n", synth("", ALNUM, 12));
+    assert_eq!(patterns(&s), vec!["password_assignment"]);
+    assert!(
+        patterns("password = \"changeme\"\npassword: ${DB_PASSWORD}\nPASSWORD = get_password()\n")
+            .is_empty()
+    );
+}
+
+// ---- redacted prefixes ----
+
+#[test]
+fn paper_incident_redacted_anthropic_prefix_is_reported_low() {
+    let r = score("Authorization: Bearer sk-ant-oat01-{REDACTED}\n");
+    assert_eq!(r.verdict, Verdict::Low, "{r:?}");
+    assert_eq!(r.detected_patterns[0].pattern, "anthropic_redacted_prefix");
+    assert_eq!(r.detected_patterns[0].kind, "redacted_prefix");
+}
+
+#[test]
+fn redaction_markers_after_vendor_prefixes_are_reported() {
+    for s in [
+        "ghp_XXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXXX",
+        "AKIA****************",
+        "sk-proj-...",
+        "xoxb-[REDACTED]",
+    ] {
+        let p = patterns(s);
+        assert_eq!(p.len(), 1, "{s}: {p:?}");
+        assert!(p[0].ends_with("_redacted_prefix"), "{s}: {p:?}");
+    }
+}
+
+// ---- PII ----
+
+#[test]
+fn personal_email_is_low_and_example_domain_is_not_a_finding() {
+    let r = score("contact: jane.doe@acme-mail.io\n");
+    assert_eq!(r.verdict, Verdict::Low);
+    assert_eq!(r.detected_patterns[0].pattern, "email_address");
+    assert!(patterns("see alice@example.com and bob@example.org\n").is_empty());
+}
+
+#[test]
+fn git_author_lines_are_at_most_low() {
+    let r = score("Author: Jane Doe <jane@acme-mail.io>\nSigned-off-by: Bob <bob@corp-mail.net>\n");
+    assert!(r.verdict <= Verdict::Low);
+}
+
+#[test]
+fn ssn_of_valid_shape_is_medium() {
+    let r = score("employee ssn: 219-45-7731\n");
+    assert_eq!(r.detected_patterns[0].pattern, "us_ssn");
+    assert_eq!(r.verdict, Verdict::Medium);
+}
+
+#[test]
+fn luhn_valid_card_is_found_and_invalid_is_not() {
+    let card = luhn_complete("4", 16);
+    assert_eq!(
+        patterns(&format!("card {card}\n")),
+        vec!["credit_card_number"]
+    );
+    let mut bad = card.into_bytes();
+    bad[15] = if bad[15] == b'9' { b'0' } else { bad[15] + 1 };
+    assert!(patterns(&format!("card {}\n", String::from_utf8_lossy(&bad))).is_empty());
+}
+
+#[test]
+fn grouped_card_number_is_found() {
+    let c = luhn_complete("51", 16);
+    let grouped = format!("{} {} {} {}", &c[0..4], &c[4..8], &c[8..12], &c[12..16]);
+    assert_eq!(patterns(&grouped), vec!["credit_card_number"]);
+}
+
+#[test]
+fn checksum_valid_iban_is_found_and_invalid_is_not() {
+    let good = iban("DE", "370400440532013000");
+    assert_eq!(patterns(&format!("IBAN: {good}\n")), vec!["iban"]);
+    let bad = good.replace("0532", "0533");
+    assert!(patterns(&format!("IBAN: {bad}\n")).is_empty());
+}
+
+#[test]
+fn phone_number_is_low() {
+    let r = score("call +44 20 7946 0018 today\n");
+    assert_eq!(r.detected_patterns[0].pattern, "phone_number");
+    assert_eq!(r.verdict, Verdict::Low);
+}
+
+// ---- binary hints ----
+
+#[test]
+fn long_base64_run_is_a_binary_hint() {
+    let r = score(&format!("blob = {}\n", synth("", B64, 400)));
+    assert_eq!(
+        r.detected_patterns
+            .iter()
+            .map(|f| f.pattern.as_str())
+            .collect::<Vec<_>>(),
+        vec!["base64_blob"]
+    );
+    assert_eq!(r.verdict, Verdict::Low);
+    assert!(r.suggested_actions.iter().any(|a| a.action == "split"));
+}
+
+#[test]
+fn base64_wrapped_at_64_and_76_columns_is_a_binary_hint() {
+    for width in [64, 76] {
+        let body = synth("", B64, width * 6 + 10);
+        let wrapped: Vec<&str> = body
+            .as_bytes()
+            .chunks(width)
+            .map(|c| std::str::from_utf8(c).unwrap_or(""))
+            .collect();
+        let p = patterns(&format!("payload:\n{}\n", wrapped.join("\n")));
+        assert_eq!(p, vec!["base64_wrapped_blob"], "width {width}");
+    }
+}
+
+#[test]
+fn long_hex_blob_is_a_binary_hint() {
+    assert_eq!(
+        patterns(&format!("fw = \"{}\"", synth("", HEX, 400))),
+        vec!["hex_blob"]
+    );
+}
+
+#[test]
+fn dense_non_printables_are_a_binary_hint() {
+    let s: String = (0..64u8)
+        .map(|i| {
+            if i % 2 == 0 {
+                char::from(i % 8 + 1)
+            } else {
+                'a'
+            }
+        })
+        .collect();
+    assert_eq!(patterns(&s), vec!["nonprintable_run"]);
+}
+
+#[test]
+fn css_data_uri_is_quiet() {
+    let s = format!(
+        ".icon {{ background: url(data:image/png;base64,{}); }}\n",
+        synth("iVBORw0KGgo", B64, 600)
+    );
+    assert!(patterns(&s).is_empty());
+}
+
+// ---- quiet on ordinary content ----
+
+#[test]
+fn uuids_and_digests_are_quiet() {
+    let s = format!(
+        "id = \"{}-{}-4{}-a{}-{}\"\ncommit {}\nsha256: {}\nchecksum = \"{}\"\n",
+        synth("", HEX, 8),
+        synth("", HEX, 4),
+        synth("", HEX, 3),
+        synth("", HEX, 3),
+        synth("", HEX, 12),
+        synth("", HEX, 40),
+        synth("", HEX, 64),
+        synth("", HEX, 64)
+    );
+    assert!(patterns(&s).is_empty(), "{:?}", patterns(&s));
+}
+
+#[test]
+fn lockfile_integrity_hash_is_quiet() {
+    let s = format!("\"integrity\": \"sha512-{}==\",\n", synth("", B64, 86));
+    assert!(patterns(&s).is_empty());
+}
+
+#[test]
+fn minified_js_scores_only_the_long_line_rule() {
+    let chunk = "function(e,t){var n=t.token||e.password;return n?e.auth(n):null};";
+    let s: String = chunk.repeat(60);
+    let r = score(&s);
+    assert!(r.detected_patterns.is_empty(), "{:?}", r.detected_patterns);
+    assert_eq!(r.verdict, Verdict::Low);
+    assert_eq!(r.score, 0.2);
+}
+
+// ---- scoring ----
+
+#[test]
+fn family_contribution_saturates_at_one_and_a_half() {
+    assert_eq!(family_contribution(0.4, 0), 0.0);
+    assert_eq!(family_contribution(0.4, 1), 0.4);
+    assert!((family_contribution(0.4, 2) - 0.5).abs() < 1e-12);
+    assert!((family_contribution(0.4, 9) - 0.6).abs() < 1e-12);
+}
+
+#[test]
+fn repeated_identical_secret_counts_once() {
+    let t = synth("ghp_", ALNUM, 36);
+    let r = score(&format!("{t}\n{t}\n"));
+    assert_eq!(r.detected_patterns.len(), 2);
+    assert_eq!(r.score, 0.45);
+}
+
+#[test]
+fn two_credentials_of_different_families_score_high() {
+    let s = format!(
+        "{}\n{}\n",
+        synth("ghp_", ALNUM, 36),
+        synth("sk_live_", ALNUM, 24)
+    );
+    assert_eq!(score(&s).verdict, Verdict::High);
+}
+
+#[test]
+fn size_rules_add_their_increments() {
+    let big = "x = 1\n".repeat(20_000);
+    let r = score(&big);
+    assert_eq!(r.line_count, 20_000);
+    assert!((r.score - 0.25).abs() < 1e-9, "{}", r.score);
+    assert!(
+        r.suggested_actions
+            .iter()
+            .any(|a| a.reason.as_deref() == Some("total_bytes_120000_exceeds_100000"))
+    );
+}
+
+#[test]
+fn verdict_thresholds_are_inclusive() {
+    let c = clf();
+    assert_eq!(c.verdict(0.70), Verdict::High);
+    assert_eq!(c.verdict(0.6999), Verdict::Medium);
+    assert_eq!(c.verdict(0.40), Verdict::Medium);
+    assert_eq!(c.verdict(0.10), Verdict::Low);
+    assert_eq!(c.verdict(0.0999), Verdict::Safe);
+}
+
+#[test]
+fn empty_content_is_safe_with_zero_metrics() {
+    let r = score("");
+    assert_eq!(
+        (r.score, r.verdict, r.bytes, r.line_count, r.max_line_len),
+        (0.0, Verdict::Safe, 0, 0, 0)
+    );
+}
+
+#[test]
+fn max_line_len_counts_characters() {
+    assert_eq!(score("héllo\nab").max_line_len, 5);
+}
+
+#[test]
+fn match_is_at_most_16_chars_and_never_the_whole_secret() {
+    let pw = synth("", ALNUM, 10);
+    let r = score(&format!(
+        "password = \"{pw}\"\n{}\n",
+        synth("ghp_", ALNUM, 36)
+    ));
+    for f in &r.detected_patterns {
+        assert!(f.r#match.chars().count() <= 16, "{f:?}");
+    }
+    assert!(!r.detected_patterns[0].r#match.contains(&pw));
+}
+
+#[test]
+fn line_numbers_are_one_based() {
+    let r = score(&format!("a\nb\n{}\n", synth("ghp_", ALNUM, 36)));
+    assert_eq!(r.detected_patterns[0].line, 3);
+}
+
+#[test]
+fn verdict_serializes_lowercase_and_finding_as_match() {
+    let r = score(&synth("ghp_", ALNUM, 36));
+    let v = serde_json::to_value(&r).unwrap_or_default();
+    assert_eq!(v["verdict"], "medium");
+    assert!(v["detected_patterns"][0].get("match").is_some());
+    assert!(v["detected_patterns"][0].get("span").is_none());
+    assert_eq!(v["suggested_actions"][0]["targets"][0], "github_pat");
+}
+
+#[test]
+fn report_schema_is_generated() {
+    let s = schemars::schema_for!(RiskReport);
+    let text = serde_json::to_string(&s).unwrap_or_default();
+    assert!(text.contains("detected_patterns") && text.contains("\"match\""));
+}
+
+// ---- policy ----
+
+#[test]
+fn policy_pattern_is_detected_with_its_weight() {
+    let p = Policy::from_yaml_str("extend_patterns:\n  - family: internal\n    name: acme_token\n    regex: 'acme_[0-9a-f]{16}'\n    weight: 0.8\n")
+        .unwrap_or_default();
+    let c = p.compile().unwrap_or_default();
+    let r = risk_score(&format!("x = {}\n", synth("acme_", HEX, 16)), &c);
+    assert_eq!(r.detected_patterns[0].pattern, "acme_token");
+    assert_eq!(r.verdict, Verdict::High);
+}
+
+#[test]
+fn disabled_family_is_not_reported() {
+    let p = Policy::from_yaml_str("disable_families: [github_pat]\n").unwrap_or_default();
+    let c = p.compile().unwrap_or_default();
+    assert!(
+        risk_score(&synth("ghp_", ALNUM, 36), &c)
+            .detected_patterns
+            .is_empty()
+    );
+}
+
+#[test]
+fn policy_thresholds_move_the_verdict() {
+    let p = Policy::from_yaml_str("thresholds:\n  medium: 0.5\n").unwrap_or_default();
+    let c = p.compile().unwrap_or_default();
+    assert_eq!(
+        risk_score(&synth("ghp_", ALNUM, 36), &c).verdict,
+        Verdict::Low
+    );
+}
+
+#[test]
+fn builtin_rules_compile() {
+    assert!(Classifier::new(&Policy::default()).is_ok());
+}
+
+// ---- redaction ----
+
+fn mixed_draft() -> String {
+    format!(
+        "const key = \"{}\";\nAuthorization: Bearer sk-ant-oat01-{{REDACTED}}\npassword = \"{}\"\n{}email: jane@acme-mail.io\n",
+        synth("ghp_", ALNUM, 36),
+        synth("", ALNUM, 14),
+        pem("RSA PRIVATE KEY", 300)
+    )
+}
+
+#[test]
+fn redact_replaces_each_finding_with_a_typed_placeholder() {
+    let d = mixed_draft();
+    let r = redact(&d, clf());
+    assert!(r.content.contains("{REDACTED:github_classic_pat}"));
+    assert!(r.content.contains("{REDACTED:rsa_private_key}"));
+    assert!(
+        r.content
+            .contains("password = \"{REDACTED:password_assignment}\"")
+    );
+    assert!(!r.content.contains("ghp_"));
+    assert_eq!(r.replacements.len(), 5, "{:?}", r.replacements);
+    assert!(risk_score(&r.content, clf()).detected_patterns.is_empty());
+}
+
+#[test]
+fn redaction_keeps_originals_out_of_serialization() {
+    let d = mixed_draft();
+    let r = redact(&d, clf());
+    let first = &r.replacements[0];
+    assert!(first.original.expose().starts_with("ghp_"));
+    let json = serde_json::to_string(&r).unwrap_or_default();
+    assert!(!json.contains(first.original.expose()));
+    assert!(!format!("{r:?}").contains(first.original.expose()));
+}
+
+#[test]
+fn redacting_a_redacted_draft_changes_nothing() {
+    let once = redact(&mixed_draft(), clf());
+    let twice = redact(&once.content, clf());
+    assert_eq!(twice.content, once.content);
+    assert!(twice.replacements.is_empty());
+}
+
+#[test]
+fn classifier_is_deterministic() {
+    let d = mixed_draft();
+    assert_eq!(score(&d), score(&d));
+}
+
+#[test]
+fn pathological_equals_run_is_linear_enough() {
+    let s = "=".repeat(200_000);
+    let r = score(&s);
+    assert!(r.detected_patterns.is_empty());
+}
+
+#[test]
+fn tokens_separated_by_one_byte_are_both_found() {
+    let s = format!(
+        "{} {}\n{}",
+        synth("ghp_", ALNUM, 36),
+        synth("gho_", ALNUM, 36),
+        synth("ghu_", ALNUM, 36)
+    );
+    assert_eq!(
+        patterns(&s),
+        vec![
+            "github_classic_pat",
+            "github_oauth_token",
+            "github_user_to_server_token"
+        ]
+    );
+}
+
+#[test]
+fn many_pem_headers_without_bodies_are_linear_and_quiet() {
+    let s = "-----BEGIN PRIVATE KEY-----\n".repeat(2000);
+    assert!(patterns(&s).is_empty());
+}
+
+#[test]
+fn unquoted_env_password_is_found_when_the_next_line_also_has_a_keyword() {
+    let s = format!(
+        "SMTP_PASSWORD={}\nSMTP_TOKEN_TTL=3600\n",
+        synth("", ALNUM, 14)
+    );
+    assert_eq!(patterns(&s), vec!["password_assignment"]);
+}
