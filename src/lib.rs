@@ -2,3 +2,5 @@
 //!
 //! The core library knows nothing of MCP or of the command line: one module per layer of the
 //! paper, and thin front ends (`mcp`, `cli`) on top. See `docs/ARCHITECTURE.md`.
+
+pub mod validate;
