@@ -138,7 +138,21 @@ pub fn validate(
     target_path: Option<&str>,
 ) -> ValidationReport {
     let (format, chosen_by) = detect(content, format_hint, target_path);
-    let findings = match format {
+    // The parsers recurse to bounded depths (serde_json 128, saphyr 64 levels), which in a debug
+    // build can take more than a small thread stack has left; guarantee them room.
+    let findings = stacker::maybe_grow(VALIDATOR_STACK_RED_ZONE, VALIDATOR_STACK, || {
+        run(format, content)
+    });
+    report(content, format, &chosen_by, findings)
+}
+
+/// The stack a validator may need (at least this much is left when it starts) and the size of
+/// the stack segment allocated when less is left.
+const VALIDATOR_STACK_RED_ZONE: usize = 2 << 20;
+const VALIDATOR_STACK: usize = 8 << 20;
+
+fn run(format: Format, content: &str) -> Vec<Finding> {
+    match format {
         Format::Json => json::check(content),
         Format::Jsonl => jsonl::check(content),
         Format::Yaml => yaml::check(content),
@@ -149,8 +163,7 @@ pub fn validate(
         Format::Xml => xml::check(content),
         Format::Html => html::check(content),
         Format::Text => Vec::new(),
-    };
-    report(content, format, &chosen_by, findings)
+    }
 }
 
 /// Validates raw bytes: content that is not UTF-8 gets one error at the first bad byte (its line
@@ -513,5 +526,7 @@ impl<'a> LineIndex<'a> {
     }
 }
 
+#[cfg(test)]
+mod samples;
 #[cfg(test)]
 mod tests;

@@ -278,8 +278,9 @@ fn yaml_alias_bomb_is_refused_quickly() {
             }
         ));
     }
-    // Whatever saphyr decides, it must answer (its budgets bound the expansion).
-    let _ = validate(&content, Some("yaml"), None);
+    // saphyr's anchor budgets bound the expansion: refused, not expanded.
+    let d = first_error(&content, "yaml");
+    assert!(d.message.contains("too large"), "{}", d.message);
 }
 
 // ---- toml ----
@@ -638,9 +639,7 @@ impl Lcg {
     }
 }
 
-const FORMATS: &[&str] = &[
-    "json", "jsonl", "yaml", "toml", "python", "latex", "markdown", "xml", "html", "text",
-];
+use super::samples::FORMATS;
 
 #[test]
 fn no_validator_panics_on_random_or_truncated_input() {
@@ -694,37 +693,40 @@ fn deeply_nested_input_is_handled_by_every_validator() {
     }
 }
 
-/// About 1 MB of valid content per format, built by repeating a typical block.
-fn megabyte_of(format: &str) -> String {
-    let block: String = match format {
-        "json" => return format!("[{}{{}}]", "{\"key\": \"value\", \"n\": [1, 2.5, true, null]},\n".repeat(23_000)),
-        "jsonl" => "{\"ts\": \"2026-01-01T00:00:00Z\", \"path\": \"a/b.rs\", \"bytes\": 1024}\n".into(),
-        "yaml" => return (0..22_000)
-            .map(|i| format!("key{i}:\n  name: value {i}\n  list: [1, 2, 3]\n"))
-            .collect(),
-        "toml" => return (0..24_000)
-            .map(|i| format!("[table{i}]\nname = \"value\"\nlist = [1, 2, 3]\n"))
-            .collect(),
-        "python" => return (0..17_000)
-            .map(|i| format!("def f{i}(x, y=2):\n    return [a * y for a in x if a > {i}]\n\n"))
-            .collect(),
-        "latex" => "\\section{A}\\label{s} Text with $x^2$ and \\textbf{bold} % comment\n\\begin{itemize}\\item a\\end{itemize}\n".into(),
-        "markdown" => "# Heading\n\nSome *text* with `code`.\n\n```rust\nfn main() {}\n```\n".into(),
-        "xml" => return format!("<root>{}</root>", "<item id=\"1\"><name>value &amp; more</name></item>\n".repeat(20_000)),
-        "html" => return format!("<html><body>{}</body></html>", "<div class=\"x\"><p>text<br><a href=\"/\">link</a></div>\n".repeat(19_000)),
-        _ => "plain words in a line of text\n".into(),
-    };
-    block.repeat(1_000_000 / block.len() + 1)
-}
-
 #[test]
 fn a_megabyte_of_each_format_is_validated() {
     // Nothing is timed here (the example `validate_bench` measures); this proves the inputs are
     // valid and that every validator finishes on them. Each is linear by construction.
     for format in FORMATS {
-        let content = megabyte_of(format);
+        let content = super::samples::megabyte_of(format);
         assert!(content.len() >= 1_000_000, "{format}: {}", content.len());
         let report = validate(&content, Some(format), None);
         assert!(report.valid, "{format}: {}", report.summary);
     }
+}
+
+#[test]
+fn yaml_larger_than_saphyr_default_node_budget_is_valid() {
+    let content: String = (0..90_000).map(|i| format!("k{i}: [1, 2]\n")).collect();
+    let report = check(&content, "yaml");
+    assert!(report.valid, "{}", report.summary);
+}
+
+#[test]
+fn validators_run_on_a_small_thread_stack() {
+    let handle = std::thread::Builder::new()
+        .stack_size(128 * 1024)
+        .spawn(|| {
+            for format in FORMATS {
+                for content in [
+                    "[".repeat(10_000),
+                    "- ".repeat(10_000),
+                    LATEX_DOC.to_owned(),
+                ] {
+                    let _ = validate(&content, Some(format), None);
+                }
+            }
+        })
+        .unwrap();
+    handle.join().unwrap();
 }

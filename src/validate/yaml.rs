@@ -12,9 +12,27 @@ pub(super) fn check(content: &str) -> Vec<Finding> {
         .unwrap_or_default()
 }
 
+/// saphyr's default budget caps nodes and events at fixed counts (250,000 nodes), which a
+/// legitimate multi-megabyte file exceeds. Without aliases every node and event costs at least a
+/// byte of input, so caps proportional to the input refuse nothing real; alias expansion, the
+/// actual amplification risk, stays bounded by the default anchor and alias budgets.
+fn options(content: &str) -> serde_saphyr::Options {
+    let mut budget = serde_saphyr::Budget::default();
+    budget.max_nodes = budget.max_nodes.max(content.len().saturating_add(16));
+    budget.max_events = budget
+        .max_events
+        .max(content.len().saturating_mul(2).saturating_add(16));
+    budget.max_documents = budget.max_documents.max(content.len() / 4);
+    let mut options = serde_saphyr::Options::default();
+    options.budget = Some(budget);
+    options.with_snippet = false;
+    options
+}
+
 /// The byte offset and message of the first problem in a YAML stream, if any.
 pub(super) fn first_error(content: &str) -> Option<(usize, String)> {
-    let err = serde_saphyr::from_multiple::<IgnoredAny>(content).err()?;
+    let err =
+        serde_saphyr::from_multiple_with_options::<IgnoredAny>(content, options(content)).err()?;
     let offset = err.location().map_or(0, |location| {
         let line = usize::try_from(location.line()).unwrap_or(usize::MAX);
         let col = usize::try_from(location.column()).unwrap_or(usize::MAX);
@@ -33,6 +51,9 @@ fn clean_message(full: &str) -> String {
     {
         message = after;
     }
+    if let Some(cut) = message.rfind(" at line ") {
+        message = &message[..cut];
+    }
     let message = message
         .split(", set DuplicateKeyPolicy")
         .next()
@@ -40,5 +61,8 @@ fn clean_message(full: &str) -> String {
         .split("; use from_str_multiple")
         .next()
         .unwrap_or(message);
+    if message.starts_with("budget breached") {
+        return format!("too large, too deep or too alias-heavy to check safely ({message})");
+    }
     message.trim().to_owned()
 }
