@@ -4,7 +4,7 @@
 //! case-insensitive. Reported: stray end tags, elements never closed, end tags that cross an open
 //! element, unterminated tags, comments and quoted attributes.
 
-use super::{Finding, LineIndex};
+use super::{Finding, LineIndex, OpenStack};
 
 const VOID: &[&str] = &[
     "area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "param", "source",
@@ -75,16 +75,11 @@ fn implicitly_closes(new: &str, open: &str) -> bool {
     }
 }
 
-struct Open {
-    name: String,
-    offset: usize,
-}
-
 pub(super) fn check(content: &str) -> Vec<Finding> {
     let bytes = content.as_bytes();
     let index = LineIndex::new(content);
     let mut findings = Vec::new();
-    let mut stack: Vec<Open> = Vec::new();
+    let mut stack = OpenStack::default();
     let mut foreign_depth = 0usize; // inside <svg> or <math>, `/>` really self-closes
     let mut pos = 0;
     while let Some(n) = content.get(pos..).and_then(|rest| rest.find('<')) {
@@ -171,7 +166,7 @@ pub(super) fn check(content: &str) -> Vec<Finding> {
         }
         while stack
             .last()
-            .is_some_and(|open| implicitly_closes(&name, &open.name))
+            .is_some_and(|(open, _)| implicitly_closes(&name, open))
         {
             stack.pop();
         }
@@ -208,16 +203,13 @@ pub(super) fn check(content: &str) -> Vec<Finding> {
         if matches!(name.as_str(), "svg" | "math") {
             foreign_depth += 1;
         }
-        stack.push(Open {
-            name,
-            offset: start,
-        });
+        stack.push(&name, start);
     }
-    for open in stack {
-        if !OPTIONAL_END.contains(&open.name.as_str()) {
+    for (name, offset) in stack.into_open() {
+        if !OPTIONAL_END.contains(&name.as_str()) {
             findings.push(Finding::error(
-                open.offset,
-                format!("`<{}>` is never closed", open.name),
+                offset,
+                format!("`<{name}>` is never closed"),
             ));
         }
     }
@@ -252,7 +244,7 @@ fn end_tag(
     name: &str,
     start: usize,
     index: &LineIndex<'_>,
-    stack: &mut Vec<Open>,
+    stack: &mut OpenStack,
     findings: &mut Vec<Finding>,
 ) {
     if VOID.contains(&name) {
@@ -262,7 +254,7 @@ fn end_tag(
         ));
         return;
     }
-    let Some(depth) = stack.iter().rposition(|open| open.name == name) else {
+    let Some(inside) = stack.close(name) else {
         if !OPTIONAL_END.contains(&name) {
             findings.push(Finding::error(
                 start,
@@ -271,19 +263,17 @@ fn end_tag(
         }
         return;
     };
-    for open in stack.drain(depth + 1..).rev() {
-        if !OPTIONAL_END.contains(&open.name.as_str()) {
+    for (open, offset) in inside {
+        if !OPTIONAL_END.contains(&open.as_str()) {
             findings.push(Finding::error(
-                open.offset,
+                offset,
                 format!(
-                    "`<{}>` is not closed before `</{name}>` on line {}",
-                    open.name,
+                    "`<{open}>` is not closed before `</{name}>` on line {}",
                     index.position_line(start)
                 ),
             ));
         }
     }
-    stack.pop();
 }
 
 fn find_ascii_case_insensitive(haystack: &str, needle: &str) -> Option<usize> {

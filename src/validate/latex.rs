@@ -12,7 +12,7 @@
 //!
 //! Everything after `\end{document}` is ignored, as TeX ignores it.
 
-use super::{Finding, LineIndex};
+use super::{Finding, LineIndex, OpenStack};
 use std::collections::HashSet;
 
 /// Environments whose body is not TeX: skipped up to their `\end{name}`.
@@ -116,7 +116,7 @@ struct Scanner<'a> {
     index: LineIndex<'a>,
     findings: Vec<Finding>,
     braces: Vec<usize>,
-    environments: Vec<(&'a str, usize)>,
+    environments: OpenStack,
     dollar: Option<(Math, usize)>,
     paren_math: Option<usize>,
     bracket_math: Option<usize>,
@@ -135,7 +135,7 @@ pub(super) fn check(content: &str) -> Vec<Finding> {
         index: LineIndex::new(content),
         findings: Vec::new(),
         braces: Vec::new(),
-        environments: Vec::new(),
+        environments: OpenStack::default(),
         dollar: None,
         paren_math: None,
         bracket_math: None,
@@ -275,7 +275,7 @@ impl<'a> Scanner<'a> {
             "documentclass" => self.saw_documentclass = true,
             "usepackage" | "maketitle" | "title" | "author" => self.looks_like_document = true,
             "verb" | "lstinline" | "mintinline" => self.inline_verbatim(start, name),
-            "url" | "href" | "path" => self.raw_argument(),
+            "url" | "href" | "path" => self.raw_argument(start, name),
             "iffalse" => self.skip_iffalse(start),
             _ => {
                 if DEFINERS.contains(&name) {
@@ -393,7 +393,7 @@ impl<'a> Scanner<'a> {
             }
             return;
         }
-        self.environments.push((name, start));
+        self.environments.push(name, start);
     }
 
     fn end(&mut self, start: usize) -> bool {
@@ -404,15 +404,10 @@ impl<'a> Scanner<'a> {
             ));
             return false;
         };
-        match self
-            .environments
-            .iter()
-            .rposition(|(open, _)| *open == name)
-        {
-            Some(depth) => {
+        match self.environments.close(name) {
+            Some(inside) => {
                 // Everything opened after the matching \begin was left open.
-                let unclosed: Vec<(&str, usize)> = self.environments.drain(depth + 1..).collect();
-                for (open, open_start) in unclosed.into_iter().rev() {
+                for (open, open_start) in inside {
                     self.findings.push(Finding::error(
                         open_start,
                         format!(
@@ -421,7 +416,6 @@ impl<'a> Scanner<'a> {
                         ),
                     ));
                 }
-                self.environments.pop();
             }
             None => {
                 let message = match self.environments.last() {
@@ -485,8 +479,9 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// `\url{...}`: the argument is not TeX (`%` and `#` are literal), but braces still nest.
-    fn raw_argument(&mut self) {
+    /// `\url{...}`: the argument is not TeX (`%` and `#` are literal), but braces still nest. It
+    /// must close on its own line.
+    fn raw_argument(&mut self, start: usize, name: &str) {
         if self.bytes.get(self.pos) != Some(&b'{') {
             return;
         }
@@ -508,25 +503,31 @@ impl<'a> Scanner<'a> {
                         return;
                     }
                 }
-                b'\n'
-                    if self.bytes.get(open + i + 1..).is_some_and(|rest| {
-                        rest.iter()
-                            .find(|b| !matches!(b, b' ' | b'\t' | b'\r'))
-                            .is_some_and(|&b| b == b'\n')
-                    }) =>
-                {
+                b'\n' => {
+                    self.pos = open + i;
                     break;
                 }
                 _ => {}
             }
+            self.pos = open + i + 1;
         }
-        // Unclosed: let the main scan see the `{` and report it.
+        self.findings.push(Finding::error(
+            start,
+            format!("the argument of `\\{name}` is not closed by `}}` on its line"),
+        ));
     }
 
     /// `\iffalse ... \fi` is the conventional block comment.
     fn skip_iffalse(&mut self, start: usize) {
-        match self.text.get(self.pos..).and_then(|rest| rest.find("\\fi")) {
-            Some(n) => self.pos += n + 3,
+        let rest = self.text.get(self.pos..).unwrap_or("");
+        let fi = rest.match_indices("\\fi").find(|(n, _)| {
+            !rest
+                .as_bytes()
+                .get(n + 3)
+                .is_some_and(u8::is_ascii_alphabetic)
+        });
+        match fi {
+            Some((n, _)) => self.pos += n + 3,
             None => {
                 self.findings.push(Finding::warning(
                     start,
@@ -583,7 +584,7 @@ impl<'a> Scanner<'a> {
             self.findings
                 .push(Finding::error(offset, "unmatched `{`: never closed"));
         }
-        for (name, offset) in std::mem::take(&mut self.environments) {
+        for (name, offset) in std::mem::take(&mut self.environments).into_open() {
             self.findings.push(Finding::error(
                 offset,
                 format!("`\\begin{{{name}}}` is never closed by `\\end{{{name}}}`"),

@@ -122,10 +122,7 @@ impl Format {
             "SConstruct" | "SConscript" => return Some(Format::Python),
             _ => {}
         }
-        let (stem, ext) = name.rsplit_once('.')?;
-        if stem.is_empty() && !name.starts_with('.') {
-            return None;
-        }
+        let (_, ext) = name.rsplit_once('.')?;
         Format::from_alias(ext)
     }
 }
@@ -236,7 +233,13 @@ fn sniff(content: &str) -> Option<Format> {
         return Some(Format::Xml);
     }
     let first_line = trimmed.lines().next().unwrap_or("").trim();
-    if first_line.starts_with('[') && looks_like_toml_table(first_line) {
+    // `[section]` then `key = value` is TOML; `["a"]` alone is a JSON array.
+    if looks_like_toml_table(first_line)
+        && trimmed
+            .lines()
+            .skip(1)
+            .any(|l| looks_like_toml_pair(l.trim()))
+    {
         return Some(Format::Toml);
     }
     if trimmed.starts_with('{') || trimmed.starts_with('[') {
@@ -295,7 +298,8 @@ fn sniff(content: &str) -> Option<Format> {
 
 fn looks_like_toml_table(line: &str) -> bool {
     let inner = line.trim_start_matches('[').trim_end_matches(']');
-    line.ends_with(']')
+    line.starts_with('[')
+        && line.ends_with(']')
         && !inner.is_empty()
         && inner
             .chars()
@@ -395,12 +399,12 @@ fn report(
         .count();
     let warnings = findings.len() - errors;
     let listed = findings.len().min(MAX_DIAGNOSTICS);
-    let index = LineIndex::new(content);
+    let mut locator = Locator::new(content);
     let diagnostics: Vec<Diagnostic> = findings
         .into_iter()
         .take(listed)
         .map(|f| {
-            let (line, col) = index.position(f.offset);
+            let (line, col) = locator.position(f.offset);
             Diagnostic {
                 line,
                 col,
@@ -453,6 +457,95 @@ fn counts(errors: usize, warnings: usize) -> String {
     }
 }
 
+/// Turns ascending byte offsets into 1-based (line, column) pairs in one forward pass, so that
+/// locating many findings on one very long line stays linear.
+struct Locator<'a> {
+    text: &'a str,
+    offset: usize,
+    line: usize,
+    col: usize,
+}
+
+impl<'a> Locator<'a> {
+    fn new(text: &'a str) -> Self {
+        Locator {
+            text,
+            offset: 0,
+            line: 1,
+            col: 1,
+        }
+    }
+
+    /// The position of `offset`; offsets must come in ascending order.
+    fn position(&mut self, offset: usize) -> (usize, usize) {
+        let offset = prefix_at_char_boundary(self.text, offset).len();
+        if let Some(between) = self.text.get(self.offset..offset) {
+            for c in between.chars() {
+                if c == '\n' {
+                    self.line += 1;
+                    self.col = 1;
+                } else {
+                    self.col += 1;
+                }
+            }
+            self.offset = offset;
+        }
+        (self.line, self.col)
+    }
+}
+
+/// The elements (LaTeX environments, HTML tags) open at a point of a scan, innermost last. Knows
+/// in constant time whether a name is open at all, so a run of stray closers stays linear.
+#[derive(Default)]
+pub(crate) struct OpenStack {
+    stack: Vec<(String, usize)>,
+    open_counts: std::collections::HashMap<String, usize>,
+}
+
+impl OpenStack {
+    pub(crate) fn push(&mut self, name: &str, offset: usize) {
+        *self.open_counts.entry(name.to_owned()).or_default() += 1;
+        self.stack.push((name.to_owned(), offset));
+    }
+
+    pub(crate) fn last(&self) -> Option<&(String, usize)> {
+        self.stack.last()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.stack.is_empty()
+    }
+
+    pub(crate) fn pop(&mut self) -> Option<(String, usize)> {
+        let top = self.stack.pop()?;
+        if let Some(count) = self.open_counts.get_mut(&top.0) {
+            *count = count.saturating_sub(1);
+        }
+        Some(top)
+    }
+
+    /// Closes the innermost open `name`. Returns the elements that were open inside it (now
+    /// closed with it), innermost first; `None`, leaving the stack alone, if `name` is not open.
+    pub(crate) fn close(&mut self, name: &str) -> Option<Vec<(String, usize)>> {
+        if self.open_counts.get(name).copied().unwrap_or(0) == 0 {
+            return None;
+        }
+        let mut inside = Vec::new();
+        while let Some(top) = self.pop() {
+            if top.0 == name {
+                return Some(inside);
+            }
+            inside.push(top);
+        }
+        Some(inside)
+    }
+
+    /// Everything still open, outermost first.
+    pub(crate) fn into_open(self) -> Vec<(String, usize)> {
+        self.stack
+    }
+}
+
 /// Maps between byte offsets and 1-based (line, column) pairs; columns count characters, lines
 /// end at `\n`. Built once per input in linear time; each lookup is a binary search plus a scan
 /// of one line.
@@ -471,23 +564,6 @@ impl<'a> LineIndex<'a> {
                 .map(|(i, _)| i + 1),
         );
         LineIndex { text, line_starts }
-    }
-
-    /// The 1-based line and column of byte `offset` (clamped to the text, moved back to a
-    /// character boundary).
-    pub(crate) fn position(&self, offset: usize) -> (usize, usize) {
-        let offset = prefix_at_char_boundary(self.text, offset).len();
-        let line = self.line_starts.partition_point(|&start| start <= offset);
-        let start = self
-            .line_starts
-            .get(line.saturating_sub(1))
-            .copied()
-            .unwrap_or(0);
-        let col = self
-            .text
-            .get(start..offset)
-            .map_or(0, |s| s.chars().count());
-        (line.max(1), col + 1)
     }
 
     /// The 1-based line of byte `offset`, in logarithmic time.

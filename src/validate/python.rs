@@ -32,12 +32,12 @@ fn parse(content: &str) -> Vec<Finding> {
         .iter()
         .map(|err| Finding::error(err.location.start().to_usize(), err.error.to_string()))
         .collect();
-    findings.extend(parsed.unsupported_syntax_errors().iter().map(|err| {
-        Finding::warning(
-            err.range.start().to_usize(),
-            format!("{err} (fine on newer Pythons)"),
-        )
-    }));
+    findings.extend(
+        parsed
+            .unsupported_syntax_errors()
+            .iter()
+            .map(|err| Finding::warning(err.range.start().to_usize(), err.to_string())),
+    );
     // Dropped here, on the grown stack: freeing a deep tree recurses as deep as it nests.
     drop(parsed);
     findings

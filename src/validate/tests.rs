@@ -730,3 +730,41 @@ fn validators_run_on_a_small_thread_stack() {
         .unwrap();
     handle.join().unwrap();
 }
+
+#[test]
+fn json_array_of_strings_is_not_mistaken_for_a_toml_table() {
+    assert_eq!(validate("[\"a\"]", None, None).format, "json");
+}
+
+#[test]
+fn json_byte_order_mark_is_a_warning() {
+    let report = check("\u{feff}{}", "json");
+    assert!(report.valid);
+    assert_eq!(report.errors.len(), 1);
+}
+
+#[test]
+fn latex_url_argument_may_hold_percent_signs() {
+    assert_valid(
+        "\\url{http://x/a%20b} and \\href{http://y/%7E}{text}\n",
+        "latex",
+    );
+}
+
+#[test]
+fn latex_iffalse_block_is_skipped_up_to_fi_not_figure() {
+    assert_valid("\\iffalse\n{ \\figure $\n\\fi\ntext\n", "latex");
+}
+
+#[test]
+fn many_stray_closers_stay_linear() {
+    // Quadratic scans would take minutes here; a linear one takes milliseconds.
+    let latex = "\\begin{a}".repeat(40_000) + &"\\end{b}".repeat(40_000);
+    assert!(!validate(&latex, Some("latex"), None).valid);
+    let html = "<a>".repeat(100_000) + &"</b>".repeat(100_000);
+    assert!(!validate(&html, Some("html"), None).valid);
+    let long_line = "\\being{x} ".repeat(100_000);
+    assert!(!validate(&long_line, Some("latex"), None).valid);
+    let urls = "\\url{".repeat(100_000);
+    assert!(!validate(&urls, Some("latex"), None).valid);
+}
