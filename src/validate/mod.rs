@@ -392,13 +392,18 @@ fn report(
     chosen_by: &str,
     mut findings: Vec<Finding>,
 ) -> ValidationReport {
-    findings.sort_by_key(|f| f.offset);
     let errors = findings
         .iter()
         .filter(|f| f.severity == Severity::Error)
         .count();
     let warnings = findings.len() - errors;
-    let listed = findings.len().min(MAX_DIAGNOSTICS);
+    if findings.len() > MAX_DIAGNOSTICS {
+        // Errors are listed before warnings, so a report that is invalid always shows why.
+        findings.sort_by_key(|f| (f.severity != Severity::Error, f.offset));
+        findings.truncate(MAX_DIAGNOSTICS);
+    }
+    findings.sort_by_key(|f| f.offset);
+    let listed = findings.len();
     let mut locator = Locator::new(content);
     let diagnostics: Vec<Diagnostic> = findings
         .into_iter()

@@ -768,3 +768,12 @@ fn many_stray_closers_stay_linear() {
     let urls = "\\url{".repeat(100_000);
     assert!(!validate(&urls, Some("latex"), None).valid);
 }
+
+#[test]
+fn capped_report_lists_an_error_even_after_many_warnings() {
+    let content = "<div/>".repeat(300) + "</span>";
+    let report = check(&content, "html");
+    assert!(!report.valid);
+    assert_eq!(report.errors.len(), MAX_DIAGNOSTICS);
+    assert!(report.errors.iter().any(|d| d.severity == Severity::Error));
+}

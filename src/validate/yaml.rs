@@ -26,6 +26,7 @@ fn options(content: &str) -> serde_saphyr::Options {
     let mut options = serde_saphyr::Options::default();
     options.budget = Some(budget);
     options.with_snippet = false;
+    options.emit_comments = false;
     options
 }
 
