@@ -777,3 +777,23 @@ fn capped_report_lists_an_error_even_after_many_warnings() {
     assert_eq!(report.errors.len(), MAX_DIAGNOSTICS);
     assert!(report.errors.iter().any(|d| d.severity == Severity::Error));
 }
+
+#[test]
+fn python_deep_statements_and_patterns_do_not_overflow_the_stack() {
+    let mut nested_ifs = String::new();
+    for depth in 0..1_000 {
+        nested_ifs.push_str(&" ".repeat(depth));
+        nested_ifs.push_str("if x:\n");
+    }
+    nested_ifs.push_str(&" ".repeat(1_000));
+    nested_ifs.push_str("pass\n");
+    let deep_pattern = format!(
+        "match x:\n    case {}1{}:\n        pass\n",
+        "[".repeat(50_000),
+        "]".repeat(50_000)
+    );
+    let deep_fstring = format!("x = {}1{}\n", "f'{".repeat(5_000), "}'".repeat(5_000));
+    for content in [nested_ifs, deep_pattern, deep_fstring] {
+        let _ = validate(&content, Some("python"), None);
+    }
+}
