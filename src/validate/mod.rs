@@ -33,15 +33,20 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Severity {
+    /// The content is broken: a parser, compiler or renderer would fail or misread it.
     Error,
+    /// Likely a mistake, but the content still parses.
     Warning,
 }
 
 /// One problem found in the content, located by 1-based line and 1-based column (in characters).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub struct Diagnostic {
+    /// 1-based line number.
     pub line: usize,
+    /// 1-based column, counted in characters (Unicode scalar values), not bytes.
     pub col: usize,
+    /// What is wrong, for the agent to act on.
     pub message: String,
     pub severity: Severity,
 }
@@ -54,7 +59,8 @@ pub struct ValidationReport {
     /// The format that was checked: json, jsonl, yaml, toml, python, latex, markdown, xml, html, or
     /// text when nothing was recognised (and nothing checked).
     pub format: String,
-    /// Errors and warnings in order of position, at most [`MAX_DIAGNOSTICS`] of them.
+    /// Errors and warnings in order of position, at most [`MAX_DIAGNOSTICS`] of them; when there
+    /// are more, errors are kept before warnings.
     pub errors: Vec<Diagnostic>,
     /// One line for people: the format, how it was chosen, and the counts or the first problem.
     pub summary: String,

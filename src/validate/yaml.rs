@@ -1,7 +1,8 @@
 //! YAML 1.2 through `serde-saphyr`: syntax errors, duplicate mapping keys (errors, as the spec
 //! leaves a duplicated key's meaning undefined) and unknown aliases, located by line and column.
 //! All documents of a multi-document stream are checked. saphyr's budgets bound alias expansion
-//! and nesting, so hostile input costs bounded time and memory.
+//! and nesting, so hostile input costs bounded time and memory; the price is that collections
+//! nested deeper than 64 levels are reported as too deep to check (saphyr recurses per level).
 
 use super::{Finding, LineIndex};
 use serde::de::IgnoredAny;
