@@ -15,7 +15,7 @@ pub fn bin() -> PathBuf {
 /// A running server.
 pub struct Server {
     pub child: Child,
-    stdin: ChildStdin,
+    stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
     next_id: u64,
     pub init: Value,
@@ -64,7 +64,7 @@ impl Server {
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut s = Server {
             child,
-            stdin,
+            stdin: Some(stdin),
             stdout,
             next_id: 1,
             init: Value::Null,
@@ -82,9 +82,10 @@ impl Server {
     }
 
     pub fn send_raw(&mut self, line: &str) {
-        self.stdin.write_all(line.as_bytes()).expect("write");
-        self.stdin.write_all(b"\n").expect("write");
-        self.stdin.flush().expect("flush");
+        let stdin = self.stdin.as_mut().expect("stdin is open");
+        stdin.write_all(line.as_bytes()).expect("write");
+        stdin.write_all(b"\n").expect("write");
+        stdin.flush().expect("flush");
     }
 
     pub fn notify(&mut self, method: &str, params: Value) {
@@ -149,7 +150,7 @@ impl Server {
 
     /// Close stdin and wait for the process to exit.
     pub fn shutdown(mut self) -> std::process::ExitStatus {
-        drop(self.stdin);
+        drop(self.stdin.take());
         self.child.wait().expect("wait")
     }
 }
