@@ -197,10 +197,16 @@ impl Journal {
         let result = (|| {
             let n = file.write(line.as_bytes())?;
             if n != line.len() {
-                return Err(io::Error::new(
-                    io::ErrorKind::WriteZero,
-                    "short write appending a journal row",
-                ));
+                // A short write: the disk (or a quota) filled up in the middle of the row.
+                // Writing the rest tells why (ENOSPC, EDQUOT, EFBIG), so the envelope says
+                // quota_exceeded; the row is cut off below either way.
+                return Err(match file.write(&line.as_bytes()[n..]) {
+                    Err(e) => e,
+                    Ok(_) => io::Error::new(
+                        io::ErrorKind::WriteZero,
+                        "short write appending a journal row",
+                    ),
+                });
             }
             file.sync_data()
         })();

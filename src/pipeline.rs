@@ -9,6 +9,8 @@
 //! 2. Precondition: the current content is read (`O_NOFOLLOW` relative to the directory handle)
 //!    and handed to the caller's decision function, which checks mode and
 //!    `expected_prev_sha256` and computes the new content, all under the lock.
+//!    A target that exists must be writable by this process (`faccessat(W_OK)`): the rename
+//!    would replace a read-only file, so one is refused with EACCES instead.
 //! 3. Temp file: created in the same directory with `O_CREAT|O_EXCL|O_NOFOLLOW`, given the
 //!    existing file's permission bits and owner, written, `fsync`ed.
 //! 4. Read-back: the temp file is re-read and hashed; a mismatch with the hash of what was
@@ -246,6 +248,19 @@ impl Pipeline {
             Decision::Skip(v) => return Ok((None, v)),
             Decision::Write(plan, v) => (plan, v),
         };
+
+        // A read-only file is refused, not silently replaced: the rename below only needs a
+        // writable directory, so ask the kernel whether this process may write the file
+        // itself (permission bits, ACLs, EROFS, immutable flag).
+        if existing.is_some() {
+            rustix::fs::accessat(
+                &target.dir,
+                &target.name,
+                rustix::fs::Access::WRITE_OK,
+                AtFlags::empty(),
+            )
+            .map_err(|e| Failure::io("check write permission", shown, errno_io(e)))?;
+        }
 
         // 3. Exclusive temp file with the existing file's permissions.
         let tmp = temp_name(&target.name);

@@ -2,6 +2,8 @@
 //! stdio in a throwaway workspace and speaks JSON-RPC to it line by line.
 #![allow(dead_code)]
 
+pub mod tmpfs;
+
 use serde_json::{Value, json};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
@@ -47,7 +49,22 @@ impl Workspace {
 impl Server {
     /// Start the binary in `cwd` with extra `args` and `env`, and complete the handshake.
     pub fn start(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Server {
+        Server::start_as(cwd, args, env, None)
+    }
+
+    /// Like [`Server::start`], running the server as `(uid, gid)` when given (a root test
+    /// process drops to an unprivileged user so that permission bits apply to the server).
+    pub fn start_as(
+        cwd: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        ids: Option<(u32, u32)>,
+    ) -> Server {
         let mut cmd = Command::new(bin());
+        if let Some((uid, gid)) = ids {
+            use std::os::unix::process::CommandExt;
+            cmd.uid(uid).gid(gid);
+        }
         cmd.args(args)
             .current_dir(cwd)
             .env_remove("RW_WORKSPACE")
@@ -60,11 +77,11 @@ impl Server {
             cmd.env(k, v);
         }
         let mut child = cmd.spawn().expect("spawn resilient-write");
-        let stdin = child.stdin.take();
+        let stdin = child.stdin.take().expect("stdin");
         let stdout = BufReader::new(child.stdout.take().expect("stdout"));
         let mut s = Server {
             child,
-            stdin,
+            stdin: Some(stdin),
             stdout,
             next_id: 1,
             init: Value::Null,
@@ -98,7 +115,10 @@ impl Server {
         loop {
             let mut line = String::new();
             let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(n > 0, "server closed stdout while waiting for response {id}");
+            assert!(
+                n > 0,
+                "server closed stdout while waiting for response {id}"
+            );
             let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
             if v.get("id") == Some(&json!(id)) {
                 return v;
@@ -138,7 +158,11 @@ impl Server {
     /// `tools/call` that must fail with an envelope; returns it.
     pub fn err(&mut self, tool: &str, args: Value) -> Value {
         let r = self.call_raw(tool, args);
-        assert_eq!(r["isError"], json!(true), "{tool} unexpectedly succeeded: {r}");
+        assert_eq!(
+            r["isError"],
+            json!(true),
+            "{tool} unexpectedly succeeded: {r}"
+        );
         let env = r["structuredContent"].clone();
         assert_eq!(env["ok"], json!(false));
         assert_eq!(env["schema_version"], json!("1"));
@@ -150,7 +174,7 @@ impl Server {
 
     /// Close stdin and wait for the process to exit.
     pub fn shutdown(mut self) -> std::process::ExitStatus {
-        self.stdin.take();
+        drop(self.stdin.take());
         self.child.wait().expect("wait")
     }
 }

@@ -1,0 +1,530 @@
+//! Crash test: a server doing many writes of known content is SIGKILLed at random moments.
+//!
+//! One workspace lives through every trial. A trial starts a server (which repairs the journal
+//! and sweeps stale temp files), waits for the sweep, then sends an endless stream of writes
+//! (overwrites of files from a few bytes to ~1 MB, some in new subdirectories, and appends)
+//! while a second thread SIGKILLs the server after a random delay. After the kill:
+//! - every target is wholly one of its known versions: the last acknowledged one or the one in
+//!   flight, never torn or mixed; an acknowledged write is never lost;
+//! - the journal parses except at most a torn last line, holds a row for every acknowledged
+//!   write, and holds a row for an in-flight write that landed (row before rename);
+//! - the next start leaves no temp file and cuts a torn last journal line (one is injected now
+//!   and then, as a crash in the middle of an append would leave it).
+//!
+//! `RW_CRASH_TRIALS` sets the number of trials (default 200, about 25 s in a debug build on 2
+//! cores), `RW_CRASH_SEED` the seed, `RW_CRASH_MAX_DELAY_US` the longest kill delay. The
+//! long run: `RW_CRASH_TRIALS=5000 cargo test --release --test crash -- --nocapture`.
+
+mod common;
+
+use serde_json::{Map, Value, json};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// SplitMix64: a tiny seeded PRNG, so a failing trial can be replayed with its seed.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// Uniform in `lo..=hi`.
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+/// Overwritten targets: (relative path, min size, max size, weight).
+const TARGETS: &[(&str, u64, u64, u64)] = &[
+    ("tiny.txt", 48, 200, 30),
+    ("small.txt", 1_000, 16_000, 25),
+    ("deep/er/medium.txt", 32_000, 200_000, 12),
+    ("big.txt", 300_000, 1_000_000, 6),
+];
+const LOG: &str = "log.txt";
+const APPEND_WEIGHT: u64 = 27;
+
+/// Version `seq` of target `idx`: a recognisable header, then a body derived from `seq`.
+fn version(idx: usize, seq: u64, len: u64) -> Vec<u8> {
+    let mut out = format!("rw-crash target={idx} seq={seq} len={len}\n").into_bytes();
+    let mut x = seq.wrapping_mul(6_364_136_223_846_793_005) ^ idx as u64;
+    while (out.len() as u64) < len {
+        if out.len() % 80 == 79 {
+            out.push(b'\n');
+        } else {
+            x = x
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
+            out.push(b'a' + ((x >> 33) % 26) as u8);
+        }
+    }
+    out
+}
+
+/// One append record: a whole line, recognisable by its sequence number.
+fn record(seq: u64, len: u64) -> Vec<u8> {
+    let mut r = format!("record seq={seq} ").into_bytes();
+    while (r.len() as u64) < len - 1 {
+        r.push(b'0' + (seq % 10) as u8);
+    }
+    r.push(b'\n');
+    r
+}
+
+/// A write in flight when the server died.
+#[derive(Clone)]
+enum Pending {
+    Overwrite { idx: usize, content: Vec<u8> },
+    Append { rec: Vec<u8> },
+}
+
+/// What the files must hold, as acknowledged by the server.
+struct Model {
+    /// Acknowledged content of each overwritten target (None: never written).
+    targets: Vec<Option<Vec<u8>>>,
+    /// Acknowledged content of the append log.
+    log: Vec<u8>,
+    /// journal_ids of acknowledged writes.
+    acked_ids: Vec<String>,
+    /// Journal bytes already verified (complete lines only).
+    journal_ok_len: usize,
+    /// (path, sha256) of every journal row seen.
+    rows: HashSet<(String, String)>,
+    seq: u64,
+}
+
+#[derive(Default, Debug)]
+struct Outcomes {
+    acked_writes: u64,
+    killed_idle: u64,
+    inflight_landed: u64,
+    inflight_not_landed: u64,
+    orphan_row: u64,
+    temp_left_after_kill: u64,
+    torn_line_after_kill: u64,
+    torn_line_injected: u64,
+    temp_files_swept: u64,
+}
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Client {
+    fn start(root: &Path) -> Client {
+        let mut child = Command::new(common::bin())
+            .current_dir(root)
+            .env_remove("RW_WORKSPACE")
+            .env_remove("RW_STATE_DIR")
+            .env_remove("RW_FAULT_INJECT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn resilient-write");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut c = Client {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        let init = c
+            .request(
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "crash-test", "version": "0"}
+                }),
+            )
+            .expect("initialize answered");
+        assert!(init.get("result").is_some(), "initialize failed: {init}");
+        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .expect("initialized sent");
+        c
+    }
+
+    fn send(&mut self, msg: &Value) -> Option<()> {
+        let mut line = msg.to_string().into_bytes();
+        line.push(b'\n');
+        self.stdin.write_all(&line).ok()?;
+        self.stdin.flush().ok()
+    }
+
+    /// A request; None when the server died before answering.
+    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
+            if v.get("id") == Some(&json!(id)) {
+                return Some(v);
+            }
+        }
+    }
+}
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn journal_path(root: &Path) -> PathBuf {
+    root.join(".resilient_write/journal.jsonl")
+}
+
+/// Check the journal after a kill: complete lines parse into rows with the required fields,
+/// at most the last line is torn. Records rows in the model; returns whether a torn tail was
+/// found.
+fn check_journal_after_kill(root: &Path, model: &mut Model, trial: u64) -> bool {
+    let data = std::fs::read(journal_path(root)).unwrap_or_default();
+    assert!(
+        data.len() >= model.journal_ok_len,
+        "trial {trial}: the journal shrank from {} to {} bytes",
+        model.journal_ok_len,
+        data.len()
+    );
+    let complete = data.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    assert!(
+        complete >= model.journal_ok_len,
+        "trial {trial}: verified journal rows were damaged"
+    );
+    for line in data[model.journal_ok_len..complete].split(|&b| b == b'\n') {
+        if line.is_empty() {
+            continue;
+        }
+        let row: Map<String, Value> = serde_json::from_slice(line).unwrap_or_else(|e| {
+            panic!(
+                "trial {trial}: journal line is not a JSON object ({e}): {}",
+                String::from_utf8_lossy(line)
+            )
+        });
+        for k in [
+            "journal_id",
+            "ts",
+            "path",
+            "sha256",
+            "prev_sha256",
+            "bytes",
+            "mode",
+            "caller",
+            "tool",
+        ] {
+            assert!(
+                row.contains_key(k),
+                "trial {trial}: row without {k}: {row:?}"
+            );
+        }
+        model.rows.insert((
+            row["path"].as_str().unwrap_or_default().to_string(),
+            row["sha256"].as_str().unwrap_or_default().to_string(),
+        ));
+        model.rows.insert((
+            "id".into(),
+            row["journal_id"].as_str().unwrap_or_default().to_string(),
+        ));
+    }
+    model.journal_ok_len = complete;
+    for id in &model.acked_ids {
+        assert!(
+            model.rows.contains(&("id".into(), id.clone())),
+            "trial {trial}: acknowledged write {id} has no journal row"
+        );
+    }
+    model.acked_ids.clear();
+    complete < data.len()
+}
+
+fn describe(bytes: &[u8]) -> String {
+    let head: String = String::from_utf8_lossy(&bytes[..bytes.len().min(60)])
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    format!("{} bytes starting {head:?}", bytes.len())
+}
+
+/// Check every target after a kill against the model and the write in flight; fold the
+/// outcome into the model. Returns whether the in-flight write landed.
+fn check_targets_after_kill(
+    root: &Path,
+    model: &mut Model,
+    pending: Option<&Pending>,
+    trial: u64,
+) -> Option<bool> {
+    let mut landed = None;
+    for (idx, (rel, ..)) in TARGETS.iter().enumerate() {
+        let on_disk = std::fs::read(root.join(rel)).ok();
+        let inflight = match pending {
+            Some(Pending::Overwrite { idx: i, content }) if *i == idx => Some(content),
+            _ => None,
+        };
+        if on_disk == model.targets[idx] {
+            if inflight.is_some() {
+                landed = Some(false);
+            }
+            continue;
+        }
+        match (inflight, &on_disk) {
+            (Some(new), Some(disk)) if disk == new => {
+                landed = Some(true);
+                model.targets[idx] = Some(new.clone());
+            }
+            _ => panic!(
+                "trial {trial}: {rel} is neither its acknowledged version ({}) nor the one in \
+                 flight ({}): it holds {}",
+                model.targets[idx]
+                    .as_deref()
+                    .map_or("absent".into(), describe),
+                inflight.map_or("none".into(), |c| describe(c)),
+                on_disk.as_deref().map_or("nothing".into(), describe),
+            ),
+        }
+    }
+    let log = std::fs::read(root.join(LOG)).unwrap_or_default();
+    let rec = match pending {
+        Some(Pending::Append { rec }) => Some(rec),
+        _ => None,
+    };
+    if log == model.log {
+        if rec.is_some() {
+            landed = Some(false);
+        }
+    } else {
+        let ok = rec.is_some_and(|r| {
+            log.len() == model.log.len() + r.len()
+                && log.starts_with(&model.log)
+                && log.ends_with(r)
+        });
+        assert!(
+            ok,
+            "trial {trial}: {LOG} is neither its acknowledged content ({} bytes) nor that plus \
+             the record in flight: it holds {} bytes",
+            model.log.len(),
+            log.len()
+        );
+        model.log = log;
+        landed = Some(true);
+    }
+    landed
+}
+
+/// Send writes until the server dies. Updates the model with each acknowledged write and
+/// returns the write in flight when it died.
+fn write_until_killed(c: &mut Client, model: &mut Model, rng: &mut Rng) -> Option<Pending> {
+    let total: u64 = TARGETS.iter().map(|t| t.3).sum::<u64>() + APPEND_WEIGHT;
+    loop {
+        model.seq += 1;
+        let seq = model.seq;
+        let mut pick = rng.range(0, total - 1);
+        let chosen = TARGETS.iter().position(|t| {
+            if pick < t.3 {
+                true
+            } else {
+                pick -= t.3;
+                false
+            }
+        });
+        let (pending, args) = match chosen {
+            Some(idx) => {
+                let (rel, lo, hi, _) = TARGETS[idx];
+                let content = version(idx, seq, rng.range(lo, hi));
+                let args = json!({
+                    "path": rel,
+                    "content": String::from_utf8(content.clone()).expect("ascii"),
+                    "mode": "overwrite",
+                });
+                (Pending::Overwrite { idx, content }, args)
+            }
+            None => {
+                let rec = record(seq, rng.range(24, 400));
+                let args = json!({
+                    "path": LOG,
+                    "content": String::from_utf8(rec.clone()).expect("ascii"),
+                    "mode": "append",
+                });
+                (Pending::Append { rec }, args)
+            }
+        };
+        let Some(resp) = c.request(
+            "tools/call",
+            json!({"name": "rw_safe_write", "arguments": args}),
+        ) else {
+            return Some(pending);
+        };
+        let result = &resp["result"];
+        assert_eq!(
+            result["isError"],
+            json!(false),
+            "write {seq} failed: {resp}"
+        );
+        let sc = &result["structuredContent"];
+        let id = sc["journal_id"].as_str().expect("journal_id").to_string();
+        match pending {
+            Pending::Overwrite { idx, content } => {
+                assert_eq!(sc["sha256"], json!(common::sha256(&content)));
+                model.targets[idx] = Some(content);
+            }
+            Pending::Append { rec } => {
+                model.log.extend_from_slice(&rec);
+                assert_eq!(sc["sha256"], json!(common::sha256(&model.log)));
+            }
+        }
+        model.acked_ids.push(id);
+    }
+}
+
+#[test]
+fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_cleans_up() {
+    let trials = env_u64("RW_CRASH_TRIALS", 200);
+    let seed = env_u64("RW_CRASH_SEED", 0x5EED_C0DE);
+    let max_delay_us = env_u64("RW_CRASH_MAX_DELAY_US", 150_000);
+    let mut rng = Rng(seed);
+    let ws = common::Workspace::new();
+    let root = ws.root.clone();
+    let mut model = Model {
+        targets: vec![None; TARGETS.len()],
+        log: Vec::new(),
+        acked_ids: Vec::new(),
+        journal_ok_len: 0,
+        rows: HashSet::new(),
+        seq: 0,
+    };
+    let mut out = Outcomes::default();
+    let started = Instant::now();
+    let mut injected_torn_len: Option<usize> = None;
+
+    for trial in 0..=trials {
+        // The next start: journal repaired before `initialize` is answered, temp files swept
+        // in the background (poll with a generous bound).
+        let mut c = Client::start(&root);
+        let journal_len = std::fs::metadata(journal_path(&root)).map_or(0, |m| m.len() as usize);
+        assert_eq!(
+            journal_len, model.journal_ok_len,
+            "trial {trial}: start did not cut the torn last journal line"
+        );
+        if let Some(len) = injected_torn_len.take() {
+            assert_eq!(journal_len, len);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let mut left = common::temp_files(&root);
+        while !left.is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "trial {trial}: temp files still there a minute after start: {left:?}"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+            left = common::temp_files(&root);
+        }
+        if trial == trials {
+            // The last start only checks the cleanup of the previous trial.
+            let _ = c.child.kill();
+            let _ = c.child.wait();
+            break;
+        }
+
+        // Kill after a random delay. The child is not waited for before the killer is
+        // joined, so its pid cannot be reused in between.
+        let pid = c.child.id() as i32;
+        let delay = Duration::from_micros(rng.range(0, max_delay_us));
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            let pid = rustix::process::Pid::from_raw(pid).expect("pid");
+            rustix::process::kill_process(pid, rustix::process::Signal::KILL).expect("SIGKILL");
+        });
+        let pending = write_until_killed(&mut c, &mut model, &mut rng);
+        killer.join().expect("killer thread");
+        let status = c.child.wait().expect("wait");
+        assert!(
+            !status.success(),
+            "trial {trial}: the server was not killed"
+        );
+        out.acked_writes += model.acked_ids.len() as u64;
+
+        // Nothing torn, nothing acknowledged lost.
+        match check_targets_after_kill(&root, &mut model, pending.as_ref(), trial) {
+            None => out.killed_idle += 1,
+            Some(true) => out.inflight_landed += 1,
+            Some(false) => out.inflight_not_landed += 1,
+        }
+        let torn = check_journal_after_kill(&root, &mut model, trial);
+        if torn {
+            out.torn_line_after_kill += 1;
+        }
+        // Applied implies journaled (the row is appended before the rename); a row for a
+        // write whose rename never happened is the documented one-syscall window.
+        if let Some(p) = &pending {
+            let (path, sha) = match p {
+                Pending::Overwrite { idx, content } => {
+                    (root.join(TARGETS[*idx].0), common::sha256(content))
+                }
+                Pending::Append { rec } => {
+                    let mut all = model.log.clone();
+                    if !model.log.ends_with(rec) {
+                        all.extend_from_slice(rec);
+                    }
+                    (root.join(LOG), common::sha256(&all))
+                }
+            };
+            let journaled = model
+                .rows
+                .contains(&(path.display().to_string(), sha.clone()));
+            let on_disk = std::fs::read(&path).map(|b| common::sha256(&b)).ok();
+            if on_disk.as_deref() == Some(sha.as_str()) {
+                assert!(
+                    journaled,
+                    "trial {trial}: {} holds the write in flight but the journal has no row for it",
+                    path.display()
+                );
+            } else if journaled {
+                out.orphan_row += 1;
+            }
+        }
+        let temps = common::temp_files(&root);
+        if !temps.is_empty() {
+            out.temp_left_after_kill += 1;
+            out.temp_files_swept += temps.len() as u64;
+        }
+        // Now and then leave a torn row, as a crash in the middle of an append would.
+        if !torn && rng.range(0, 9) == 0 {
+            let mut f = std::fs::OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(journal_path(&root))
+                .expect("open journal");
+            f.write_all(br#"{"bytes":12,"journal_id":"torn-by-test","path":"#)
+                .expect("tear journal");
+            out.torn_line_injected += 1;
+            injected_torn_len = Some(model.journal_ok_len);
+        }
+    }
+
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "crash: {trials} trials in {secs:.1}s (seed {seed:#x}, kill delay 0..{max_delay_us}us): {out:?}"
+    );
+    assert!(
+        out.acked_writes > 0 && out.inflight_landed + out.inflight_not_landed > 0,
+        "the kills never hit a write: {out:?}"
+    );
+}
