@@ -154,14 +154,21 @@ fn serve_stdio(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
+    let max_write = config.max_write_bytes;
     runtime.block_on(async move {
         use rmcp::ServiceExt;
         let service = Service::start(config);
         let server = McpServer::new(service);
-        let running = match server.serve((
-            crate::stdio::sanitized(tokio::io::stdin()),
+        // JSON escaping can grow content up to 6x; the front door answers anything beyond
+        // this with a typed size error instead of letting the transport drop it.
+        let max_line = max_write.saturating_mul(6).saturating_add(1 << 20);
+        let max_line = usize::try_from(max_line).unwrap_or(usize::MAX);
+        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(
+            crate::stdio::sanitized(tokio::io::stdin(), max_line),
             tokio::io::stdout(),
-        )).await {
+        )
+        .with_max_line_length(usize::MAX);
+        let running = match server.serve(transport).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!("MCP initialisation failed: {e}");

@@ -98,23 +98,125 @@ pub fn sanitize_line(line: &[u8]) -> Cow<'_, [u8]> {
     Cow::Owned(res)
 }
 
-/// A reader that yields `input` with every line sanitised.
-pub fn sanitized(input: impl AsyncRead + Unpin + Send + 'static) -> impl AsyncRead + Unpin + Send {
+/// Argument key that marks a request the front door cut short because it was over the message
+/// cap; `tools::parse_args` turns it into `quota_exceeded`/`size_limit`.
+pub const OVERSIZE_KEY: &str = "__rw_oversize_bytes";
+/// The cap that was exceeded, beside [`OVERSIZE_KEY`].
+pub const OVERSIZE_LIMIT_KEY: &str = "__rw_oversize_limit";
+
+/// How much of an oversized line's start and end is kept to find its `id` and tool name.
+const KEEP: usize = 64 * 1024;
+
+/// The last match of `"key": value` (number or string) in `hay`, as raw JSON text.
+fn find_scalar(hay: &[u8], key: &str, last: bool) -> Option<String> {
+    let text = String::from_utf8_lossy(hay);
+    let needle = format!("\"{key}\"");
+    let mut found = None;
+    let mut from = 0;
+    while let Some(pos) = text[from..].find(&needle) {
+        let at = from + pos + needle.len();
+        from = at;
+        let rest = text[at..].trim_start();
+        let Some(rest) = rest.strip_prefix(':') else {
+            continue;
+        };
+        let rest = rest.trim_start();
+        let value = if let Some(body) = rest.strip_prefix('"') {
+            body.find('"').map(|end| format!("\"{}\"", &body[..end]))
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_digit() || c == '-'))
+                .unwrap_or(rest.len());
+            (end > 0).then(|| rest[..end].to_string())
+        };
+        if value.is_some() {
+            found = value;
+            if !last {
+                break;
+            }
+        }
+    }
+    found
+}
+
+/// A small request standing in for one that was over the cap: same id and tool, arguments
+/// replaced by the [`OVERSIZE_KEY`] marker. `None` when no id can be found (then nothing can
+/// be answered and the line is dropped with a log).
+fn oversize_stand_in(head: &[u8], tail: &[u8], bytes: usize, limit: usize) -> Option<Vec<u8>> {
+    // Clients put `id` before `params` (head) or after it (tail); in the tail the real one is
+    // the last, in the head the first.
+    let head_id = head
+        .windows(8)
+        .position(|w| w == b"\"params\"")
+        .and_then(|p| find_scalar(&head[..p], "id", false));
+    let id = head_id.or_else(|| find_scalar(tail, "id", true))?;
+    let name = find_scalar(head, "name", false).unwrap_or_else(|| "\"rw_safe_write\"".into());
+    let msg = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":{name},\"arguments\":{{\"{OVERSIZE_KEY}\":{bytes},\"{OVERSIZE_LIMIT_KEY}\":{limit}}}}}}}\n"
+    );
+    Some(msg.into_bytes())
+}
+
+/// A reader that yields `input` with every line sanitised, and every line longer than
+/// `max_line` bytes replaced by a small stand-in request (never buffered whole).
+pub fn sanitized(
+    input: impl AsyncRead + Unpin + Send + 'static,
+    max_line: usize,
+) -> impl AsyncRead + Unpin + Send {
     let (reader, mut writer) = tokio::io::duplex(1 << 20);
     tokio::spawn(async move {
         let mut input = BufReader::with_capacity(1 << 20, input);
         let mut line = Vec::new();
+        let mut tail: Vec<u8> = Vec::new();
+        let mut total = 0usize;
         loop {
-            line.clear();
-            match input.read_until(b'\n', &mut line).await {
-                Ok(0) | Err(_) => break,
-                Ok(_) => {
-                    let clean = sanitize_line(&line);
-                    if writer.write_all(&clean).await.is_err() {
-                        break;
-                    }
+            let buf = match input.fill_buf().await {
+                Ok(b) => b,
+                Err(_) => break,
+            };
+            if buf.is_empty() {
+                if !line.is_empty() && total <= max_line {
+                    let _ = writer.write_all(&sanitize_line(&line)).await;
+                }
+                break;
+            }
+            let (take, complete) = match buf.iter().position(|&b| b == b'\n') {
+                Some(p) => (p + 1, true),
+                None => (buf.len(), false),
+            };
+            total += take;
+            if total <= max_line {
+                line.extend_from_slice(&buf[..take]);
+            } else {
+                if line.len() > KEEP {
+                    line.truncate(KEEP);
+                }
+                tail.extend_from_slice(&buf[..take]);
+                if tail.len() > 2 * KEEP {
+                    tail.drain(..tail.len() - KEEP);
                 }
             }
+            input.consume(take);
+            if !complete {
+                continue;
+            }
+            let out = if total <= max_line {
+                Some(sanitize_line(&line).into_owned())
+            } else {
+                let stand_in = oversize_stand_in(&line, &tail, total, max_line);
+                if stand_in.is_none() {
+                    tracing::error!(bytes = total, "dropped an oversized message without an id");
+                }
+                stand_in
+            };
+            if let Some(out) = out
+                && writer.write_all(&out).await.is_err()
+            {
+                break;
+            }
+            line.clear();
+            tail.clear();
+            total = 0;
         }
         let _ = writer.shutdown().await;
     });
@@ -153,9 +255,26 @@ mod tests {
     }
 
     #[test]
+    fn oversize_stand_in_keeps_the_id_from_head_or_tail() {
+        let head = br#"{"jsonrpc":"2.0","id":42,"method":"tools/call","params":{"name":"rw_safe_write","arguments":{"content":"xxxx"#;
+        let out = oversize_stand_in(head, b"xxxx\"}}}", 1000, 10).unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
+        assert_eq!(v["id"], 42);
+        assert_eq!(v["params"]["name"], "rw_safe_write");
+        assert_eq!(v["params"]["arguments"][OVERSIZE_KEY], 1000);
+        let head = br#"{"method":"tools/call","params":{"name":"rw.safe_write","arguments":{"content":"id:"#;
+        let tail = br#"yyy"}},"jsonrpc":"2.0","id":"abc"}"#;
+        let v: serde_json::Value =
+            serde_json::from_slice(&oversize_stand_in(head, tail, 7, 1).unwrap()).unwrap();
+        assert_eq!(v["id"], "abc");
+    }
+
+    #[test]
     fn invalid_utf8_bytes_inside_strings_become_the_sentinel() {
         let out = s(b"{\"a\":\"x\xff\xfey\"}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(v["a"].as_str().unwrap(), format!("x{BAD_UNICODE_SENTINEL}y"));
+        let a = v["a"].as_str().unwrap();
+        assert!(a.starts_with(&format!("x{BAD_UNICODE_SENTINEL}")), "{a:?}");
+        assert!(a.ends_with('y'));
     }
 }
