@@ -20,7 +20,7 @@ use std::process::ExitCode;
         .resilient_write/journal.jsonl, and every failure is a typed envelope.\n\n\
         Environment: RW_WORKSPACE (a path, a ':'-separated list or a JSON array of workspace \
         roots), RW_STATE_DIR (directory holding .resilient_write/, default the working \
-        directory), RW_MAX_WRITE_BYTES, RUST_LOG."
+        directory), RW_MAX_WRITE_BYTES, RW_POLICY_FILE, RUST_LOG."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -45,6 +45,10 @@ pub struct GlobalArgs {
     /// (the original's dotted names). Calls accept both.
     #[arg(long, value_enum, global = true, default_value = "underscore")]
     pub tool_names: NameStyle,
+    /// Policy YAML for the L0 classifier and the retry budget: absolute, or relative to the
+    /// state root (default: .resilient_write/policy.yaml; missing = defaults).
+    #[arg(long, env = "RW_POLICY_FILE", global = true, value_name = "FILE")]
+    pub policy_file: Option<PathBuf>,
     /// Log level (logs go to stderr; RUST_LOG overrides).
     #[arg(long, global = true, default_value = "warn")]
     pub log_level: String,
@@ -62,6 +66,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Show the newest journal rows.
     Journal(JournalArgs),
+    /// Scan files for secrets and other content filters reject (usable as a pre-commit hook).
+    Scan(crate::scan::ScanArgs),
 }
 
 #[derive(Debug, Args)]
@@ -114,6 +120,7 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
         config.workspaces.extend(parse_workspace_env(&v)?);
     }
     config.state_root = global.state_dir.clone();
+    config.policy_file = global.policy_file.clone();
     config.max_write_bytes = global.max_write_bytes;
     config.tool_names = match global.tool_names {
         NameStyle::Underscore => ToolNames::Underscore,
@@ -139,6 +146,7 @@ pub fn main() -> ExitCode {
             transport: Transport::Stdio,
         })) => serve_stdio(config),
         Some(Command::Journal(args)) => journal(config, args),
+        Some(Command::Scan(args)) => crate::scan::run(&config, &args),
     }
 }
 

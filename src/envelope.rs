@@ -151,6 +151,14 @@ pub enum Failure {
     },
     #[error("unknown tool {name:?}")]
     UnknownTool { name: String },
+    /// The workspace policy file could not be used; tools that need it refuse until it is fixed
+    /// and the server restarted (never a silent fallback to the defaults).
+    #[error("policy file unusable: {message}")]
+    PolicyInvalid {
+        file: String,
+        line: u64,
+        message: String,
+    },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -264,6 +272,7 @@ impl Failure {
             Failure::IdempotencyConflict { .. } => (K::StalePrecondition, R::Unknown, A::Abort),
             Failure::RetryBudgetExhausted { .. } => (K::Blocked, R::Unknown, A::Abort),
             Failure::ContentBlocked { .. } => (K::Blocked, R::ContentFilter, A::Redact),
+            Failure::PolicyInvalid { .. } => (K::PolicyViolation, R::Unknown, A::AskUser),
             Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
         }
     }
@@ -281,6 +290,7 @@ impl Failure {
                 | Failure::OutsideWorkspace { .. }
                 | Failure::StateDirectory { .. }
                 | Failure::IdempotencyConflict { .. }
+                | Failure::PolicyInvalid { .. }
         )
     }
 
@@ -399,6 +409,16 @@ impl Failure {
                 put("score", json!(score));
                 put("verdict", json!(verdict));
                 put("detected", json!(detected));
+            }
+            Failure::PolicyInvalid {
+                file,
+                line,
+                message,
+            } => {
+                put("reason", json!("policy_invalid"));
+                put("policy_file", json!(file));
+                put("line", json!(line));
+                put("policy_error", json!(message));
             }
             Failure::Internal(_) => put("reason", json!("internal")),
         }

@@ -10,6 +10,7 @@ pub mod hash;
 pub mod journal;
 pub mod pipeline;
 pub mod policy;
+pub mod preflight;
 pub mod retry;
 pub mod service;
 pub mod stdio;
@@ -18,4 +19,5 @@ pub mod validate;
 pub mod workspace;
 
 pub mod cli;
+pub mod scan;
 pub mod mcp;

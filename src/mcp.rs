@@ -20,7 +20,10 @@ tools over raw file writes: rw_safe_write (create/overwrite/append, atomic, veri
 pass expected_prev_sha256 when you edit a file you read), rw_safe_replace (exact-match edits, \
 dry_run diffs, several edits at once). Every failure returns a typed envelope: branch on \
 `error` and `suggested_action`, and do not repeat an identical call once retry_budget is 0. \
-rw_journal_tail shows what was written.";
+rw_journal_tail shows what was written. Before writing a draft that may hold credentials, \
+keys or personal data, call rw_risk_score (or pass classify=true to the write); if it finds \
+something, rw_redact returns the draft with typed {REDACTED:<rule>} placeholders in one call. A \
+content_filter refusal is never worth retrying unchanged: redact or ask the user.";
 
 /// The MCP server.
 #[derive(Clone)]

@@ -10,6 +10,7 @@
 use crate::envelope::{Envelope, Failure, Result};
 use crate::journal::Journal;
 use crate::pipeline::{Pipeline, sweep_temp_files};
+use crate::preflight::ActivePolicy;
 use crate::retry::{RetryBudgets, canonical_json};
 use crate::tools;
 use crate::workspace::Workspaces;
@@ -48,6 +49,10 @@ pub struct Config {
     pub tool_names: ToolNames,
     /// Sweep stale temp files at start (tests of the sweep itself turn it off).
     pub sweep_on_start: bool,
+    /// RW_POLICY_FILE: absolute, or relative to the state root; `None` reads
+    /// `.resilient_write/policy.yaml`. The policy's `retry_budget.default` replaces
+    /// `retry_budget` when the file is usable.
+    pub policy_file: Option<PathBuf>,
 }
 
 impl Config {
@@ -62,6 +67,7 @@ impl Config {
             retry_budget: 3,
             tool_names: ToolNames::default(),
             sweep_on_start: true,
+            policy_file: None,
         }
     }
 }
@@ -105,6 +111,7 @@ pub struct Service {
     pub(crate) idempotency: Mutex<IdempotencyIndex>,
     caller: RwLock<String>,
     notes: Vec<String>,
+    policy: ActivePolicy,
 }
 
 impl Service {
@@ -139,6 +146,24 @@ impl Service {
             tracing::warn!("{note}");
             notes.push(note);
         }
+        let policy = ActivePolicy::load(ActivePolicy::path_for(
+            config.policy_file.as_deref(),
+            &state_root,
+        ));
+        if let Err(p) = &policy.state {
+            tracing::error!(
+                "policy file unusable, tools that classify will refuse: {}",
+                p.message
+            );
+            notes.push(format!(
+                "the policy file is unusable ({}); risk_score, redact and classify=true writes \
+                 refuse with policy_violation until it is fixed and the server restarted",
+                p.message
+            ));
+        }
+        let retry_start = policy
+            .policy()
+            .map_or(config.retry_budget, |p| p.retry_budget.default);
         if config.sweep_on_start {
             let roots: Vec<PathBuf> = ws.roots().map(Path::to_path_buf).collect();
             std::thread::Builder::new()
@@ -156,12 +181,18 @@ impl Service {
             workspaces: RwLock::new(ws),
             pipeline: Pipeline::new(journal),
             state_dir,
-            budgets: RetryBudgets::new(config.retry_budget),
+            budgets: RetryBudgets::new(retry_start),
             config,
             idempotency: Mutex::new(IdempotencyIndex::default()),
             caller: RwLock::new("unknown".into()),
             notes,
+            policy,
         })
+    }
+
+    /// The workspace policy loaded at start (L0 classifier, retry budget).
+    pub fn policy(&self) -> &ActivePolicy {
+        &self.policy
     }
 
     pub fn config(&self) -> &Config {

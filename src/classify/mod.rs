@@ -157,15 +157,20 @@ struct CompiledRule {
     window: Window,
     regex: Option<Regex>,
     has_groups: bool,
+    /// The regex needs an assignment operator (`=` or `:`) in the window.
+    needs_assign: bool,
 }
+
+/// A keyword's rule, and whether the keyword can only matter at the start of a token.
+type KeywordRule = (usize, bool);
 
 /// The compiled rules of a policy; build once ([`Policy::compile`]) and reuse.
 pub struct Classifier {
     rules: Vec<CompiledRule>,
     ac_ci: Option<AhoCorasick>,
-    ci_map: Vec<Vec<usize>>,
+    ci_map: Vec<Vec<KeywordRule>>,
     ac_cs: Option<AhoCorasick>,
-    cs_map: Vec<Vec<usize>>,
+    cs_map: Vec<Vec<KeywordRule>>,
     unkeyed: Vec<usize>,
     scanners: Vec<(Scanner, usize)>,
     weights: BTreeMap<String, f64>,
@@ -231,7 +236,10 @@ impl Classifier {
         }
         let mut rules = Vec::with_capacity(specs.len());
         let (mut ci_words, mut cs_words) = (Vec::<String>::new(), Vec::<String>::new());
-        let (mut ci_map, mut cs_map) = (Vec::<Vec<usize>>::new(), Vec::<Vec<usize>>::new());
+        let (mut ci_map, mut cs_map) = (
+            Vec::<Vec<KeywordRule>>::new(),
+            Vec::<Vec<KeywordRule>>::new(),
+        );
         let mut unkeyed = Vec::new();
         let mut scanners = Vec::new();
         for (idx, spec) in specs.into_iter().enumerate() {
@@ -284,15 +292,17 @@ impl Classifier {
                 } else {
                     kw.to_ascii_lowercase()
                 };
+                let at_start = keyword_starts_token(&spec.regex, &w);
                 match words.iter().position(|x| *x == w) {
-                    Some(p) => map[p].push(idx),
+                    Some(p) => map[p].push((idx, at_start)),
                     None => {
                         words.push(w);
-                        map.push(vec![idx]);
+                        map.push(vec![(idx, at_start)]);
                     }
                 }
             }
             let has_groups = regex.as_ref().is_some_and(|r| r.captures_len() > 1);
+            let needs_assign = spec.regex.contains("(?::=|=>");
             rules.push(CompiledRule {
                 name: spec.name,
                 family: spec.family,
@@ -301,6 +311,7 @@ impl Classifier {
                 window: spec.window,
                 regex,
                 has_groups,
+                needs_assign,
             });
         }
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS
@@ -407,6 +418,57 @@ fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
         i += 1;
     }
     None
+}
+
+/// A byte that continues a token (`rules::BEGIN` requires anything else before a token).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// An `@` at `p` that can be inside an email address: a local-part byte before it and a domain
+/// byte after it (what the `email_address` regex requires).
+fn email_hit(bytes: &[u8], p: usize) -> bool {
+    let before = p > 0 && {
+        let b = bytes[p - 1];
+        b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-')
+    };
+    let after = bytes
+        .get(p + 1)
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'-');
+    before && after
+}
+
+/// Whether every match of `regex` puts `keyword` (lowercase) at the start of a token that
+/// `rules::BEGIN` delimits: the regex is `BEGIN(?P<s>LITERAL...` and the literal begins with the
+/// keyword. Then a hit preceded by a token byte can never start a match and is skipped.
+fn keyword_starts_token(regex: &str, keyword: &str) -> bool {
+    let Some(body) = regex
+        .strip_prefix(rules::BEGIN)
+        .and_then(|r| r.strip_prefix("(?P<s>"))
+    else {
+        return false;
+    };
+    let mut literal = String::new();
+    let mut chars = body.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\\' => match chars.next() {
+                Some(e) if e.is_ascii_punctuation() => literal.push(e),
+                _ => break,
+            },
+            c if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '~' => literal.push(c),
+            '?' | '*' | '{' => {
+                // the quantifier makes the last literal character optional
+                literal.pop();
+                break;
+            }
+            _ => break,
+        }
+    }
+    !keyword.is_empty()
+        && literal
+            .to_ascii_lowercase()
+            .starts_with(&keyword.to_ascii_lowercase())
 }
 
 fn window_for(bytes: &[u8], p: usize, w: Window) -> Win {
@@ -873,8 +935,17 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     for (ac, map) in [(&c.ac_ci, &c.ci_map), (&c.ac_cs, &c.cs_map)] {
         let Some(ac) = ac else { continue };
         for m in ac.find_overlapping_iter(bytes) {
-            for &r in &map[m.pattern().as_usize()] {
-                add_hit(&mut cur, &mut wins, bytes, r, m.start(), c.rules[r].window);
+            let p = m.start();
+            for &(r, at_start) in &map[m.pattern().as_usize()] {
+                // Hits that cannot start a match are dropped before any window is built; both
+                // tests are implied by the rule's regex, so no finding is lost.
+                if at_start && p > 0 && is_token_byte(bytes[p - 1]) {
+                    continue;
+                }
+                if c.rules[r].check == Check::Email && !email_hit(bytes, p) {
+                    continue;
+                }
+                add_hit(&mut cur, &mut wins, bytes, r, p, c.rules[r].window);
             }
         }
     }
@@ -894,6 +965,9 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
         let Some(re) = &rule.regex else { continue };
         for &(s, e) in &wins[ri] {
             let hay = &bytes[s..e];
+            if rule.needs_assign && !hay.iter().any(|&b| b == b'=' || b == b':') {
+                continue;
+            }
             if rule.has_groups {
                 // Resume after the secret, not after the whole match: the trailing context byte
                 // a rule consumed may be the leading context of the next token.
@@ -1086,16 +1160,32 @@ pub fn family_contribution(weight: f64, distinct_matches: usize) -> f64 {
     weight * (1.0 + 0.25 * (distinct_matches as f64 - 1.0)).min(1.5)
 }
 
+/// The distinct secrets of each family among `found` (findings of `content`).
+fn per_family<'a>(content: &'a str, found: &'a [Finding]) -> BTreeMap<&'a str, HashSet<&'a str>> {
+    let mut out: BTreeMap<&str, HashSet<&str>> = BTreeMap::new();
+    for f in found {
+        let text = content.get(f.span.clone()).unwrap_or("");
+        out.entry(f.kind.as_str()).or_default().insert(text);
+    }
+    out
+}
+
+/// The paper's equation over a subset of the findings of `content`, without the size rules
+/// (what an edit introduces is scored this way), clamped and rounded like [`risk_score`].
+pub fn findings_score(content: &str, found: &[Finding], classifier: &Classifier) -> f64 {
+    let score: f64 = per_family(content, found)
+        .iter()
+        .map(|(fam, set)| family_contribution(classifier.weight(fam), set.len()))
+        .sum();
+    (score.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0
+}
+
 /// Scores `content` (the paper's `rw.risk_score`). Pure: no I/O, no clock.
 pub fn risk_score(content: &str, classifier: &Classifier) -> RiskReport {
     let detected = findings(content, classifier);
     let bytes = content.len();
     let (line_count, max_line_len) = size_metrics(content);
-    let mut per_family: BTreeMap<&str, HashSet<&str>> = BTreeMap::new();
-    for f in &detected {
-        let text = content.get(f.span.clone()).unwrap_or("");
-        per_family.entry(f.kind.as_str()).or_default().insert(text);
-    }
+    let per_family = per_family(content, &detected);
     let mut score: f64 = per_family
         .iter()
         .map(|(fam, set)| family_contribution(classifier.weight(fam), set.len()))

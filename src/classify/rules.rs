@@ -135,7 +135,7 @@ fn scanner(name: &str, family: &str, s: Scanner, tier: Tier) -> RuleSpec {
 /// Token bodies end at a non-token byte (or the end).
 const END: &str = r"(?:[^A-Za-z0-9_\-]|$)";
 /// Tokens start at a non-token byte (or the start).
-const BEGIN: &str = r"(?:^|[^A-Za-z0-9_\-])";
+pub(crate) const BEGIN: &str = r"(?:^|[^A-Za-z0-9_\-])";
 
 fn tok(body: &str) -> String {
     format!("{BEGIN}(?P<s>{body}){END}")

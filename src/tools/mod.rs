@@ -11,6 +11,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub mod journal_tail;
+pub mod l0;
 pub mod write;
 
 /// One tool.
@@ -43,6 +44,8 @@ pub fn catalog() -> &'static [ToolSpec] {
         write::SAFE_WRITE,
         write::SAFE_REPLACE,
         journal_tail::JOURNAL_TAIL,
+        l0::RISK_SCORE,
+        l0::REDACT,
     ];
     CATALOG
 }

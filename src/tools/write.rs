@@ -6,6 +6,7 @@ use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::edit::{Edit, apply_edits, unified_diff};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::{Body, Caller, Decision, Existing, Outcome, Plan};
+use crate::preflight::RejectAt;
 use crate::service::Service;
 use base64::Engine;
 use schemars::JsonSchema;
@@ -54,6 +55,13 @@ pub struct SafeWriteArgs {
     /// utf-8 (default) or base64 for binary content.
     #[serde(default)]
     pub encoding: ContentEncoding,
+    /// Run the L0 classifier (risk_score) on the content first and refuse with
+    /// blocked/content_filter at `classify_reject_at`; nothing is written then.
+    #[serde(default)]
+    pub classify: bool,
+    /// high (default), medium or low: the verdict at which `classify` refuses.
+    #[serde(default)]
+    pub classify_reject_at: RejectAt,
     /// A retried call with the same key and arguments returns the first result without
     /// writing again (safe for appends); the same key with other arguments is refused.
     #[serde(default)]
@@ -99,6 +107,15 @@ pub struct SafeReplaceArgs {
     /// Return the unified diff of what would change; write nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// Run the L0 classifier (risk_score) on what the edit introduces (findings of the
+    /// resulting file that were not in it before) and refuse with
+    /// blocked/content_filter at `classify_reject_at`; nothing is written
+    /// then (also on a dry run).
+    #[serde(default)]
+    pub classify: bool,
+    /// high (default), medium or low: the verdict at which `classify` refuses.
+    #[serde(default)]
+    pub classify_reject_at: RejectAt,
     /// A retried call with the same key and arguments returns the first result without
     /// writing again; the same key with other arguments is refused.
     #[serde(default)]
@@ -185,7 +202,8 @@ pub const SAFE_WRITE: ToolSpec = ToolSpec {
     description: "Write a file atomically and durably: temp file, fsync, read-back SHA-256 \
         check, rename, directory fsync, journal row. mode=create (default) refuses to \
         overwrite; overwrite replaces; append adds. Pass expected_prev_sha256 to refuse if \
-        the file changed since you read it. Failures return a typed envelope {error, \
+        the file changed since you read it. classify=true runs risk_score first and refuses \
+        at classify_reject_at (default high) with blocked/content_filter. Failures return a typed envelope {error, \
         reason_hint, suggested_action, retry_budget, context}; the old file is intact.",
     read_only: false,
     destructive: true,
@@ -203,7 +221,8 @@ pub const SAFE_REPLACE: ToolSpec = ToolSpec {
         replaces all, N needs exactly N. `edits` applies several replacements all or \
         nothing. dry_run returns a unified diff and writes nothing. On a miss the envelope's \
         context.nearest gives the closest region (line, similarity, diff) so you can fix \
-        old_string without re-reading the file.",
+        old_string without re-reading the file. classify=true refuses (blocked/content_filter, \
+        at classify_reject_at) an edit whose resulting file has findings it did not have.",
     read_only: false,
     destructive: true,
     idempotent: false,
@@ -371,6 +390,7 @@ fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let bytes = decode_content(svc, args.content, args.encoding)?;
+    svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
     let target = svc.workspaces().resolve(&args.path, true)?;
     let key = args.idempotency_key.as_deref();
     let path = args.path.as_str();
@@ -494,6 +514,7 @@ fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
                     ),
                 })?;
                 let (new_text, replacements) = apply_edits(text, &edits, path)?;
+                svc.preflight_edit(text, &new_text, args.classify, args.classify_reject_at)?;
                 if new_text.len() as u64 > limit {
                     return Err(Failure::TooLarge {
                         what: "resulting file".into(),

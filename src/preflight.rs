@@ -1,0 +1,284 @@
+//! L0 wiring (paper section 3.1): the workspace policy as the service holds it, and the one
+//! pre-flight check every writing tool calls before a byte is written.
+//!
+//! The policy file (`RW_POLICY_FILE`, absolute or relative to the state root; unset:
+//! `.resilient_write/policy.yaml` in the state root) is read and compiled once, at start. A missing
+//! file is the defaults. A bad file does not stop the server: it is logged at start, and every
+//! call that needs the classifier answers `policy_violation` naming the file and the line
+//! ([`Failure::PolicyInvalid`]) until the file is fixed and the server restarted; it is never a
+//! silent fallback to the defaults.
+//!
+//! Guarantees: [`Service::preflight`] (and [`Service::preflight_edit`] for edits) either lets the
+//! write go ahead or refuses with [`Failure::ContentBlocked`] (`blocked` / `content_filter` /
+//! `redact`), whose `detected_patterns` are the families and whose `context.detected` lists each
+//! match with a snippet of at most 16 characters, never a whole secret. With `classify: false` it
+//! costs nothing and does not need the policy.
+
+use crate::classify::{Classifier, Finding, RiskReport, Verdict, findings, findings_score};
+use crate::envelope::{Failure, Result};
+use crate::policy::{Policy, PolicyError};
+use crate::service::Service;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// File name of the default policy inside the state directory.
+pub const POLICY_FILE_NAME: &str = "policy.yaml";
+
+/// The verdict at which a `classify: true` write is refused (`classify_reject_at`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum RejectAt {
+    /// Refuse only `high` drafts (the default).
+    #[default]
+    High,
+    /// Refuse `medium` and `high` drafts (one live credential is `medium`).
+    Medium,
+    /// Refuse anything the classifier reports above `safe`.
+    Low,
+}
+
+impl RejectAt {
+    /// The lowest verdict that is refused.
+    pub fn verdict(self) -> Verdict {
+        match self {
+            RejectAt::High => Verdict::High,
+            RejectAt::Medium => Verdict::Medium,
+            RejectAt::Low => Verdict::Low,
+        }
+    }
+}
+
+/// Why the policy file cannot be used: the file, the line (0 when unknown) and the message.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyProblem {
+    pub file: String,
+    pub line: u64,
+    pub message: String,
+}
+
+impl PolicyProblem {
+    fn from_error(file: &Path, e: &PolicyError) -> PolicyProblem {
+        let file = file.display().to_string();
+        // Classifier::new names the file `policy.yaml`; name the real one.
+        let message = match e {
+            PolicyError::InvalidRegex {
+                file: f,
+                line,
+                name,
+                message,
+            } if *f != file => {
+                format!("{file} line {line}: invalid regex for pattern `{name}`: {message}")
+            }
+            _ => e.to_string(),
+        };
+        PolicyProblem {
+            file,
+            line: e.line(),
+            message,
+        }
+    }
+
+    /// The failure every tool that needs the policy answers with.
+    pub fn failure(&self) -> Failure {
+        Failure::PolicyInvalid {
+            file: self.file.clone(),
+            line: self.line,
+            message: self.message.clone(),
+        }
+    }
+}
+
+/// The policy as loaded at start: the effective policy and its compiled classifier, or why the
+/// file could not be used.
+#[derive(Debug)]
+pub struct ActivePolicy {
+    /// The file that was (or would have been) read.
+    pub path: PathBuf,
+    pub state: std::result::Result<(Policy, Classifier), PolicyProblem>,
+}
+
+impl ActivePolicy {
+    /// The policy file named by `policy_file` (absolute, or relative to `state_root`), or the
+    /// default location in the state directory.
+    pub fn path_for(policy_file: Option<&Path>, state_root: &Path) -> PathBuf {
+        match policy_file {
+            Some(p) if p.is_absolute() => p.to_path_buf(),
+            Some(p) => state_root.join(p),
+            None => state_root
+                .join(crate::service::STATE_DIR_NAME)
+                .join(POLICY_FILE_NAME),
+        }
+    }
+
+    /// Read and compile the policy at `path` (missing = defaults). Never fails: a problem is
+    /// kept for the tools to report.
+    pub fn load(path: PathBuf) -> ActivePolicy {
+        let state = Policy::load(&path)
+            .and_then(|p| p.compile().map(|c| (p, c)))
+            .map_err(|e| PolicyProblem::from_error(&path, &e));
+        ActivePolicy { path, state }
+    }
+
+    /// The compiled classifier, or the policy failure.
+    pub fn classifier(&self) -> Result<&Classifier> {
+        match &self.state {
+            Ok((_, c)) => Ok(c),
+            Err(p) => Err(p.failure()),
+        }
+    }
+
+    /// The effective policy, when the file was usable.
+    pub fn policy(&self) -> Option<&Policy> {
+        self.state.as_ref().ok().map(|(p, _)| p)
+    }
+}
+
+/// The refusal for `found` (already known to reach the threshold).
+fn blocked(score: f64, verdict: Verdict, found: &[Finding]) -> Failure {
+    let families: BTreeSet<&str> = found.iter().map(|f| f.kind.as_str()).collect();
+    Failure::ContentBlocked {
+        score,
+        verdict: verdict_name(verdict).into(),
+        families: families.into_iter().map(str::to_string).collect(),
+        detected: found
+            .iter()
+            .map(|f| serde_json::to_value(f).unwrap_or_default())
+            .collect(),
+    }
+}
+
+fn verdict_name(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Safe => "safe",
+        Verdict::Low => "low",
+        Verdict::Medium => "medium",
+        Verdict::High => "high",
+    }
+}
+
+impl Service {
+    /// The compiled L0 classifier of the workspace policy, or the policy's failure.
+    pub fn classifier(&self) -> Result<&Classifier> {
+        self.policy().classifier()
+    }
+
+    /// Score `content` under the workspace policy (the `risk_score` tool).
+    pub fn risk_score(&self, content: &str) -> Result<RiskReport> {
+        Ok(crate::classify::risk_score(content, self.classifier()?))
+    }
+
+    /// The pre-flight check of every writing tool: with `classify`, refuse `content` with
+    /// `blocked`/`content_filter` when its verdict reaches `reject_at`. Returns the report when
+    /// the content was scored and let through.
+    pub fn preflight(
+        &self,
+        content: &str,
+        classify: bool,
+        reject_at: RejectAt,
+    ) -> Result<Option<RiskReport>> {
+        if !classify {
+            return Ok(None);
+        }
+        let report = self.risk_score(content)?;
+        if report.verdict >= reject_at.verdict() {
+            return Err(blocked(
+                report.score,
+                report.verdict,
+                &report.detected_patterns,
+            ));
+        }
+        Ok(Some(report))
+    }
+
+    /// [`Service::preflight`] for bytes (base64 content): invalid UTF-8 is scored as text with
+    /// replacement characters, which the binary hints notice.
+    pub fn preflight_bytes(
+        &self,
+        content: &[u8],
+        classify: bool,
+        reject_at: RejectAt,
+    ) -> Result<Option<RiskReport>> {
+        if !classify {
+            return Ok(None);
+        }
+        self.preflight(&String::from_utf8_lossy(content), classify, reject_at)
+    }
+
+    /// The pre-flight check of an edit: scores what the edit introduces, i.e. the findings of
+    /// `after` whose rule and secret do not occur among the findings of `before`, with the
+    /// paper's equation (size rules left out: the file's size is not the edit's). A secret the
+    /// file already held does not block an unrelated edit; a secret assembled from old and new
+    /// text is caught.
+    pub fn preflight_edit(
+        &self,
+        before: &str,
+        after: &str,
+        classify: bool,
+        reject_at: RejectAt,
+    ) -> Result<()> {
+        if !classify {
+            return Ok(());
+        }
+        let c = self.classifier()?;
+        let old: BTreeSet<(String, &str)> = findings(before, c)
+            .iter()
+            .map(|f| (f.pattern.clone(), before.get(f.span()).unwrap_or("")))
+            .collect();
+        let new: Vec<Finding> = findings(after, c)
+            .into_iter()
+            .filter(|f| !old.contains(&(f.pattern.clone(), after.get(f.span()).unwrap_or(""))))
+            .collect();
+        let score = findings_score(after, &new, c);
+        let verdict = c.verdict(score);
+        if verdict >= reject_at.verdict() {
+            return Err(blocked(score, verdict, &new));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn relative_policy_file_anchors_at_the_state_root_and_unset_is_the_state_dir() {
+        let root = Path::new("/srv/project");
+        assert_eq!(
+            ActivePolicy::path_for(Some(Path::new("conf/p.yaml")), root),
+            root.join("conf/p.yaml")
+        );
+        assert_eq!(
+            ActivePolicy::path_for(Some(Path::new("/etc/rw.yaml")), root),
+            Path::new("/etc/rw.yaml")
+        );
+        assert_eq!(
+            ActivePolicy::path_for(None, root),
+            root.join(".resilient_write/policy.yaml")
+        );
+    }
+
+    #[test]
+    fn a_bad_policy_is_kept_as_a_problem_naming_the_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.yaml");
+        std::fs::write(&path, "version: 1\nthresholds:\n  hihg: 0.9\n").unwrap();
+        let active = ActivePolicy::load(path.clone());
+        let Err(problem) = &active.state else {
+            panic!("loaded a bad policy")
+        };
+        assert_eq!(problem.file, path.display().to_string());
+        assert!(problem.line >= 2, "{problem:?}");
+        assert!(problem.message.contains(" line "), "{problem:?}");
+        assert!(active.classifier().is_err());
+    }
+
+    #[test]
+    fn a_missing_policy_file_is_the_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let active = ActivePolicy::load(dir.path().join("none.yaml"));
+        assert_eq!(active.policy(), Some(&Policy::default()));
+    }
+}

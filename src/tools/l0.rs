@@ -1,0 +1,163 @@
+//! `risk_score` and `redact` (L0, paper section 3.1 and SPEC section 9): the pre-flight
+//! classifier as tools. Both are read-only: they score or rewrite the draft they are given and
+//! touch no file. The classifier is the workspace policy's ([`crate::preflight`]); a bad policy
+//! file makes both answer `policy_violation` naming the file and line.
+//!
+//! `redact` with `deposit: true` hands the originals to a [`Depository`]. None exists on this
+//! branch (the L4 scratchpad is built elsewhere), so the result says so in `note` and nothing is
+//! stored; plugging the scratchpad in is one `impl Depository` and one line in [`depository`].
+
+use super::{ToolSpec, parse_args, schema, to_value};
+use crate::classify::{Original, RiskReport, redact};
+use crate::envelope::Result;
+use crate::service::Service;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Arguments of `risk_score`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RiskScoreArgs {
+    /// The draft to score.
+    pub content: String,
+    /// Accepted for compatibility with the original; does not change the score.
+    #[serde(default)]
+    pub language_hint: Option<String>,
+    /// Accepted for compatibility with the original; does not change the score.
+    #[serde(default)]
+    pub target_path: Option<String>,
+}
+
+/// Result of `risk_score`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RiskScoreResult {
+    pub ok: bool,
+    #[serde(flatten)]
+    pub report: RiskReport,
+}
+
+/// Arguments of `redact`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RedactArgs {
+    /// The draft to redact.
+    pub content: String,
+    /// Store each original in the scratchpad and return its hash (when a scratchpad is
+    /// available; otherwise `note` says so and nothing is stored).
+    #[serde(default)]
+    pub deposit: bool,
+}
+
+/// One replaced finding.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RedactedItem {
+    /// The rule that matched; also the placeholder's tag.
+    pub rule: String,
+    /// 1-based line of the original in the input.
+    pub line: u32,
+    /// `{REDACTED:<rule>}`, the text now in its place.
+    pub placeholder: String,
+    /// SHA-256 under which the original was deposited (only with `deposit: true` and a
+    /// scratchpad).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+}
+
+/// Result of `redact`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RedactResult {
+    pub ok: bool,
+    /// The draft with each finding replaced by `{REDACTED:<rule>}`. Redacting it again changes
+    /// nothing.
+    pub content: String,
+    pub replacements: Vec<RedactedItem>,
+    /// Whether the originals were stored.
+    pub deposited: bool,
+    /// Why `deposit: true` stored nothing, when it did not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Where `redact` can put the originals (the L4 scratchpad). Implementations store the text
+/// and return its SHA-256; they must never log it.
+pub trait Depository {
+    /// Store `original`, found by `rule`, and return its SHA-256.
+    fn deposit(&self, original: &Original, rule: &str) -> Result<String>;
+}
+
+/// The depository of this build, if any. The scratchpad plugs in here, e.g.
+/// `Some(Box::new(ScratchDepository(svc)))`.
+fn depository(_svc: &Service) -> Option<Box<dyn Depository + '_>> {
+    None
+}
+
+pub const RISK_SCORE: ToolSpec = ToolSpec {
+    name: "risk_score",
+    title: "Pre-flight risk score",
+    description: "Score a draft BEFORE writing it for what content filters and secret scanners \
+        reject: API keys and tokens of 100+ formats, private keys, passwords, connection strings, \
+        JWTs, redacted vendor prefixes such as `sk-ant-...{REDACTED}`, PII, binary blobs, and \
+        size. Returns score (0..1), verdict (safe|low|medium|high), detected_patterns[{kind, \
+        pattern, match (<= 16 chars, never the whole secret), line}] and suggested_actions. \
+        Writes nothing. One live credential is at least medium; a private key is high.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<RiskScoreArgs>,
+    output_schema: schema::<RiskScoreResult>,
+    run: run_risk_score,
+};
+
+pub const REDACT: ToolSpec = ToolSpec {
+    name: "redact",
+    title: "Redact secrets from a draft",
+    description: "Return the draft with every finding of risk_score replaced by a typed \
+        placeholder `{REDACTED:<rule>}`, and the list of replacements {rule, line, placeholder}. \
+        Redacting a redacted draft changes nothing. Writes no file. deposit=true would store the \
+        originals in the scratchpad; when no scratchpad is available the result says so in \
+        `note` and stores nothing.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<RedactArgs>,
+    output_schema: schema::<RedactResult>,
+    run: run_redact,
+};
+
+fn run_risk_score(svc: &Service, raw: Value) -> Result<Value> {
+    let args: RiskScoreArgs = parse_args(raw)?;
+    let report = svc.risk_score(&args.content)?;
+    to_value(&RiskScoreResult { ok: true, report })
+}
+
+fn run_redact(svc: &Service, raw: Value) -> Result<Value> {
+    let args: RedactArgs = parse_args(raw)?;
+    let r = redact(&args.content, svc.classifier()?);
+    let store = if args.deposit { depository(svc) } else { None };
+    let mut replacements = Vec::with_capacity(r.replacements.len());
+    for rep in &r.replacements {
+        let sha256 = match &store {
+            Some(d) => Some(d.deposit(&rep.original, &rep.rule)?),
+            None => None,
+        };
+        replacements.push(RedactedItem {
+            rule: rep.rule.clone(),
+            line: rep.line,
+            placeholder: rep.placeholder.clone(),
+            sha256,
+        });
+    }
+    let note = (args.deposit && store.is_none()).then(|| {
+        "deposit is unavailable: this build has no scratchpad, so the originals were not \
+         stored anywhere; keep them yourself if you need them"
+            .to_string()
+    });
+    to_value(&RedactResult {
+        ok: true,
+        content: r.content,
+        replacements,
+        deposited: store.is_some() && !r.replacements.is_empty(),
+        note,
+    })
+}
