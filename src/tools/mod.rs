@@ -10,7 +10,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub mod chunks;
 pub mod journal_tail;
+pub mod scratch;
 pub mod write;
 
 /// One tool.
@@ -43,6 +45,15 @@ pub fn catalog() -> &'static [ToolSpec] {
         write::SAFE_WRITE,
         write::SAFE_REPLACE,
         journal_tail::JOURNAL_TAIL,
+        chunks::CHUNK_WRITE,
+        chunks::CHUNK_APPEND,
+        chunks::CHUNK_COMPOSE,
+        chunks::CHUNK_PREVIEW,
+        chunks::CHUNK_STATUS,
+        chunks::CHUNK_RESET,
+        scratch::SCRATCH_PUT,
+        scratch::SCRATCH_REF,
+        scratch::SCRATCH_GET,
     ];
     CATALOG
 }
@@ -92,13 +103,19 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
 /// The path of the first string in `v` carrying the transport's bad-Unicode sentinel.
 fn bad_unicode_field(v: &Value, at: &str) -> Option<String> {
     match v {
-        Value::String(s) if s.contains(crate::stdio::BAD_UNICODE_SENTINEL) => Some(if at.is_empty() {
-            "arguments".into()
-        } else {
-            at.to_string()
-        }),
+        Value::String(s) if s.contains(crate::stdio::BAD_UNICODE_SENTINEL) => {
+            Some(if at.is_empty() {
+                "arguments".into()
+            } else {
+                at.to_string()
+            })
+        }
         Value::Object(m) => m.iter().find_map(|(k, v)| {
-            let p = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
+            let p = if at.is_empty() {
+                k.clone()
+            } else {
+                format!("{at}.{k}")
+            };
             bad_unicode_field(v, &p)
         }),
         Value::Array(a) => a

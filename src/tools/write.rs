@@ -414,6 +414,7 @@ fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
                         mode_label: label.into(),
                         create_only: existing.is_none(),
                         extra: idempotency_extra(key, &request_sha256),
+                        new_file_mode: None,
                     },
                     None,
                 ))
@@ -532,6 +533,7 @@ fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
                         mode_label: "replace".into(),
                         create_only: false,
                         extra,
+                        new_file_mode: None,
                     },
                     base,
                 ))
