@@ -159,8 +159,39 @@ pub enum Failure {
         line: u64,
         message: String,
     },
+    /// A chunk tool's argument that can never be valid (session name, index range).
+    #[error("chunk session {session:?}: {message}")]
+    ChunkArgument {
+        session: String,
+        reason: &'static str,
+        message: String,
+    },
+    /// A chunk session whose state refuses the operation (missing, gap, count mismatch,
+    /// chunks edited by hand); `details` go into the envelope's context.
+    #[error("chunk session {session:?}: {message}")]
+    ChunkSession {
+        session: String,
+        reason: &'static str,
+        message: String,
+        details: Map<String, Value>,
+    },
+    #[error("no scratchpad entry for {}", scratch_key(sha256, label))]
+    ScratchNotFound {
+        sha256: Option<String>,
+        label: Option<String>,
+    },
+    #[error("scratch_get is disabled by RW_SCRATCH_DISABLE_GET (the scratchpad is write-only)")]
+    ScratchGetDisabled,
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+fn scratch_key(sha256: &Option<String>, label: &Option<String>) -> String {
+    match (sha256, label) {
+        (Some(h), _) => format!("sha256 {h}"),
+        (None, Some(l)) => format!("label {l:?}"),
+        (None, None) => "the request".into(),
+    }
 }
 
 fn edit_suffix(edit_index: Option<usize>) -> String {
@@ -274,6 +305,10 @@ impl Failure {
             Failure::ContentBlocked { .. } => (K::Blocked, R::ContentFilter, A::Redact),
             Failure::PolicyInvalid { .. } => (K::PolicyViolation, R::Unknown, A::AskUser),
             Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
+            Failure::ChunkArgument { .. } => (K::PolicyViolation, R::Unknown, A::Abort),
+            Failure::ChunkSession { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
+            Failure::ScratchNotFound { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
+            Failure::ScratchGetDisabled => (K::PolicyViolation, R::Permission, A::Abort),
         }
     }
 
@@ -291,6 +326,8 @@ impl Failure {
                 | Failure::StateDirectory { .. }
                 | Failure::IdempotencyConflict { .. }
                 | Failure::PolicyInvalid { .. }
+                | Failure::ChunkArgument { .. }
+                | Failure::ScratchGetDisabled
         )
     }
 
@@ -421,6 +458,33 @@ impl Failure {
                 put("policy_error", json!(message));
             }
             Failure::Internal(_) => put("reason", json!("internal")),
+            Failure::ChunkArgument {
+                session, reason, ..
+            } => {
+                put("session", json!(session));
+                put("reason", json!(reason));
+            }
+            Failure::ChunkSession {
+                session,
+                reason,
+                details,
+                ..
+            } => {
+                put("session", json!(session));
+                put("reason", json!(reason));
+                for (k, v) in details {
+                    put(k, v.clone());
+                }
+            }
+            Failure::ScratchNotFound { sha256, label } => {
+                put("reason", json!("not_found"));
+                put("sha256", json!(sha256));
+                put("label", json!(label));
+            }
+            Failure::ScratchGetDisabled => {
+                put("reason", json!("scratch_get_disabled"));
+                put("env", json!("RW_SCRATCH_DISABLE_GET"));
+            }
         }
         c
     }

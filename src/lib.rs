@@ -3,6 +3,7 @@
 //! The core library knows nothing of MCP or of the command line: one module per layer of the
 //! paper, and thin front ends ([`mcp`], [`cli`]) on top. See `docs/ARCHITECTURE.md`.
 
+pub mod chunks;
 pub mod classify;
 pub mod edit;
 pub mod envelope;
@@ -11,8 +12,11 @@ pub mod journal;
 pub mod pipeline;
 pub mod policy;
 pub mod preflight;
+pub mod progress;
 pub mod retry;
+pub mod scratch;
 pub mod service;
+pub mod state;
 pub mod stdio;
 pub mod tools;
 pub mod validate;

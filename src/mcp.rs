@@ -20,7 +20,11 @@ tools over raw file writes: rw_safe_write (create/overwrite/append, atomic, veri
 pass expected_prev_sha256 when you edit a file you read), rw_safe_replace (exact-match edits, \
 dry_run diffs, several edits at once). Every failure returns a typed envelope: branch on \
 `error` and `suggested_action`, and do not repeat an identical call once retry_budget is 0. \
-rw_journal_tail shows what was written. Before writing a draft that may hold credentials, \
+rw_journal_tail shows what was written. Large files: write them in pieces with rw_chunk_append \
+(or rw_chunk_write with an index), check with rw_chunk_status or rw_chunk_preview, then \
+rw_chunk_compose into the target. Material that must not enter the workspace (credentials, \
+PII, binaries): rw_scratch_put, then refer to it by sha256. \
+Before writing a draft that may hold credentials, \
 keys or personal data, call rw_risk_score (or pass classify=true to the write); if it finds \
 something, rw_redact returns the draft with typed {REDACTED:<rule>} placeholders in one call. A \
 content_filter refusal is never worth retrying unchanged: redact or ask the user.";
@@ -108,7 +112,35 @@ impl ServerHandler for McpServer {
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
         let service = self.service.clone();
-        let joined = tokio::task::spawn_blocking(move || service.call(&name, args)).await;
+        // Progress (long composes): when the client sent a progressToken, the tool reports
+        // through a channel drained by one task, so notifications keep their order and all
+        // precede the response.
+        let (progress, forwarder) = match context.meta.get_progress_token() {
+            None => (None, None),
+            Some(token) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
+                let peer = context.peer.clone();
+                let forwarder = tokio::spawn(async move {
+                    while let Some((done, total)) = rx.recv().await {
+                        let param =
+                            rmcp::model::ProgressNotificationParam::new(token.clone(), done as f64)
+                                .with_total(total as f64);
+                        let _ = peer.notify_progress(param).await;
+                    }
+                });
+                let report: crate::progress::Progress = Arc::new(move |done, total| {
+                    let _ = tx.send((done, total));
+                });
+                (Some(report), Some(forwarder))
+            }
+        };
+        let joined = tokio::task::spawn_blocking(move || {
+            crate::progress::with_progress(progress, || service.call(&name, args))
+        })
+        .await;
+        if let Some(f) = forwarder {
+            let _ = f.await;
+        }
         let result = match joined {
             Ok(Ok(value)) => CallToolResult::structured(value),
             Ok(Err(envelope)) => CallToolResult::structured_error(

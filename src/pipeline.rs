@@ -79,6 +79,9 @@ pub struct Plan {
     pub create_only: bool,
     /// Extra journal fields (session, tx_id, idempotency_key, ...).
     pub extra: BTreeMap<String, Value>,
+    /// Permission bits for a file that does not exist yet (before the umask); `None` means
+    /// 0666. An existing file always keeps its own bits. The scratchpad asks for 0600.
+    pub new_file_mode: Option<u32>,
 }
 
 /// The caller's verdict on the current content.
@@ -158,6 +161,16 @@ impl Drop for TempGuard<'_> {
 
 /// Read the file at `name` in `dir` without following a symlink.
 pub fn read_existing(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<Option<Existing>> {
+    read_existing_as(dir, name, true)
+}
+
+/// Like [`read_existing`]; with `keep_bytes` false the content is only hashed (streamed), and
+/// `Existing::bytes` is left empty, so a huge existing file costs no memory.
+fn read_existing_as(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    keep_bytes: bool,
+) -> io::Result<Option<Existing>> {
     let fd = match rustix::fs::openat(
         dir,
         name,
@@ -176,10 +189,16 @@ pub fn read_existing(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<Option
         ));
     }
     let mut file = File::from(fd);
-    let mut bytes = Vec::with_capacity(st.st_size.max(0) as usize);
-    file.read_to_end(&mut bytes)?;
+    let (bytes, sha256) = if keep_bytes {
+        let mut bytes = Vec::with_capacity(st.st_size.max(0) as usize);
+        file.read_to_end(&mut bytes)?;
+        let digest = sha256_hex(&bytes);
+        (bytes, digest)
+    } else {
+        (Vec::new(), crate::hash::sha256_reader(&mut file)?.0)
+    };
     Ok(Some(Existing {
-        sha256: sha256_hex(&bytes),
+        sha256,
         bytes,
         mode: st.st_mode & 0o7777,
         uid: st.st_uid,
@@ -228,12 +247,34 @@ impl Pipeline {
         who: &Caller,
         decide: impl FnOnce(Option<&Existing>) -> Result<Decision<T>>,
     ) -> Result<(Option<Outcome>, T)> {
+        self.commit_as(target, who, true, decide)
+    }
+
+    /// Like [`Pipeline::commit`], but the decision function sees the existing file's hash,
+    /// mode and owner only (`Existing::bytes` is empty): for streamed writes (compose) whose
+    /// target may be gigabytes, so the precondition check costs no memory.
+    pub fn commit_streaming<T>(
+        &self,
+        target: &Target,
+        who: &Caller,
+        decide: impl FnOnce(Option<&Existing>) -> Result<Decision<T>>,
+    ) -> Result<(Option<Outcome>, T)> {
+        self.commit_as(target, who, false, decide)
+    }
+
+    fn commit_as<T>(
+        &self,
+        target: &Target,
+        who: &Caller,
+        keep_bytes: bool,
+        decide: impl FnOnce(Option<&Existing>) -> Result<Decision<T>>,
+    ) -> Result<(Option<Outcome>, T)> {
         let shown = target.display.as_str();
         rustix::fs::flock(&target.dir, FlockOperation::LockExclusive)
             .map_err(|e| Failure::io("lock", shown, errno_io(e)))?;
         let _lock = DirLock(&target.dir);
 
-        let existing = read_existing(&target.dir, &target.name).map_err(|e| {
+        let existing = read_existing_as(&target.dir, &target.name, keep_bytes).map_err(|e| {
             if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
                 Failure::OutsideWorkspace {
                     path: shown.into(),
@@ -266,7 +307,9 @@ impl Pipeline {
 
         // 3. Exclusive temp file with the existing file's permissions.
         let tmp = temp_name(&target.name);
-        let perm = existing.as_ref().map_or(0o666, |e| e.mode);
+        let perm = existing
+            .as_ref()
+            .map_or(plan.new_file_mode.unwrap_or(0o666), |e| e.mode);
         let fd = rustix::fs::openat(
             &target.dir,
             tmp.as_slice(),
@@ -569,6 +612,7 @@ mod tests {
                     mode_label: if create_only { "create" } else { "overwrite" }.into(),
                     create_only,
                     extra: BTreeMap::new(),
+                    new_file_mode: None,
                 },
                 (),
             ))
@@ -617,6 +661,7 @@ mod tests {
                         mode_label: "create".into(),
                         create_only: true,
                         extra: BTreeMap::new(),
+                        new_file_mode: None,
                     },
                     (),
                 ))

@@ -10,8 +10,10 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub mod chunks;
 pub mod journal_tail;
 pub mod l0;
+pub mod scratch;
 pub mod write;
 
 /// One tool.
@@ -46,6 +48,15 @@ pub fn catalog() -> &'static [ToolSpec] {
         journal_tail::JOURNAL_TAIL,
         l0::RISK_SCORE,
         l0::REDACT,
+        chunks::CHUNK_WRITE,
+        chunks::CHUNK_APPEND,
+        chunks::CHUNK_COMPOSE,
+        chunks::CHUNK_PREVIEW,
+        chunks::CHUNK_STATUS,
+        chunks::CHUNK_RESET,
+        scratch::SCRATCH_PUT,
+        scratch::SCRATCH_REF,
+        scratch::SCRATCH_GET,
     ];
     CATALOG
 }

@@ -434,6 +434,7 @@ fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
                         mode_label: label.into(),
                         create_only: existing.is_none(),
                         extra: idempotency_extra(key, &request_sha256),
+                        new_file_mode: None,
                     },
                     None,
                 ))
@@ -553,6 +554,7 @@ fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
                         mode_label: "replace".into(),
                         create_only: false,
                         extra,
+                        new_file_mode: None,
                     },
                     base,
                 ))

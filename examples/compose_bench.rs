@@ -1,0 +1,155 @@
+//! Benchmark: compose a chunk session through the write pipeline (streaming, in-process via the
+//! library) beside a plain `cat` of the same chunk files into one file + fsync, in the same run.
+//! Reports throughput, the ratio compose/cat (target: within 2x) and the peak RSS of the
+//! compose (VmHWM, reset before it via /proc/self/clear_refs; target: under 64 MB).
+//!
+//! Quick run (256 MB):  cargo run --release --example compose_bench
+//! 1 GB session:        RW_BENCH_MB=1024 cargo run --release --example compose_bench
+//! Chunk size:          RW_BENCH_CHUNK_KB (default 1024). Directory: RW_BENCH_DIR (default a
+//! temp directory under the current one, so the figures are those of the project's disk).
+
+use resilient_write::chunks::{self, ComposeMode, ComposeOptions};
+use resilient_write::pipeline::Caller;
+use resilient_write::service::{Config, Service};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+fn env_u64(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(default)
+}
+
+fn status_kb(field: &str) -> u64 {
+    std::fs::read_to_string("/proc/self/status")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(field))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+fn reset_peak_rss() -> bool {
+    std::fs::write("/proc/self/clear_refs", "5").is_ok()
+}
+
+fn cat_and_fsync(dir: &Path, n: u64, out: &Path) -> f64 {
+    let t = Instant::now();
+    let mut f = File::create(out).expect("create cat output");
+    for i in 1..=n {
+        let mut c = File::open(dir.join(chunks::part_name(i))).expect("open chunk");
+        std::io::copy(&mut c, &mut f).expect("copy");
+    }
+    f.sync_all().expect("fsync");
+    File::open(out.parent().unwrap())
+        .and_then(|d| d.sync_all())
+        .ok();
+    t.elapsed().as_secs_f64()
+}
+
+fn main() {
+    let total_mb = env_u64("RW_BENCH_MB", 256);
+    let chunk_kb = env_u64("RW_BENCH_CHUNK_KB", 1024).max(1);
+    let base = std::env::var("RW_BENCH_DIR").unwrap_or_else(|_| ".".into());
+    let tmp = tempfile::Builder::new()
+        .prefix("compose-bench-")
+        .tempdir_in(&base)
+        .expect("temp dir");
+    let root = tmp.path().canonicalize().expect("canonical");
+    let mut config = Config::new(root.clone());
+    config.workspaces = vec![root.clone()];
+    config.sweep_on_start = false;
+    let svc = Service::start(config);
+
+    // The session, written as plain files (the bench measures compose, not chunk writes).
+    let n = (total_mb * 1024).div_ceil(chunk_kb);
+    let dir = root.join(".resilient_write/chunks/bench");
+    std::fs::create_dir_all(&dir).expect("session dir");
+    let mut block = vec![0u8; (chunk_kb * 1024) as usize];
+    for i in 1..=n {
+        for (k, b) in block.iter_mut().enumerate() {
+            *b = b'a' + ((k as u64 + i) % 26) as u8;
+        }
+        File::create(dir.join(chunks::part_name(i)))
+            .and_then(|mut f| f.write_all(&block))
+            .expect("write chunk");
+    }
+    drop(block);
+    let bytes = n * chunk_kb * 1024;
+    let mb = bytes as f64 / (1024.0 * 1024.0);
+    println!(
+        "session: {n} chunks of {chunk_kb} KiB = {mb:.0} MiB in {}",
+        root.display()
+    );
+
+    let who = Caller {
+        caller: "bench".into(),
+        tool: "chunk_compose".into(),
+    };
+    let mut best_cat = f64::MAX;
+    let mut best_compose = f64::MAX;
+    let mut peak_kb = 0;
+    let rss_before = status_kb("VmRSS:");
+    for round in 0..2 {
+        best_cat = best_cat.min(cat_and_fsync(&dir, n, &root.join("cat.out")));
+        std::fs::remove_file(root.join("cat.out")).ok();
+        let target = svc
+            .workspaces()
+            .resolve(&format!("composed-{round}.out"), true)
+            .expect("resolve output");
+        let reset = reset_peak_rss();
+        let t = Instant::now();
+        let done = chunks::compose(
+            &svc,
+            &who,
+            "bench",
+            &target,
+            ComposeOptions {
+                separator: Vec::new(),
+                mode: ComposeMode::Auto,
+                expected_prev_sha256: None,
+                cleanup: false,
+                extra: BTreeMap::new(),
+                progress: None,
+            },
+            |_| Ok(None::<()>),
+        )
+        .expect("compose");
+        let secs = t.elapsed().as_secs_f64();
+        let composed = done.ok().expect("composed");
+        assert_eq!(composed.outcome.bytes, bytes);
+        best_compose = best_compose.min(secs);
+        if reset {
+            peak_kb = peak_kb.max(status_kb("VmHWM:"));
+        }
+        std::fs::remove_file(root.join(format!("composed-{round}.out"))).ok();
+    }
+    println!(
+        "cat + fsync:          {:8.3} s  {:8.1} MiB/s",
+        best_cat,
+        mb / best_cat
+    );
+    println!(
+        "chunk_compose:        {:8.3} s  {:8.1} MiB/s  (stream, hash, fsync, read-back, rename)",
+        best_compose,
+        mb / best_compose
+    );
+    println!(
+        "ratio compose/cat:    {:8.2}x  (target <= 2x)",
+        best_compose / best_cat
+    );
+    if peak_kb > 0 {
+        println!(
+            "peak RSS of compose:  {:8.1} MiB  (VmHWM reset before compose; RSS before: {:.1} MiB; target < 64 MiB)",
+            peak_kb as f64 / 1024.0,
+            rss_before as f64 / 1024.0
+        );
+    } else {
+        println!("peak RSS of compose:  unavailable (/proc/self/clear_refs not writable)");
+    }
+}

@@ -1,0 +1,1120 @@
+//! L2: resumable chunked composition. A session lives in
+//! `.resilient_write/chunks/<session>/` as `part-NNN.txt` files (NNN zero-padded to at least
+//! three digits, so the Python original reads sessions of up to 999 chunks; longer indices
+//! sort numerically) plus `manifest.json` {session, created_at, updated_at, total_expected,
+//! chunks: {index: {sha256, bytes}}}.
+//!
+//! Guarantees:
+//! - Every chunk, manifest and composed file is written through the write pipeline
+//!   ([`crate::pipeline::Pipeline`]): atomic, verified, journaled (chunk rows carry `session`).
+//! - Chunk files are the source of truth; the manifest is a cache. A missing or corrupt
+//!   manifest is rebuilt from the files at the next write, and never blocks a read.
+//! - Every operation on a session holds an inter-process `flock` on `<session>/.lock`
+//!   (exclusive for writes, compose and reset; shared for status and preview), so two
+//!   processes appending at once never get the same index and never lose a chunk. A lock
+//!   file removed by a concurrent reset is detected and the session reopened.
+//! - Compose and preview refuse a session with a gap (naming the missing indices), a count
+//!   that disagrees with `total_expected`, foreign `part-*` files (a mixed session), or a chunk
+//!   whose hash differs from the one recorded when it was written (edited by hand). A
+//!   difference that the journal shows to be a journaled chunk write whose manifest update was
+//!   lost to a crash is not an edit.
+//! - Compose streams: each chunk is copied into the pipeline's temp file and hashed on the
+//!   way, in constant memory whatever the session's size.
+
+use crate::envelope::{Failure, Result};
+use crate::hash::sha256_hex;
+use crate::pipeline::{Body, Caller, Decision, Existing, Outcome, Plan, read_existing};
+use crate::progress::Progress;
+use crate::service::Service;
+use crate::state::{StateDir, open_subdir};
+use rustix::fd::AsFd;
+use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::sync::{Arc, Mutex};
+
+/// Directory of the sessions inside the state directory.
+pub const CHUNKS_DIR: &str = "chunks";
+/// The session's manifest file.
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// The session's lock file (ignored by the original, which lists `part-NNN.txt` only).
+pub const LOCK_FILE: &str = ".lock";
+/// Highest chunk index (and `total_expected`) accepted.
+pub const MAX_INDEX: u64 = 100_000;
+
+/// How many indices an error message lists before eliding the rest.
+const LISTED: usize = 20;
+
+/// File name of chunk `index`.
+pub fn part_name(index: u64) -> String {
+    format!("part-{index:03}.txt")
+}
+
+/// The index of a `part-NNN.txt` name (at least three digits), if it is one.
+pub fn parse_part_name(name: &str) -> Option<u64> {
+    let digits = name.strip_prefix("part-")?.strip_suffix(".txt")?;
+    if digits.len() < 3 || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
+/// Check a session name against `^[A-Za-z0-9_-]{1,64}$`.
+pub fn validate_session(session: &str) -> Result<()> {
+    let ok = !session.is_empty()
+        && session.len() <= 64
+        && session
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+    if ok {
+        Ok(())
+    } else {
+        Err(Failure::ChunkArgument {
+            session: session.chars().take(80).collect(),
+            reason: "invalid_session_name",
+            message: "session names match ^[A-Za-z0-9_-]{1,64}$".into(),
+        })
+    }
+}
+
+fn validate_index(session: &str, field: &str, index: u64) -> Result<()> {
+    if (1..=MAX_INDEX).contains(&index) {
+        Ok(())
+    } else {
+        Err(Failure::ChunkArgument {
+            session: session.into(),
+            reason: "index_out_of_range",
+            message: format!("{field} must be between 1 and {MAX_INDEX}, got {index}"),
+        })
+    }
+}
+
+/// What the manifest records about one chunk when it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ChunkRecord {
+    pub sha256: String,
+    pub bytes: u64,
+}
+
+/// `manifest.json`. Unknown keys are kept, so a manifest of another version round-trips.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Manifest {
+    #[serde(default)]
+    pub session: Option<String>,
+    #[serde(default)]
+    pub created_at: Option<String>,
+    #[serde(default)]
+    pub updated_at: Option<String>,
+    #[serde(default)]
+    pub total_expected: Option<u64>,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub chunks: BTreeMap<u64, ChunkRecord>,
+    #[serde(flatten)]
+    pub other: Map<String, Value>,
+}
+
+/// The manifest as found on disk.
+#[derive(Debug, Clone)]
+pub enum ManifestState {
+    Ok(Manifest),
+    Missing,
+    Corrupt(String),
+}
+
+impl ManifestState {
+    pub fn label(&self) -> &'static str {
+        match self {
+            ManifestState::Ok(_) => "ok",
+            ManifestState::Missing => "missing",
+            ManifestState::Corrupt(_) => "corrupt",
+        }
+    }
+
+    pub fn manifest(&self) -> Option<&Manifest> {
+        match self {
+            ManifestState::Ok(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
+/// An open, locked session directory.
+pub struct Session {
+    pub name: String,
+    pub dir: StateDir,
+    lock: File,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(&self.lock, FlockOperation::Unlock);
+    }
+}
+
+/// The chunk files of a session.
+#[derive(Debug, Default)]
+pub struct Listing {
+    /// index -> file name, in numeric order.
+    pub parts: BTreeMap<u64, String>,
+    /// `part-*` names that are not the canonical name of their index (`part-0001.txt`,
+    /// `part-1.txt`): left by another tool, they make the session mixed.
+    pub foreign: Vec<String>,
+}
+
+impl Listing {
+    pub fn indices(&self) -> Vec<u64> {
+        self.parts.keys().copied().collect()
+    }
+
+    pub fn highest(&self) -> u64 {
+        self.parts.keys().next_back().copied().unwrap_or(0)
+    }
+
+    /// Indices missing from `1..=max(highest, total_expected)`.
+    pub fn missing(&self, total_expected: Option<u64>) -> Vec<u64> {
+        let upto = self.highest().max(total_expected.unwrap_or(0));
+        (1..=upto).filter(|i| !self.parts.contains_key(i)).collect()
+    }
+}
+
+fn errno(e: rustix::io::Errno) -> io::Error {
+    io::Error::from(e)
+}
+
+fn list_of(v: &[u64]) -> String {
+    let mut s: Vec<String> = v.iter().take(LISTED).map(u64::to_string).collect();
+    if v.len() > LISTED {
+        s.push(format!("... ({} in all)", v.len()));
+    }
+    s.join(", ")
+}
+
+fn session_failure(
+    session: &str,
+    reason: &'static str,
+    message: String,
+    details: Value,
+) -> Failure {
+    let details = match details {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    };
+    Failure::ChunkSession {
+        session: session.into(),
+        reason,
+        message,
+        details,
+    }
+}
+
+/// Open (and with `create`, create) session `name` and lock it, exclusively or shared.
+/// `Ok(None)` when the session does not exist and `create` is not set.
+pub fn open_session(
+    svc: &Service,
+    name: &str,
+    create: bool,
+    exclusive: bool,
+) -> Result<Option<Session>> {
+    validate_session(name)?;
+    // A reset removes the lock file while a waiter may be blocked on it: after locking,
+    // check that the file locked is still the session's lock file, else start over.
+    for _ in 0..1000 {
+        let Some(dir) = open_subdir(svc.state_dir(), &[CHUNKS_DIR, name], 0o777, create)? else {
+            return Ok(None);
+        };
+        let lock_path = dir.path.join(LOCK_FILE);
+        let fd = match rustix::fs::openat(
+            &dir.dir,
+            LOCK_FILE,
+            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        ) {
+            Ok(fd) => fd,
+            // The directory was removed between opening it and creating the lock file.
+            Err(e) if e == rustix::io::Errno::NOENT => continue,
+            Err(e) => return Err(Failure::io("open session lock", &lock_path, errno(e))),
+        };
+        let op = if exclusive {
+            FlockOperation::LockExclusive
+        } else {
+            FlockOperation::LockShared
+        };
+        rustix::fs::flock(&fd, op)
+            .map_err(|e| Failure::io("lock session", &lock_path, errno(e)))?;
+        let lock = File::from(fd);
+        let held =
+            rustix::fs::fstat(&lock).map_err(|e| Failure::io("stat", &lock_path, errno(e)))?;
+        let linked = rustix::fs::statat(&dir.dir, LOCK_FILE, AtFlags::SYMLINK_NOFOLLOW)
+            .map(|st| st.st_ino == held.st_ino && st.st_dev == held.st_dev)
+            .unwrap_or(false);
+        let dir_alive = rustix::fs::fstat(&dir.dir)
+            .map(|st| st.st_nlink > 0)
+            .unwrap_or(false);
+        if linked && dir_alive {
+            return Ok(Some(Session {
+                name: name.into(),
+                dir,
+                lock,
+            }));
+        }
+    }
+    Err(Failure::Internal(format!(
+        "session {name}: its lock file kept disappearing"
+    )))
+}
+
+impl Session {
+    /// The chunk files on disk.
+    pub fn list(&self) -> Result<Listing> {
+        let mut listing = Listing::default();
+        let dir = rustix::fs::Dir::read_from(&self.dir.dir)
+            .map_err(|e| Failure::io("list session", &self.dir.path, errno(e)))?;
+        for entry in dir {
+            let entry = entry.map_err(|e| Failure::io("list session", &self.dir.path, errno(e)))?;
+            let Ok(name) = entry.file_name().to_str() else {
+                continue;
+            };
+            if !name.starts_with("part-") {
+                continue;
+            }
+            match parse_part_name(name) {
+                Some(i) if name == part_name(i) => {
+                    listing.parts.insert(i, name.to_string());
+                }
+                _ => listing.foreign.push(name.to_string()),
+            }
+        }
+        listing.foreign.sort();
+        Ok(listing)
+    }
+
+    /// The manifest as found on disk.
+    pub fn manifest(&self) -> Result<ManifestState> {
+        let found = read_existing(&self.dir.dir, std::ffi::OsStr::new(MANIFEST_FILE))
+            .map_err(|e| Failure::io("read manifest", self.dir.path.join(MANIFEST_FILE), e))?;
+        let Some(found) = found else {
+            return Ok(ManifestState::Missing);
+        };
+        Ok(match serde_json::from_slice::<Manifest>(&found.bytes) {
+            Ok(m) => ManifestState::Ok(m),
+            Err(e) => ManifestState::Corrupt(e.to_string()),
+        })
+    }
+
+    fn open_part(&self, name: &str) -> io::Result<File> {
+        let fd = rustix::fs::openat(
+            &self.dir.dir,
+            name,
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(errno)?;
+        Ok(File::from(fd))
+    }
+
+    /// SHA-256 and size of a chunk file.
+    pub fn hash_part(&self, name: &str) -> Result<ChunkRecord> {
+        let path = self.dir.path.join(name);
+        let f = self
+            .open_part(name)
+            .map_err(|e| Failure::io("read chunk", &path, e))?;
+        let (sha256, bytes) =
+            crate::hash::sha256_reader(f).map_err(|e| Failure::io("read chunk", &path, e))?;
+        Ok(ChunkRecord { sha256, bytes })
+    }
+
+    fn size_of(&self, name: &str) -> Result<u64> {
+        rustix::fs::statat(&self.dir.dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map(|st| st.st_size.max(0) as u64)
+            .map_err(|e| Failure::io("stat chunk", self.dir.path.join(name), errno(e)))
+    }
+
+    /// Display path of a file in the session (`.resilient_write/chunks/<s>/<name>`).
+    pub fn display(&self, name: &str) -> String {
+        format!("{}/{name}", self.dir.display)
+    }
+}
+
+/// Whether the journal holds a write of `sha256` to the chunk at `abs_path`: a chunk whose
+/// hash differs from the manifest's record but matches its own journaled write lost only
+/// its manifest update (a crash between the two writes), not its integrity.
+fn journaled(svc: &Service, abs_path: &std::path::Path, sha256: &str) -> bool {
+    journaled_in(svc.pipeline().journal(), abs_path, sha256)
+}
+
+fn journaled_in(
+    journal: &crate::journal::Journal,
+    abs_path: &std::path::Path,
+    sha256: &str,
+) -> bool {
+    let path = abs_path.display().to_string();
+    journal
+        .tail(1, |row| {
+            row.get("path").and_then(Value::as_str) == Some(path.as_str())
+                && row.get("sha256").and_then(Value::as_str) == Some(sha256)
+        })
+        .map(|(rows, _)| !rows.is_empty())
+        .unwrap_or(false)
+}
+
+/// A chunk whose content differs from what was recorded when it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct ModifiedChunk {
+    pub index: u64,
+    pub recorded_sha256: String,
+    pub actual_sha256: String,
+}
+
+fn modified_failure(session: &str, modified: &[ModifiedChunk]) -> Failure {
+    let idx: Vec<u64> = modified.iter().map(|m| m.index).collect();
+    session_failure(
+        session,
+        "chunk_modified",
+        format!(
+            "chunk(s) {} changed since they were written (edited outside resilient-write); \
+             rewrite them with chunk_write, or chunk_reset and start again",
+            list_of(&idx)
+        ),
+        json!({ "modified": modified, "have": idx }),
+    )
+}
+
+/// Check a chunk's actual hash against its record.
+fn check_record(
+    svc: &Service,
+    session: &Session,
+    index: u64,
+    name: &str,
+    recorded: Option<&ChunkRecord>,
+    actual: &str,
+) -> Option<ModifiedChunk> {
+    let rec = recorded?;
+    if rec.sha256 == actual || journaled(svc, &session.dir.path.join(name), actual) {
+        return None;
+    }
+    Some(ModifiedChunk {
+        index,
+        recorded_sha256: rec.sha256.clone(),
+        actual_sha256: actual.to_string(),
+    })
+}
+
+/// A chunk write's outcome.
+#[derive(Debug, Clone)]
+pub struct ChunkWritten {
+    pub index: u64,
+    pub chunk_path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub journal_id: String,
+    pub total_expected: Option<u64>,
+    pub warnings: Vec<String>,
+}
+
+/// Write chunk `index` of `session` (or, with `None`, the chunk after the highest present:
+/// an append), updating the manifest. Holds the session lock throughout.
+pub fn write_chunk(
+    svc: &Service,
+    who: &Caller,
+    session_name: &str,
+    index: Option<u64>,
+    content: Vec<u8>,
+    total_expected: Option<u64>,
+) -> Result<ChunkWritten> {
+    validate_session(session_name)?;
+    if let Some(i) = index {
+        validate_index(session_name, "index", i)?;
+    }
+    if let Some(t) = total_expected {
+        validate_index(session_name, "total_expected", t)?;
+    }
+    let session = open_session(svc, session_name, true, true)?
+        .ok_or_else(|| Failure::Internal("session directory vanished".into()))?;
+    let listing = session.list()?;
+    let manifest_state = session.manifest()?;
+    let mut warnings = Vec::new();
+    let mut manifest = match &manifest_state {
+        ManifestState::Ok(m) => m.clone(),
+        ManifestState::Missing => {
+            if !listing.parts.is_empty() {
+                warnings.push("manifest.json was missing; rebuilt from the chunk files".into());
+            }
+            Manifest::default()
+        }
+        ManifestState::Corrupt(e) => {
+            warnings.push(format!(
+                "manifest.json was corrupt ({e}); rebuilt from the chunk files"
+            ));
+            Manifest::default()
+        }
+    };
+    let index = match index {
+        Some(i) => i,
+        None => {
+            let next = listing.highest() + 1;
+            validate_index(session_name, "the next index", next)?;
+            next
+        }
+    };
+    let highest_after = listing.highest().max(index);
+    let effective_total = total_expected.or(manifest.total_expected);
+    if let Some(t) = effective_total {
+        let given = total_expected.is_some();
+        if t < highest_after {
+            let (reason, message) = if given && t < listing.highest() {
+                (
+                    "total_expected_below_existing",
+                    format!(
+                        "total_expected={t} is below the highest chunk already present ({}); \
+                         chunk_reset the session or pass a larger total_expected",
+                        listing.highest()
+                    ),
+                )
+            } else {
+                (
+                    "index_exceeds_total_expected",
+                    format!(
+                        "chunk {index} is beyond total_expected={t}{}; pass a larger \
+                         total_expected if the document grew",
+                        if given {
+                            ""
+                        } else {
+                            " (recorded in the manifest)"
+                        }
+                    ),
+                )
+            };
+            return Err(session_failure(
+                session_name,
+                reason,
+                message,
+                json!({ "index": index, "total_expected": t, "have": listing.indices() }),
+            ));
+        }
+    }
+    if listing.parts.contains_key(&index) && listing.highest() > index {
+        warnings.push(format!(
+            "replaced chunk {index} while chunks up to {} exist; if this is a new attempt, \
+             chunk_reset the session first so old chunks do not end up in the composed file",
+            listing.highest()
+        ));
+    }
+
+    // Records for chunks the manifest does not know (written by the original, or before a
+    // crash cut the manifest update): taken from the files as they are now.
+    manifest.chunks.retain(|i, _| listing.parts.contains_key(i));
+    for (i, name) in &listing.parts {
+        if *i != index && !manifest.chunks.contains_key(i) {
+            manifest.chunks.insert(*i, session.hash_part(name)?);
+        }
+    }
+
+    let name = part_name(index);
+    let target = session.dir.target(&name)?;
+    let mut extra = BTreeMap::new();
+    extra.insert("session".to_string(), json!(session_name));
+    extra.insert("chunk_index".to_string(), json!(index));
+    let (outcome, ()) = svc.pipeline().commit(&target, who, |existing| {
+        Ok(Decision::Write(
+            Plan {
+                body: Body::Bytes(content),
+                mode_label: if existing.is_some() {
+                    "overwrite"
+                } else {
+                    "create"
+                }
+                .into(),
+                create_only: false,
+                extra,
+                new_file_mode: None,
+            },
+            (),
+        ))
+    })?;
+    let outcome = outcome.ok_or_else(|| Failure::Internal("chunk write skipped".into()))?;
+    manifest.chunks.insert(
+        index,
+        ChunkRecord {
+            sha256: outcome.sha256.clone(),
+            bytes: outcome.bytes,
+        },
+    );
+    let now = crate::journal::now_rfc3339();
+    manifest.session = Some(session_name.into());
+    if manifest.created_at.is_none() {
+        manifest.created_at = Some(now.clone());
+    }
+    manifest.updated_at = Some(now);
+    if total_expected.is_some() {
+        manifest.total_expected = total_expected;
+    }
+    if let Err(e) = write_manifest(svc, who, &session, &manifest) {
+        // The chunk is durable and the files are the source of truth: a manifest that
+        // could not be updated is rebuilt or healed later, never a lost chunk.
+        warnings.push(format!("manifest.json was not updated: {e}"));
+    }
+    warnings.extend(outcome.warnings);
+    Ok(ChunkWritten {
+        index,
+        chunk_path: session.display(&name),
+        sha256: outcome.sha256,
+        bytes: outcome.bytes,
+        journal_id: outcome.journal_id,
+        total_expected: manifest.total_expected,
+        warnings,
+    })
+}
+
+fn write_manifest(svc: &Service, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
+    // Through a Value so that keys come out sorted, as the original writes them.
+    let value = serde_json::to_value(m)
+        .map_err(|e| Failure::Internal(format!("serialising manifest: {e}")))?;
+    let mut body = serde_json::to_vec_pretty(&value)
+        .map_err(|e| Failure::Internal(format!("serialising manifest: {e}")))?;
+    body.push(b'\n');
+    let target = session.dir.target(MANIFEST_FILE)?;
+    let mut extra = BTreeMap::new();
+    extra.insert("session".to_string(), json!(session.name));
+    svc.pipeline().commit(&target, who, |_| {
+        Ok(Decision::Write(
+            Plan {
+                body: Body::Bytes(body),
+                mode_label: "manifest".into(),
+                create_only: false,
+                extra,
+                new_file_mode: None,
+            },
+            (),
+        ))
+    })?;
+    Ok(())
+}
+
+/// A session checked for composition: contiguous from 1, reconciled with total_expected,
+/// no foreign files.
+pub struct Snapshot {
+    pub names: Vec<String>,
+    pub records: Vec<Option<ChunkRecord>>,
+    pub sizes: Vec<u64>,
+    pub total_expected: Option<u64>,
+}
+
+/// Check that `session` can be composed and return what to compose.
+pub fn snapshot(session: &Session) -> Result<Snapshot> {
+    let name = session.name.as_str();
+    let listing = session.list()?;
+    let manifest = session.manifest()?;
+    let total_expected = manifest.manifest().and_then(|m| m.total_expected);
+    if !listing.foreign.is_empty() {
+        return Err(session_failure(
+            name,
+            "mixed_session",
+            format!(
+                "the session holds chunk files not written by resilient-write ({}); remove \
+                 them or chunk_reset the session",
+                listing.foreign.join(", ")
+            ),
+            json!({ "unrecognised_files": listing.foreign, "have": listing.indices() }),
+        ));
+    }
+    if listing.parts.is_empty() {
+        return Err(session_failure(
+            name,
+            "no_chunks_found",
+            "the session has no chunks".into(),
+            json!({ "have": [], "total_expected": total_expected }),
+        ));
+    }
+    let gaps = listing.missing(None);
+    if !gaps.is_empty() {
+        return Err(session_failure(
+            name,
+            "non_contiguous_chunks",
+            format!("chunks are missing: {}", list_of(&gaps)),
+            json!({ "have": listing.indices(), "missing": gaps, "total_expected": total_expected }),
+        ));
+    }
+    let count = listing.highest();
+    if let Some(t) = total_expected
+        && t != count
+    {
+        let missing: Vec<u64> = (count + 1..=t).collect();
+        let message = if t > count {
+            format!(
+                "total_expected is {t} but only {count} chunk(s) exist; missing: {}",
+                list_of(&missing)
+            )
+        } else {
+            format!(
+                "{count} chunks exist but total_expected is {t}; a stale session? \
+                 chunk_reset it, or raise total_expected with chunk_write"
+            )
+        };
+        return Err(session_failure(
+            name,
+            "chunk_count_mismatch",
+            message,
+            json!({ "have": listing.indices(), "missing": missing, "total_expected": t,
+                    "chunk_count": count }),
+        ));
+    }
+    let records = listing
+        .parts
+        .keys()
+        .map(|i| manifest.manifest().and_then(|m| m.chunks.get(i)).cloned())
+        .collect();
+    let names: Vec<String> = listing.parts.into_values().collect();
+    let sizes = names
+        .iter()
+        .map(|n| session.size_of(n))
+        .collect::<Result<Vec<_>>>()?;
+    Ok(Snapshot {
+        names,
+        records,
+        sizes,
+        total_expected,
+    })
+}
+
+/// How compose treats an existing output file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ComposeMode {
+    /// The original's behaviour: create, or overwrite if the file exists.
+    Auto,
+    Create,
+    Overwrite,
+    Append,
+}
+
+/// Options of a compose.
+pub struct ComposeOptions {
+    pub separator: Vec<u8>,
+    pub mode: ComposeMode,
+    pub expected_prev_sha256: Option<String>,
+    pub cleanup: bool,
+    /// Extra journal fields (idempotency key and request hash).
+    pub extra: BTreeMap<String, Value>,
+    pub progress: Option<Progress>,
+}
+
+/// A compose's outcome.
+pub struct Composed {
+    pub outcome: Outcome,
+    pub chunk_count: u64,
+    pub chunk_hashes: Vec<String>,
+    pub mode_applied: String,
+    pub cleaned_up: bool,
+    pub warnings: Vec<String>,
+}
+
+/// What the producer found wrong while streaming, reported after the pipeline aborts.
+#[derive(Default)]
+struct StreamReport {
+    hashes: Vec<String>,
+    modified: Vec<ModifiedChunk>,
+}
+
+/// Compose `session` into `target` through the pipeline, streaming. `check` runs under the
+/// pipeline's lock before anything is written (idempotency replay, expected hash); it may
+/// return a value that makes compose write nothing and return it instead.
+pub fn compose<R>(
+    svc: &Service,
+    who: &Caller,
+    session_name: &str,
+    target: &crate::workspace::Target,
+    opts: ComposeOptions,
+    check: impl FnOnce(Option<&Existing>) -> Result<Option<R>>,
+) -> Result<std::result::Result<Composed, R>> {
+    let session = open_session(svc, session_name, false, true)?.ok_or_else(|| {
+        session_failure(
+            session_name,
+            "session_not_found",
+            "no such session".into(),
+            json!({}),
+        )
+    })?;
+    let snap = snapshot(&session)?;
+    let count = snap.names.len() as u64;
+    let seps = opts.separator.len() as u64 * count.saturating_sub(1);
+    let total: u64 = snap.sizes.iter().sum::<u64>() + seps;
+    let report = Arc::new(Mutex::new(StreamReport::default()));
+    let shown = target.display.clone();
+    let mode = opts.mode;
+    let expected = opts.expected_prev_sha256.clone();
+    let session_dir = session
+        .dir
+        .dir
+        .try_clone()
+        .map_err(|e| Failure::io("open session", &session.dir.path, e))?;
+    let out_dir = target
+        .dir
+        .try_clone()
+        .map_err(|e| Failure::io("open output directory", &shown, e))?;
+    let out_name = target.name.clone();
+    let names = snap.names.clone();
+    let records = snap.records.clone();
+    let separator = opts.separator.clone();
+    let progress = opts.progress.clone();
+    let rep = report.clone();
+    let journal = svc.pipeline().journal().clone();
+    let session_path = session.dir.path.clone();
+    let mut extra = opts.extra;
+    extra.insert("session".into(), json!(session_name));
+    extra.insert("chunk_count".into(), json!(count));
+
+    let committed = svc.pipeline().commit_streaming(target, who, |existing| {
+        if let Some(r) = check(existing)? {
+            return Ok(Decision::Skip(Err(r)));
+        }
+        if mode == ComposeMode::Create
+            && let Some(e) = existing
+        {
+            return Err(Failure::TargetExists {
+                path: shown.clone(),
+                existing_sha256: e.sha256.clone(),
+            });
+        }
+        crate::tools::write::check_expected(&shown, expected.as_deref(), existing)?;
+        let (applied, prefix_len) = match (mode, existing) {
+            (_, None) => ("create", 0),
+            (ComposeMode::Append, Some(_)) => {
+                let size = rustix::fs::statat(&out_dir, &out_name, AtFlags::SYMLINK_NOFOLLOW)
+                    .map(|st| st.st_size.max(0) as u64)
+                    .map_err(|e| Failure::io("stat", &shown, errno(e)))?;
+                ("append", size)
+            }
+            (_, Some(_)) => ("overwrite", 0),
+        };
+        extra.insert("compose_mode".into(), json!(applied));
+        let total = total + prefix_len;
+        let producer = move |w: &mut dyn Write| -> io::Result<()> {
+            let mut done = 0u64;
+            let tick = |done: u64| {
+                if let Some(p) = &progress {
+                    p(done, total);
+                }
+            };
+            tick(0);
+            let mut buf = vec![0u8; 256 * 1024];
+            if prefix_len > 0 {
+                // Append: the existing content first, streamed like a chunk.
+                let fd = rustix::fs::openat(
+                    &out_dir,
+                    &out_name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(errno)?;
+                let mut f = File::from(fd);
+                loop {
+                    let n = f.read(&mut buf)?;
+                    if n == 0 {
+                        break;
+                    }
+                    w.write_all(&buf[..n])?;
+                    done += n as u64;
+                }
+            }
+            let mut rep = rep.lock().unwrap_or_else(|p| p.into_inner());
+            let mut last_tick = 0u64;
+            for (k, name) in names.iter().enumerate() {
+                if k > 0 && rep.modified.is_empty() {
+                    w.write_all(&separator)?;
+                    done += separator.len() as u64;
+                }
+                let fd = rustix::fs::openat(
+                    &session_dir,
+                    name.as_str(),
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(errno)?;
+                let mut f = File::from(fd);
+                let mut hasher = Sha256::new();
+                loop {
+                    let n = match f.read(&mut buf) {
+                        Ok(0) => break,
+                        Ok(n) => n,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) => return Err(e),
+                    };
+                    hasher.update(&buf[..n]);
+                    // After a modified chunk nothing more is written: the rest is only
+                    // hashed, so the report names every modified chunk at once.
+                    if rep.modified.is_empty() {
+                        w.write_all(&buf[..n])?;
+                    }
+                    done += n as u64;
+                    if done - last_tick >= 8 * 1024 * 1024 {
+                        last_tick = done;
+                        tick(done);
+                    }
+                }
+                let actual = hex::encode(hasher.finalize());
+                if let Some(rec) = &records[k]
+                    && rec.sha256 != actual
+                    && !journaled_in(&journal, &session_path.join(name), &actual)
+                {
+                    rep.modified.push(ModifiedChunk {
+                        index: k as u64 + 1,
+                        recorded_sha256: rec.sha256.clone(),
+                        actual_sha256: actual.clone(),
+                    });
+                }
+                rep.hashes.push(actual);
+            }
+            tick(done);
+            if rep.modified.is_empty() {
+                Ok(())
+            } else {
+                Err(io::Error::other("chunks modified since they were written"))
+            }
+        };
+        Ok(Decision::Write(
+            Plan {
+                body: Body::Stream(Box::new(producer)),
+                mode_label: "compose".into(),
+                create_only: existing.is_none(),
+                extra,
+                new_file_mode: None,
+            },
+            Ok(applied.to_string()),
+        ))
+    });
+
+    let rep = std::mem::take(&mut *report.lock().unwrap_or_else(|p| p.into_inner()));
+    let (outcome, applied) = match committed {
+        Ok((_, Err(r))) => return Ok(Err(r)),
+        Ok((Some(o), Ok(applied))) => (o, applied),
+        Ok((None, Ok(_))) => return Err(Failure::Internal("compose wrote nothing".into())),
+        Err(_) if !rep.modified.is_empty() => {
+            return Err(modified_failure(session_name, &rep.modified));
+        }
+        Err(e) => return Err(e),
+    };
+    let mut warnings = outcome.warnings.clone();
+    let mut cleaned_up = false;
+    if opts.cleanup {
+        match remove_session(&session) {
+            Ok(_) => cleaned_up = true,
+            Err(e) => warnings.push(format!("cleanup failed, the session is kept: {e}")),
+        }
+    }
+    Ok(Ok(Composed {
+        outcome,
+        chunk_count: count,
+        chunk_hashes: rep.hashes,
+        mode_applied: applied,
+        cleaned_up,
+        warnings,
+    }))
+}
+
+/// Remove every file of a locked session, then the session directory. Returns how many
+/// files were removed (the lock file not counted, as the original has none).
+fn remove_session(session: &Session) -> Result<u64> {
+    let path = &session.dir.path;
+    let mut names = Vec::new();
+    let dir = rustix::fs::Dir::read_from(&session.dir.dir)
+        .map_err(|e| Failure::io("list session", path, errno(e)))?;
+    for entry in dir {
+        let entry = entry.map_err(|e| Failure::io("list session", path, errno(e)))?;
+        let name = entry.file_name().to_bytes().to_vec();
+        if name == b"." || name == b".." {
+            continue;
+        }
+        names.push(name);
+    }
+    let mut removed = 0u64;
+    // The lock file goes last: until then, a waiter that wakes up still finds it linked.
+    names.sort_by_key(|n| n.as_slice() == LOCK_FILE.as_bytes());
+    for name in names {
+        let is_lock = name.as_slice() == LOCK_FILE.as_bytes();
+        match rustix::fs::unlinkat(&session.dir.dir, name.as_slice(), AtFlags::empty()) {
+            Ok(()) => {
+                if !is_lock {
+                    removed += 1;
+                }
+            }
+            Err(e) if e == rustix::io::Errno::NOENT => {}
+            Err(e) => return Err(Failure::io("remove session file", path, errno(e))),
+        }
+    }
+    let parent = path.parent().unwrap_or(path);
+    let session_name = session.name.as_str();
+    let chunks = rustix::fs::open(
+        parent,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map_err(|e| Failure::io("open chunks directory", parent, errno(e)))?;
+    match rustix::fs::unlinkat(&chunks, session_name, AtFlags::REMOVEDIR) {
+        Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        Err(e) => return Err(Failure::io("remove session directory", path, errno(e))),
+    }
+    let _ = rustix::fs::fsync(chunks.as_fd());
+    Ok(removed)
+}
+
+/// Remove session `name`. Returns `(existed, files removed)`.
+pub fn reset(svc: &Service, name: &str) -> Result<(bool, u64)> {
+    match open_session(svc, name, false, true)? {
+        None => Ok((false, 0)),
+        Some(session) => Ok((true, remove_session(&session)?)),
+    }
+}
+
+/// The state of a session, for `chunk_status`.
+#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+pub struct Status {
+    pub exists: bool,
+    pub total_expected: Option<u64>,
+    pub present_indices: Vec<u64>,
+    pub missing_indices: Vec<u64>,
+    pub chunk_count: u64,
+    pub total_bytes: u64,
+    /// Chunks whose content differs from the hash recorded when they were written.
+    pub modified: Vec<ModifiedChunk>,
+    /// `part-*` files that are not resilient-write's (a mixed session).
+    pub unrecognised_files: Vec<String>,
+    /// ok, missing or corrupt (a missing or corrupt manifest is rebuilt at the next write).
+    pub manifest: String,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+    /// Whether compose would accept the session as it is.
+    pub ready: bool,
+}
+
+/// Inspect a session (shared lock: concurrent appends wait, other readers do not).
+pub fn status(svc: &Service, name: &str) -> Result<(Status, String)> {
+    validate_session(name)?;
+    let dir_display = format!("{}/{CHUNKS_DIR}/{name}", crate::service::STATE_DIR_NAME);
+    let Some(session) = open_session(svc, name, false, false)? else {
+        return Ok((
+            Status {
+                exists: false,
+                total_expected: None,
+                present_indices: vec![],
+                missing_indices: vec![],
+                chunk_count: 0,
+                total_bytes: 0,
+                modified: vec![],
+                unrecognised_files: vec![],
+                manifest: "missing".into(),
+                created_at: None,
+                updated_at: None,
+                ready: false,
+            },
+            dir_display,
+        ));
+    };
+    let listing = session.list()?;
+    let manifest = session.manifest()?;
+    let m = manifest.manifest();
+    let total_expected = m.and_then(|m| m.total_expected);
+    let mut modified = Vec::new();
+    let mut total_bytes = 0;
+    for (i, part) in &listing.parts {
+        let actual = session.hash_part(part)?;
+        total_bytes += actual.bytes;
+        if let Some(x) = check_record(
+            svc,
+            &session,
+            *i,
+            part,
+            m.and_then(|m| m.chunks.get(i)),
+            &actual.sha256,
+        ) {
+            modified.push(x);
+        }
+    }
+    let missing = listing.missing(total_expected);
+    let count = listing.parts.len() as u64;
+    let ready = count > 0
+        && missing.is_empty()
+        && modified.is_empty()
+        && listing.foreign.is_empty()
+        && total_expected.is_none_or(|t| t == count);
+    Ok((
+        Status {
+            exists: true,
+            total_expected,
+            present_indices: listing.indices(),
+            missing_indices: missing,
+            chunk_count: count,
+            total_bytes,
+            modified,
+            unrecognised_files: listing.foreign.clone(),
+            manifest: manifest.label().into(),
+            created_at: m.and_then(|m| m.created_at.clone()),
+            updated_at: m.and_then(|m| m.updated_at.clone()),
+            ready,
+        },
+        dir_display,
+    ))
+}
+
+/// A preview: the composed content in memory, checked like a compose.
+pub struct Preview {
+    pub content: Vec<u8>,
+    pub chunk_hashes: Vec<String>,
+}
+
+/// Compose `session` in memory (at most `limit` bytes), with every check of a compose.
+pub fn preview(svc: &Service, name: &str, separator: &[u8], limit: u64) -> Result<Preview> {
+    let session = open_session(svc, name, false, false)?.ok_or_else(|| {
+        session_failure(
+            name,
+            "session_not_found",
+            "no such session".into(),
+            json!({}),
+        )
+    })?;
+    let snap = snapshot(&session)?;
+    let seps = separator.len() as u64 * (snap.names.len() as u64).saturating_sub(1);
+    let total = snap.sizes.iter().sum::<u64>() + seps;
+    if total > limit {
+        return Err(Failure::TooLarge {
+            what: "previewed content".into(),
+            bytes: total,
+            limit,
+        });
+    }
+    let mut content = Vec::with_capacity(total as usize);
+    let mut hashes = Vec::with_capacity(snap.names.len());
+    let mut modified = Vec::new();
+    for (k, part) in snap.names.iter().enumerate() {
+        if k > 0 {
+            content.extend_from_slice(separator);
+        }
+        let path = session.dir.path.join(part);
+        let start = content.len();
+        session
+            .open_part(part)
+            .and_then(|mut f| f.read_to_end(&mut content))
+            .map_err(|e| Failure::io("read chunk", &path, e))?;
+        let actual = sha256_hex(&content[start..]);
+        if let Some(x) = check_record(
+            svc,
+            &session,
+            k as u64 + 1,
+            part,
+            snap.records[k].as_ref(),
+            &actual,
+        ) {
+            modified.push(x);
+        }
+        hashes.push(actual);
+    }
+    if !modified.is_empty() {
+        return Err(modified_failure(name, &modified));
+    }
+    Ok(Preview {
+        content,
+        chunk_hashes: hashes,
+    })
+}

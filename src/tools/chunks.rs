@@ -1,0 +1,493 @@
+//! The L2 tools: `chunk_write`, `chunk_append`, `chunk_compose`, `chunk_preview`,
+//! `chunk_status`, `chunk_reset`. Argument parsing and result shapes only; the session logic
+//! is [`crate::chunks`].
+
+use super::write::{
+    ContentEncoding, Replay, WriteMode, check_idempotency, decode_content, idempotency_extra,
+};
+use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use crate::chunks::{self, ComposeMode, ComposeOptions, ModifiedChunk};
+use crate::envelope::{Failure, Result};
+use crate::pipeline::Caller;
+use crate::service::Service;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+fn caller(svc: &Service, tool: &str) -> Caller {
+    Caller {
+        caller: svc.caller(),
+        tool: tool.into(),
+    }
+}
+
+/// An index of 0 or below is refused with the session named (range checked in the library).
+fn index_arg(session: &str, field: &str, v: Option<i64>) -> Result<Option<u64>> {
+    match v {
+        None => Ok(None),
+        Some(n) if n >= 1 => Ok(Some(n as u64)),
+        Some(n) => Err(Failure::ChunkArgument {
+            session: session.into(),
+            reason: "index_out_of_range",
+            message: format!(
+                "{field} must be between 1 and {}, got {n}",
+                chunks::MAX_INDEX
+            ),
+        }),
+    }
+}
+
+/// Arguments of `chunk_write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkWriteArgs {
+    /// Session name: ^[A-Za-z0-9_-]{1,64}$.
+    pub session: String,
+    /// Chunk index, from 1. Rewriting an index replaces that chunk (safe to retry).
+    #[schemars(range(min = 1))]
+    pub index: i64,
+    /// The chunk's content, written byte for byte.
+    pub content: String,
+    /// How many chunks the document will have; compose refuses until exactly that many exist.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub total_expected: Option<i64>,
+    /// utf-8 (default) or base64 for binary content.
+    #[serde(default)]
+    pub encoding: ContentEncoding,
+}
+
+/// Arguments of `chunk_append`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkAppendArgs {
+    /// Session name: ^[A-Za-z0-9_-]{1,64}$.
+    pub session: String,
+    /// The chunk's content; it becomes chunk (highest present + 1).
+    pub content: String,
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub total_expected: Option<i64>,
+    /// utf-8 (default) or base64 for binary content.
+    #[serde(default)]
+    pub encoding: ContentEncoding,
+}
+
+/// Result of `chunk_write` and `chunk_append`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChunkWriteResult {
+    pub ok: bool,
+    pub session: String,
+    pub index: u64,
+    /// `.resilient_write/chunks/<session>/part-NNN.txt`
+    pub chunk_path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub journal_id: String,
+    /// The session's total_expected after this write, if any.
+    #[serde(default)]
+    pub total_expected: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Arguments of `chunk_compose`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkComposeArgs {
+    pub session: String,
+    /// File to write the composed document to (beneath a workspace root).
+    pub output_path: String,
+    /// Inserted between chunks (not after the last).
+    #[serde(default)]
+    pub separator: String,
+    /// Remove the session after a successful compose.
+    #[serde(default)]
+    pub cleanup: bool,
+    /// Absent: create, or overwrite an existing file (the original's behaviour). create
+    /// refuses an existing file; overwrite replaces; append adds after the current content.
+    #[serde(default)]
+    pub mode: Option<WriteMode>,
+    /// Optimistic lock on the output file: the SHA-256 it must have now.
+    #[serde(default)]
+    pub expected_prev_sha256: Option<String>,
+    /// A retried compose with the same key and arguments returns the first result without
+    /// writing again; the same key with other arguments is refused.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+}
+
+/// Result of `chunk_compose`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChunkComposeResult {
+    pub ok: bool,
+    pub session: String,
+    pub output_path: String,
+    pub abs_path: String,
+    /// SHA-256 of the composed file (verified by reading it back).
+    pub sha256: String,
+    pub bytes: u64,
+    pub chunk_count: u64,
+    /// SHA-256 of each chunk, in order (empty on an idempotent replay).
+    pub chunk_hashes: Vec<String>,
+    pub journal_id: String,
+    /// create, overwrite or append.
+    pub mode_applied: String,
+    pub wrote_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_sha256: Option<String>,
+    pub cleaned_up: bool,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub idempotent_replay: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Arguments of `chunk_preview`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkPreviewArgs {
+    pub session: String,
+    #[serde(default)]
+    pub separator: String,
+}
+
+/// Result of `chunk_preview`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChunkPreviewResult {
+    pub ok: bool,
+    pub session: String,
+    /// What compose would write (UTF-8 sessions only).
+    pub content: String,
+    pub chunk_count: u64,
+    pub chunk_hashes: Vec<String>,
+    pub total_bytes: u64,
+    pub preview: bool,
+}
+
+/// Arguments of `chunk_status` and `chunk_reset`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionArgs {
+    pub session: String,
+}
+
+/// Result of `chunk_status`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChunkStatusResult {
+    pub ok: bool,
+    pub session: String,
+    pub exists: bool,
+    pub total_expected: Option<u64>,
+    pub present_indices: Vec<u64>,
+    /// Gaps below the highest chunk, and indices up to total_expected not yet written.
+    pub missing_indices: Vec<u64>,
+    pub chunk_dir: String,
+    pub chunk_count: u64,
+    pub total_bytes: u64,
+    /// Chunks whose content differs from the hash recorded when they were written.
+    pub modified_chunks: Vec<ModifiedChunk>,
+    /// part-* files that are not resilient-write's (a mixed session).
+    pub unrecognised_files: Vec<String>,
+    /// ok, missing or corrupt (rebuilt from the chunk files at the next write).
+    pub manifest: String,
+    pub created_at: Option<String>,
+    pub updated_at: Option<String>,
+    /// Whether chunk_compose would accept the session now.
+    pub ready: bool,
+}
+
+/// Result of `chunk_reset`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ChunkResetResult {
+    pub ok: bool,
+    pub session: String,
+    /// Files removed (chunks and manifest).
+    pub removed: u64,
+    pub existed: bool,
+}
+
+pub const CHUNK_WRITE: ToolSpec = ToolSpec {
+    name: "chunk_write",
+    title: "Write one chunk of a large document",
+    description: "Write chunk `index` (from 1) of a chunk session to \
+        .resilient_write/chunks/<session>/part-NNN.txt, atomically and journaled. Rewriting an \
+        index replaces it, so a failed chunk is simply retried. total_expected records how many \
+        chunks the document has. Then rw_chunk_compose writes the whole file.",
+    read_only: false,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<ChunkWriteArgs>,
+    output_schema: schema::<ChunkWriteResult>,
+    run: run_chunk_write,
+};
+
+pub const CHUNK_APPEND: ToolSpec = ToolSpec {
+    name: "chunk_append",
+    title: "Append the next chunk",
+    description: "Write the next chunk of a session (highest index present + 1), so you need \
+        not track indices. Safe with several agents appending to one session at once: each \
+        gets its own index and no chunk is lost.",
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    input_schema: schema::<ChunkAppendArgs>,
+    output_schema: schema::<ChunkWriteResult>,
+    run: run_chunk_append,
+};
+
+pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {
+    name: "chunk_compose",
+    title: "Compose a chunk session into a file",
+    description: "Concatenate a session's chunks in index order (with `separator` between \
+        them) into output_path through the durable write pipeline, streaming (any size). \
+        Refuses a gap (naming the missing indices), a count that differs from total_expected, \
+        foreign part files, and chunks edited since they were written. Without `mode` it \
+        creates or overwrites; mode=create|overwrite|append, expected_prev_sha256 and \
+        idempotency_key work as in rw_safe_write. cleanup=true removes the session afterwards.",
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    input_schema: schema::<ChunkComposeArgs>,
+    output_schema: schema::<ChunkComposeResult>,
+    run: run_chunk_compose,
+};
+
+pub const CHUNK_PREVIEW: ToolSpec = ToolSpec {
+    name: "chunk_preview",
+    title: "Preview a compose",
+    description: "Dry-run compose: run every check of rw_chunk_compose and return the \
+        composed content instead of writing it (UTF-8 sessions up to the write size limit).",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<ChunkPreviewArgs>,
+    output_schema: schema::<ChunkPreviewResult>,
+    run: run_chunk_preview,
+};
+
+pub const CHUNK_STATUS: ToolSpec = ToolSpec {
+    name: "chunk_status",
+    title: "Inspect a chunk session",
+    description: "Report a session's present and missing indices, total_expected, chunks \
+        edited since they were written, foreign files, and whether compose would accept it. \
+        Writes nothing.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<SessionArgs>,
+    output_schema: schema::<ChunkStatusResult>,
+    run: run_chunk_status,
+};
+
+pub const CHUNK_RESET: ToolSpec = ToolSpec {
+    name: "chunk_reset",
+    title: "Delete a chunk session",
+    description: "Delete a chunk session and all its chunks (use before starting a new \
+        attempt under the same session name).",
+    read_only: false,
+    destructive: true,
+    idempotent: true,
+    input_schema: schema::<SessionArgs>,
+    output_schema: schema::<ChunkResetResult>,
+    run: run_chunk_reset,
+};
+
+fn written(session: String, w: chunks::ChunkWritten) -> Result<Value> {
+    to_value(&ChunkWriteResult {
+        ok: true,
+        session,
+        index: w.index,
+        chunk_path: w.chunk_path,
+        sha256: w.sha256,
+        bytes: w.bytes,
+        journal_id: w.journal_id,
+        total_expected: w.total_expected,
+        warnings: w.warnings,
+    })
+}
+
+fn run_chunk_write(svc: &Service, raw: Value) -> Result<Value> {
+    let args: ChunkWriteArgs = parse_args(raw)?;
+    chunks::validate_session(&args.session)?;
+    let index = index_arg(&args.session, "index", Some(args.index))?;
+    let total = index_arg(&args.session, "total_expected", args.total_expected)?;
+    let bytes = decode_content(svc, args.content, args.encoding)?;
+    let w = chunks::write_chunk(
+        svc,
+        &caller(svc, "chunk_write"),
+        &args.session,
+        index,
+        bytes,
+        total,
+    )?;
+    written(args.session, w)
+}
+
+fn run_chunk_append(svc: &Service, raw: Value) -> Result<Value> {
+    let args: ChunkAppendArgs = parse_args(raw)?;
+    chunks::validate_session(&args.session)?;
+    let total = index_arg(&args.session, "total_expected", args.total_expected)?;
+    let bytes = decode_content(svc, args.content, args.encoding)?;
+    let w = chunks::write_chunk(
+        svc,
+        &caller(svc, "chunk_append"),
+        &args.session,
+        None,
+        bytes,
+        total,
+    )?;
+    written(args.session, w)
+}
+
+fn row_str(row: &Map<String, Value>, k: &str) -> String {
+    row.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn replayed(args: &ChunkComposeArgs, row: &Map<String, Value>) -> ChunkComposeResult {
+    ChunkComposeResult {
+        ok: true,
+        session: args.session.clone(),
+        output_path: args.output_path.clone(),
+        abs_path: row_str(row, "path"),
+        sha256: row_str(row, "sha256"),
+        bytes: row.get("bytes").and_then(Value::as_u64).unwrap_or(0),
+        chunk_count: row.get("chunk_count").and_then(Value::as_u64).unwrap_or(0),
+        chunk_hashes: Vec::new(),
+        journal_id: row_str(row, "journal_id"),
+        mode_applied: row_str(row, "compose_mode"),
+        wrote_at: row_str(row, "ts"),
+        prev_sha256: row
+            .get("prev_sha256")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        cleaned_up: args.cleanup,
+        idempotent_replay: true,
+        warnings: Vec::new(),
+    }
+}
+
+fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
+    let request_sha256 = Service::request_hash("chunk_compose", &raw);
+    let args: ChunkComposeArgs = parse_args(raw)?;
+    chunks::validate_session(&args.session)?;
+    let expected =
+        parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
+    let key = args.idempotency_key.as_deref();
+    // A replay must not need the session (cleanup may have removed it).
+    if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+        return to_value(&replayed(&args, &row));
+    }
+    let target = svc.workspaces().resolve(&args.output_path, true)?;
+    let opts = ComposeOptions {
+        separator: args.separator.as_bytes().to_vec(),
+        mode: match args.mode {
+            None => ComposeMode::Auto,
+            Some(WriteMode::Create) => ComposeMode::Create,
+            Some(WriteMode::Overwrite) => ComposeMode::Overwrite,
+            Some(WriteMode::Append) => ComposeMode::Append,
+        },
+        expected_prev_sha256: expected,
+        cleanup: args.cleanup,
+        extra: idempotency_extra(key, &request_sha256),
+        progress: crate::progress::current(),
+    };
+    let done = chunks::compose(
+        svc,
+        &caller(svc, "chunk_compose"),
+        &args.session,
+        &target,
+        opts,
+        |_| match check_idempotency(svc, key, &request_sha256)? {
+            Replay::Recorded(row) => Ok(Some(row)),
+            Replay::Fresh => Ok(None),
+        },
+    )?;
+    let c = match done {
+        Ok(c) => c,
+        Err(row) => return to_value(&replayed(&args, &row)),
+    };
+    to_value(&ChunkComposeResult {
+        ok: true,
+        session: args.session,
+        output_path: args.output_path,
+        abs_path: c.outcome.abs_path.display().to_string(),
+        sha256: c.outcome.sha256,
+        bytes: c.outcome.bytes,
+        chunk_count: c.chunk_count,
+        chunk_hashes: c.chunk_hashes,
+        journal_id: c.outcome.journal_id,
+        mode_applied: c.mode_applied,
+        wrote_at: c.outcome.wrote_at,
+        prev_sha256: c.outcome.prev_sha256,
+        cleaned_up: c.cleaned_up,
+        idempotent_replay: false,
+        warnings: c.warnings,
+    })
+}
+
+fn run_chunk_preview(svc: &Service, raw: Value) -> Result<Value> {
+    let args: ChunkPreviewArgs = parse_args(raw)?;
+    chunks::validate_session(&args.session)?;
+    let p = chunks::preview(
+        svc,
+        &args.session,
+        args.separator.as_bytes(),
+        svc.config().max_write_bytes,
+    )?;
+    let total_bytes = p.content.len() as u64;
+    let chunk_count = p.chunk_hashes.len() as u64;
+    let content = String::from_utf8(p.content).map_err(|e| Failure::Encoding {
+        field: "content".into(),
+        reason: format!(
+            "the composed content is not UTF-8 ({}); chunk_compose writes it to a file",
+            e.utf8_error()
+        ),
+    })?;
+    to_value(&ChunkPreviewResult {
+        ok: true,
+        session: args.session,
+        content,
+        chunk_count,
+        chunk_hashes: p.chunk_hashes,
+        total_bytes,
+        preview: true,
+    })
+}
+
+fn run_chunk_status(svc: &Service, raw: Value) -> Result<Value> {
+    let args: SessionArgs = parse_args(raw)?;
+    let (s, chunk_dir) = chunks::status(svc, &args.session)?;
+    to_value(&ChunkStatusResult {
+        ok: true,
+        session: args.session,
+        exists: s.exists,
+        total_expected: s.total_expected,
+        present_indices: s.present_indices,
+        missing_indices: s.missing_indices,
+        chunk_dir,
+        chunk_count: s.chunk_count,
+        total_bytes: s.total_bytes,
+        modified_chunks: s.modified,
+        unrecognised_files: s.unrecognised_files,
+        manifest: s.manifest,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+        ready: s.ready,
+    })
+}
+
+fn run_chunk_reset(svc: &Service, raw: Value) -> Result<Value> {
+    let args: SessionArgs = parse_args(raw)?;
+    chunks::validate_session(&args.session)?;
+    let (existed, removed) = chunks::reset(svc, &args.session)?;
+    to_value(&ChunkResetResult {
+        ok: true,
+        session: args.session,
+        removed,
+        existed,
+    })
+}

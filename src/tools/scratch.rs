@@ -1,0 +1,312 @@
+//! The L4 tools: `scratch_put`, `scratch_ref`, `scratch_get`. Argument parsing and result
+//! shapes only; the store is [`crate::scratch`].
+
+use super::write::{ContentEncoding, decode_content};
+use super::{ToolSpec, parse_args, schema, to_value};
+use crate::envelope::{Failure, Result};
+use crate::pipeline::Caller;
+use crate::scratch::{self, Meta, SkippedLine};
+use crate::service::Service;
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Arguments of `scratch_put`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScratchPutArgs {
+    /// The material to store (base64 with encoding=base64 for binary).
+    pub content: String,
+    /// A name to find it by later (several labels may alias one blob).
+    #[serde(default)]
+    pub label: Option<String>,
+    #[serde(default)]
+    pub content_type: Option<String>,
+    #[serde(default)]
+    pub notes: Option<String>,
+    /// utf-8 (default) or base64.
+    #[serde(default)]
+    pub encoding: ContentEncoding,
+}
+
+/// A non-fatal note on a scratchpad result.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ScratchWarning {
+    pub reason: String,
+    pub hint: String,
+}
+
+/// Result of `scratch_put`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ScratchPutResult {
+    pub ok: bool,
+    /// The content address.
+    pub sha256: String,
+    /// `.resilient_write/scratch/<sha256>.bin`
+    pub scratch_path: String,
+    pub bytes: u64,
+    /// True when the same bytes were already stored (only an index row was added).
+    pub dedup: bool,
+    /// The original's name for `dedup`.
+    pub deduped: bool,
+    /// Journal id of the blob write (null when deduplicated).
+    pub journal_id: Option<String>,
+    pub warnings: Vec<ScratchWarning>,
+}
+
+/// Arguments of `scratch_ref`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScratchRefArgs {
+    /// Content address (64 hex digits).
+    #[serde(default)]
+    pub sha256: Option<String>,
+    /// A label given at deposit; the latest deposit with it wins.
+    #[serde(default)]
+    pub label: Option<String>,
+}
+
+/// Result of `scratch_ref`: the latest matching index entry, flattened, plus aliases.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ScratchRefResult {
+    pub ok: bool,
+    pub sha256: String,
+    pub label: Option<String>,
+    /// Every distinct label deposited for this blob, oldest first.
+    pub labels: Vec<String>,
+    pub created_at: Option<String>,
+    pub bytes: Option<u64>,
+    pub content_type: Option<String>,
+    pub notes: Option<String>,
+    pub encoding: Option<String>,
+    /// The index row itself.
+    pub entry: Map<String, Value>,
+    pub scratch_path: String,
+    /// Whether the blob file is present.
+    pub bin_exists: bool,
+    /// Index rows (deposits) of this blob.
+    pub alias_count: usize,
+    /// index.jsonl lines skipped as torn or corrupt.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_lines: Vec<SkippedLine>,
+}
+
+/// Arguments of `scratch_get`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ScratchGetArgs {
+    pub sha256: String,
+    /// utf-8 (default; fails on binary content) or base64.
+    #[serde(default)]
+    pub encoding: ContentEncoding,
+}
+
+/// Result of `scratch_get`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ScratchGetResult {
+    pub ok: bool,
+    pub sha256: String,
+    /// The content, verified against its address.
+    pub content: String,
+    pub encoding: String,
+    pub bytes: u64,
+    pub content_type: Option<String>,
+    pub label: Option<String>,
+}
+
+pub const SCRATCH_PUT: ToolSpec = ToolSpec {
+    name: "scratch_put",
+    title: "Deposit material out of the workspace",
+    description: "Store content that must not go into the workspace (credentials, PII, \
+        binaries) in .resilient_write/scratch/<sha256>.bin (owner-only permissions), \
+        deduplicated by SHA-256, with an index row for label, content_type and notes. \
+        encoding=base64 for binary. Returns the sha256 to refer to it later.",
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    input_schema: schema::<ScratchPutArgs>,
+    output_schema: schema::<ScratchPutResult>,
+    run: run_scratch_put,
+};
+
+pub const SCRATCH_REF: ToolSpec = ToolSpec {
+    name: "scratch_ref",
+    title: "Look up a scratchpad entry",
+    description: "Look up a scratchpad deposit by sha256 or label without returning its \
+        content: label(s), created_at, bytes, content_type, notes. Torn or corrupt index \
+        lines are skipped and reported.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<ScratchRefArgs>,
+    output_schema: schema::<ScratchRefResult>,
+    run: run_scratch_ref,
+};
+
+pub const SCRATCH_GET: ToolSpec = ToolSpec {
+    name: "scratch_get",
+    title: "Read scratchpad content",
+    description: "Return a scratchpad blob's content by sha256 (encoding=base64 for binary). \
+        The blob is re-hashed on read: a mismatch is write_corruption. Refused with \
+        policy_violation when the server runs with RW_SCRATCH_DISABLE_GET.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<ScratchGetArgs>,
+    output_schema: schema::<ScratchGetResult>,
+    run: run_scratch_get,
+};
+
+fn gitignore_warnings(svc: &Service) -> Vec<ScratchWarning> {
+    svc.notes()
+        .iter()
+        .filter(|n| n.contains("not git-ignored"))
+        .map(|n| ScratchWarning {
+            reason: "state_dir_not_gitignored".into(),
+            hint: n.clone(),
+        })
+        .collect()
+}
+
+fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
+    let args: ScratchPutArgs = parse_args(raw)?;
+    let encoding = match args.encoding {
+        ContentEncoding::Utf8 => "utf-8",
+        ContentEncoding::Base64 => "base64",
+    };
+    let bytes = decode_content(svc, args.content, args.encoding)?;
+    let who = Caller {
+        caller: svc.caller(),
+        tool: "scratch_put".into(),
+    };
+    let d = scratch::deposit_as(
+        svc,
+        &who,
+        &bytes,
+        &Meta {
+            label: args.label.as_deref(),
+            content_type: args.content_type.as_deref(),
+            notes: args.notes.as_deref(),
+            encoding,
+        },
+    )?;
+    let mut warnings = gitignore_warnings(svc);
+    warnings.extend(d.warnings.into_iter().map(|w| ScratchWarning {
+        reason: "scratch".into(),
+        hint: w,
+    }));
+    to_value(&ScratchPutResult {
+        ok: true,
+        sha256: d.sha256,
+        scratch_path: d.scratch_path,
+        bytes: d.bytes,
+        dedup: d.dedup,
+        deduped: d.dedup,
+        journal_id: d.journal_id,
+        warnings,
+    })
+}
+
+fn field(row: &Map<String, Value>, k: &str) -> Option<String> {
+    row.get(k).and_then(Value::as_str).map(str::to_string)
+}
+
+fn run_scratch_ref(svc: &Service, raw: Value) -> Result<Value> {
+    let args: ScratchRefArgs = parse_args(raw)?;
+    let sha = args
+        .sha256
+        .as_deref()
+        .map(scratch::parse_sha256)
+        .transpose()?;
+    if sha.is_none() && args.label.is_none() {
+        return Err(Failure::InvalidArguments {
+            message: "give sha256 or label".into(),
+        });
+    }
+    let (rows, skipped) = scratch::read_index(svc)?;
+    let matching = |r: &Map<String, Value>| {
+        sha.as_deref()
+            .is_none_or(|h| r.get("sha256").and_then(Value::as_str) == Some(h))
+            && args
+                .label
+                .as_deref()
+                .is_none_or(|l| r.get("label").and_then(Value::as_str) == Some(l))
+    };
+    let Some(latest) = rows.iter().rev().find(|r| matching(r)).cloned() else {
+        return Err(Failure::ScratchNotFound {
+            sha256: sha,
+            label: args.label,
+        });
+    };
+    let address = field(&latest, "sha256").unwrap_or_default();
+    let aliases: Vec<&Map<String, Value>> = rows
+        .iter()
+        .filter(|r| r.get("sha256").and_then(Value::as_str) == Some(address.as_str()))
+        .collect();
+    let mut labels: Vec<String> = Vec::new();
+    for r in &aliases {
+        if let Some(l) = field(r, "label")
+            && !labels.contains(&l)
+        {
+            labels.push(l);
+        }
+    }
+    to_value(&ScratchRefResult {
+        ok: true,
+        scratch_path: scratch::blob_path(&address),
+        bin_exists: scratch::blob_exists(svc, &address),
+        sha256: address,
+        label: field(&latest, "label"),
+        labels,
+        created_at: field(&latest, "created_at"),
+        bytes: latest.get("bytes").and_then(Value::as_u64),
+        content_type: field(&latest, "content_type"),
+        notes: field(&latest, "notes"),
+        encoding: field(&latest, "encoding"),
+        alias_count: aliases.len(),
+        entry: latest,
+        skipped_lines: skipped,
+    })
+}
+
+fn run_scratch_get(svc: &Service, raw: Value) -> Result<Value> {
+    // The switch is checked before anything else: a write-only scratchpad says so even to a
+    // malformed request.
+    if std::env::var_os(scratch::DISABLE_GET_ENV).is_some_and(|v| !v.is_empty()) {
+        return Err(Failure::ScratchGetDisabled);
+    }
+    let args: ScratchGetArgs = parse_args(raw)?;
+    let sha = scratch::parse_sha256(&args.sha256)?;
+    let bytes = scratch::get(svc, &sha)?;
+    let (content, encoding) = match args.encoding {
+        ContentEncoding::Base64 => (
+            base64::engine::general_purpose::STANDARD.encode(&bytes),
+            "base64",
+        ),
+        ContentEncoding::Utf8 => (
+            String::from_utf8(bytes.clone()).map_err(|e| Failure::Encoding {
+                field: "content".into(),
+                reason: format!(
+                    "the blob is not UTF-8 ({}); call again with encoding=base64",
+                    e.utf8_error()
+                ),
+            })?,
+            "utf-8",
+        ),
+    };
+    let (rows, _) = scratch::read_index(svc).unwrap_or_default();
+    let meta = rows
+        .iter()
+        .rev()
+        .find(|r| r.get("sha256").and_then(Value::as_str) == Some(sha.as_str()));
+    to_value(&ScratchGetResult {
+        ok: true,
+        content,
+        encoding: encoding.into(),
+        bytes: bytes.len() as u64,
+        content_type: meta.and_then(|m| field(m, "content_type")),
+        label: meta.and_then(|m| field(m, "label")),
+        sha256: sha,
+    })
+}

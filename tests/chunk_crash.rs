@@ -1,0 +1,233 @@
+//! Crash test for chunk sessions: a server appending chunks of known content to one session
+//! and now and then composing it is SIGKILLed at random moments. After each kill:
+//! - the session holds chunks 1..=k, contiguous, every one wholly its known content, and every
+//!   acknowledged append is among them (a crash loses at most the chunk in flight);
+//! - `chunk_status` reports no modified chunk and the session ready: a kill between a chunk
+//!   write and its manifest update is not mistaken for a hand edit;
+//! - the composed file, if any, is wholly the composition of chunks 1..=m for some m <= k
+//!   (never torn, never mixed);
+//! - the next compose succeeds and yields exactly chunks 1..=k.
+//!
+//! `RW_CHUNK_CRASH_TRIALS` sets the number of trials (default 40), `RW_CRASH_SEED` the seed.
+
+mod common;
+
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::Duration;
+
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    fn range(&mut self, lo: u64, hi: u64) -> u64 {
+        lo + self.next() % (hi - lo + 1)
+    }
+}
+
+/// The content of chunk `i`: a header naming it, then a body whose length depends on `i`.
+fn chunk(i: u64) -> String {
+    let len = 64 + (i * 7919) % 20_000;
+    let mut s = format!("<chunk {i}>");
+    while (s.len() as u64) < len {
+        s.push((b'a' + (i % 26) as u8) as char);
+    }
+    s.push('\n');
+    s
+}
+
+fn composed(n: u64) -> Vec<u8> {
+    (1..=n).flat_map(|i| chunk(i).into_bytes()).collect()
+}
+
+struct Client {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Client {
+    fn start(root: &Path) -> Client {
+        let mut child = Command::new(common::bin())
+            .current_dir(root)
+            .env_remove("RW_WORKSPACE")
+            .env_remove("RW_STATE_DIR")
+            .env_remove("RW_FAULT_INJECT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn resilient-write");
+        let stdin = child.stdin.take().expect("stdin");
+        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut c = Client {
+            child,
+            stdin,
+            stdout,
+            next_id: 1,
+        };
+        c.request(
+            "initialize",
+            json!({"protocolVersion": "2025-06-18", "capabilities": {},
+                   "clientInfo": {"name": "chunk-crash", "version": "0"}}),
+        )
+        .expect("initialize answered");
+        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
+            .expect("initialized sent");
+        c
+    }
+
+    fn send(&mut self, msg: &Value) -> Option<()> {
+        let mut line = msg.to_string().into_bytes();
+        line.push(b'\n');
+        self.stdin.write_all(&line).ok()?;
+        self.stdin.flush().ok()
+    }
+
+    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
+        let id = self.next_id;
+        self.next_id += 1;
+        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
+        loop {
+            let mut line = String::new();
+            if self.stdout.read_line(&mut line).ok()? == 0 {
+                return None;
+            }
+            let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
+            if v.get("id") == Some(&json!(id)) {
+                return Some(v);
+            }
+        }
+    }
+
+    /// A tool call: Some(structuredContent) when answered, None when the server died.
+    fn call(&mut self, tool: &str, args: Value) -> Option<Value> {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}))?;
+        let result = &r["result"];
+        assert_eq!(result["isError"], json!(false), "{tool} failed: {r}");
+        Some(result["structuredContent"].clone())
+    }
+}
+
+fn present_chunks(root: &Path) -> Vec<u64> {
+    let dir = root.join(".resilient_write/chunks/crash");
+    let mut v: Vec<u64> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| {
+                    let n = e.file_name().to_string_lossy().to_string();
+                    n.strip_prefix("part-")?.strip_suffix(".txt")?.parse().ok()
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort_unstable();
+    v
+}
+
+#[test]
+fn killed_chunk_sessions_stay_consistent_and_compose() {
+    let trials = std::env::var("RW_CHUNK_CRASH_TRIALS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(40u64);
+    let seed = std::env::var("RW_CRASH_SEED")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0x5eed_c4a5);
+    let mut rng = Rng(seed);
+    let ws = common::Workspace::new();
+    let root = ws.root.clone();
+    let out = root.join("out.txt");
+    let mut acked = 0u64;
+    let mut kills_mid_call = 0u64;
+    for trial in 0..trials {
+        let mut c = Client::start(&root);
+        let pid = c.child.id();
+        let delay = Duration::from_micros(rng.range(2_000, 60_000));
+        let killer = std::thread::spawn(move || {
+            std::thread::sleep(delay);
+            let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+        });
+        loop {
+            let next = acked + 1;
+            let r = if rng.range(0, 9) == 0 {
+                c.call(
+                    "rw_chunk_compose",
+                    json!({"session": "crash", "output_path": "out.txt"}),
+                )
+            } else {
+                c.call(
+                    "rw_chunk_append",
+                    json!({"session": "crash", "content": chunk(next)}),
+                )
+                .inspect(|r| {
+                    assert_eq!(r["index"], json!(next), "trial {trial}: append index");
+                })
+            };
+            match r {
+                Some(r) if r.get("index").is_some() => acked = next,
+                Some(_) => {}
+                None => {
+                    kills_mid_call += 1;
+                    break;
+                }
+            }
+        }
+        killer.join().unwrap();
+        let _ = c.child.wait();
+
+        let present = present_chunks(&root);
+        let k = present.len() as u64;
+        assert_eq!(present, (1..=k).collect::<Vec<_>>(), "trial {trial}: gap");
+        assert!(
+            k == acked || k == acked + 1,
+            "trial {trial}: {k} chunks present, {acked} acknowledged"
+        );
+        for i in 1..=k {
+            let got =
+                std::fs::read(root.join(format!(".resilient_write/chunks/crash/part-{i:03}.txt")))
+                    .unwrap();
+            assert_eq!(got, chunk(i).as_bytes(), "trial {trial}: chunk {i} torn");
+        }
+        acked = k;
+        if let Ok(bytes) = std::fs::read(&out) {
+            assert!(
+                (1..=k).any(|m| bytes == composed(m)),
+                "trial {trial}: composed file is not a composition of a prefix"
+            );
+        }
+        let mut check = Client::start(&root);
+        let st = check
+            .call("rw_chunk_status", json!({"session": "crash"}))
+            .expect("status answered");
+        if k > 0 {
+            assert_eq!(st["modified_chunks"], json!([]), "trial {trial}: {st}");
+            assert_eq!(st["ready"], json!(true), "trial {trial}: {st}");
+        }
+        drop(check.stdin);
+        let _ = check.child.wait();
+    }
+    let mut c = Client::start(&root);
+    if acked > 0 {
+        c.call(
+            "rw_chunk_compose",
+            json!({"session": "crash", "output_path": "out.txt"}),
+        )
+        .expect("final compose answered");
+        assert_eq!(std::fs::read(&out).unwrap(), composed(acked));
+    }
+    eprintln!("{trials} trials, {acked} chunks, {kills_mid_call} kills during a call");
+    let _ = c.child.kill();
+    let _ = c.child.wait();
+}
