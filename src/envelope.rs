@@ -151,8 +151,28 @@ pub enum Failure {
     },
     #[error("unknown tool {name:?}")]
     UnknownTool { name: String },
+    /// A structured document (a handoff envelope, a checkpoint argument) that breaks its
+    /// format: malformed YAML (with the line), missing required fields, a bad value.
+    #[error("{what}: {message}{}", line_suffix(*line))]
+    InvalidDocument {
+        what: String,
+        message: String,
+        line: Option<usize>,
+        field: Option<String>,
+        missing_fields: Vec<String>,
+    },
+    /// A server-owned state file (a checkpoint) that can no longer be parsed.
+    #[error("{path}: corrupt ({reason})")]
+    CorruptState { path: String, reason: String },
     #[error("internal error: {0}")]
     Internal(String),
+}
+
+fn line_suffix(line: Option<usize>) -> String {
+    match line {
+        Some(l) => format!(" (line {l})"),
+        None => String::new(),
+    }
 }
 
 fn edit_suffix(edit_index: Option<usize>) -> String {
@@ -264,6 +284,8 @@ impl Failure {
             Failure::IdempotencyConflict { .. } => (K::StalePrecondition, R::Unknown, A::Abort),
             Failure::RetryBudgetExhausted { .. } => (K::Blocked, R::Unknown, A::Abort),
             Failure::ContentBlocked { .. } => (K::Blocked, R::ContentFilter, A::Redact),
+            Failure::InvalidDocument { .. } => (K::PolicyViolation, R::Encoding, A::Escape),
+            Failure::CorruptState { .. } => (K::WriteCorruption, R::Encoding, A::AskUser),
             Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
         }
     }
@@ -281,6 +303,7 @@ impl Failure {
                 | Failure::OutsideWorkspace { .. }
                 | Failure::StateDirectory { .. }
                 | Failure::IdempotencyConflict { .. }
+                | Failure::InvalidDocument { .. }
         )
     }
 
@@ -399,6 +422,29 @@ impl Failure {
                 put("score", json!(score));
                 put("verdict", json!(verdict));
                 put("detected", json!(detected));
+            }
+            Failure::InvalidDocument {
+                what,
+                line,
+                field,
+                missing_fields,
+                ..
+            } => {
+                put("reason", json!("invalid_document"));
+                put("document", json!(what));
+                if let Some(l) = line {
+                    put("line", json!(l));
+                }
+                if let Some(f) = field {
+                    put("field", json!(f));
+                }
+                if !missing_fields.is_empty() {
+                    put("missing_fields", json!(missing_fields));
+                }
+            }
+            Failure::CorruptState { path, reason } => {
+                put("path", json!(path));
+                put("reason", json!(reason));
             }
             Failure::Internal(_) => put("reason", json!("internal")),
         }

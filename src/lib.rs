@@ -3,15 +3,19 @@
 //! The core library knows nothing of MCP or of the command line: one module per layer of the
 //! paper, and thin front ends ([`mcp`], [`cli`]) on top. See `docs/ARCHITECTURE.md`.
 
+pub mod analytics;
+pub mod checkpoint;
 pub mod classify;
 pub mod edit;
 pub mod envelope;
+pub mod handoff;
 pub mod hash;
 pub mod journal;
 pub mod pipeline;
 pub mod policy;
 pub mod retry;
 pub mod service;
+pub mod state;
 pub mod stdio;
 pub mod tools;
 pub mod validate;

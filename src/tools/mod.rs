@@ -10,7 +10,11 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub mod analytics;
+pub mod checkpoint;
+pub mod handoff;
 pub mod journal_tail;
+pub mod validate;
 pub mod write;
 
 /// One tool.
@@ -43,6 +47,14 @@ pub fn catalog() -> &'static [ToolSpec] {
         write::SAFE_WRITE,
         write::SAFE_REPLACE,
         journal_tail::JOURNAL_TAIL,
+        validate::VALIDATE,
+        handoff::HANDOFF_WRITE,
+        handoff::HANDOFF_READ,
+        checkpoint::CHECKPOINT,
+        checkpoint::CHECKPOINT_READ,
+        checkpoint::CHECKPOINT_LIST,
+        checkpoint::CHECKPOINT_CLEANUP,
+        analytics::ANALYTICS,
     ];
     CATALOG
 }
