@@ -182,6 +182,19 @@ pub enum Failure {
     },
     #[error("scratch_get is disabled by RW_SCRATCH_DISABLE_GET (the scratchpad is write-only)")]
     ScratchGetDisabled,
+    /// A structured document (a handoff envelope, a checkpoint argument) that breaks its
+    /// format: malformed YAML (with the line), missing required fields, a bad value.
+    #[error("{what}: {message}{}", line_suffix(*line))]
+    InvalidDocument {
+        what: String,
+        message: String,
+        line: Option<usize>,
+        field: Option<String>,
+        missing_fields: Vec<String>,
+    },
+    /// A server-owned state file (a checkpoint) that can no longer be parsed.
+    #[error("{path}: corrupt ({reason})")]
+    CorruptState { path: String, reason: String },
     #[error("internal error: {0}")]
     Internal(String),
 }
@@ -191,6 +204,13 @@ fn scratch_key(sha256: &Option<String>, label: &Option<String>) -> String {
         (Some(h), _) => format!("sha256 {h}"),
         (None, Some(l)) => format!("label {l:?}"),
         (None, None) => "the request".into(),
+    }
+}
+
+fn line_suffix(line: Option<usize>) -> String {
+    match line {
+        Some(l) => format!(" (line {l})"),
+        None => String::new(),
     }
 }
 
@@ -304,6 +324,8 @@ impl Failure {
             Failure::RetryBudgetExhausted { .. } => (K::Blocked, R::Unknown, A::Abort),
             Failure::ContentBlocked { .. } => (K::Blocked, R::ContentFilter, A::Redact),
             Failure::PolicyInvalid { .. } => (K::PolicyViolation, R::Unknown, A::AskUser),
+            Failure::InvalidDocument { .. } => (K::PolicyViolation, R::Encoding, A::Escape),
+            Failure::CorruptState { .. } => (K::WriteCorruption, R::Encoding, A::AskUser),
             Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
             Failure::ChunkArgument { .. } => (K::PolicyViolation, R::Unknown, A::Abort),
             Failure::ChunkSession { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
@@ -328,6 +350,7 @@ impl Failure {
                 | Failure::PolicyInvalid { .. }
                 | Failure::ChunkArgument { .. }
                 | Failure::ScratchGetDisabled
+                | Failure::InvalidDocument { .. }
         )
     }
 
@@ -456,6 +479,29 @@ impl Failure {
                 put("policy_file", json!(file));
                 put("line", json!(line));
                 put("policy_error", json!(message));
+            }
+            Failure::InvalidDocument {
+                what,
+                line,
+                field,
+                missing_fields,
+                ..
+            } => {
+                put("reason", json!("invalid_document"));
+                put("document", json!(what));
+                if let Some(l) = line {
+                    put("line", json!(l));
+                }
+                if let Some(f) = field {
+                    put("field", json!(f));
+                }
+                if !missing_fields.is_empty() {
+                    put("missing_fields", json!(missing_fields));
+                }
+            }
+            Failure::CorruptState { path, reason } => {
+                put("path", json!(path));
+                put("reason", json!(reason));
             }
             Failure::Internal(_) => put("reason", json!("internal")),
             Failure::ChunkArgument {

@@ -3,10 +3,13 @@
 //! The core library knows nothing of MCP or of the command line: one module per layer of the
 //! paper, and thin front ends ([`mcp`], [`cli`]) on top. See `docs/ARCHITECTURE.md`.
 
+pub mod analytics;
+pub mod checkpoint;
 pub mod chunks;
 pub mod classify;
 pub mod edit;
 pub mod envelope;
+pub mod handoff;
 pub mod hash;
 pub mod journal;
 pub mod pipeline;
@@ -23,5 +26,5 @@ pub mod validate;
 pub mod workspace;
 
 pub mod cli;
-pub mod scan;
 pub mod mcp;
+pub mod scan;

@@ -6,8 +6,11 @@
 use crate::service::Service;
 use crate::tools::{self, catalog, listed_name};
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, InitializeResult,
-    ListToolsResult, PaginatedRequestParams, ServerCapabilities, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
+    GetPromptResponse, GetPromptResult, Implementation, InitializeResult, ListPromptsResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -27,7 +30,14 @@ PII, binaries): rw_scratch_put, then refer to it by sha256. \
 Before writing a draft that may hold credentials, \
 keys or personal data, call rw_risk_score (or pass classify=true to the write); if it finds \
 something, rw_redact returns the draft with typed {REDACTED:<rule>} placeholders in one call. A \
-content_filter refusal is never worth retrying unchanged: redact or ask the user.";
+content_filter refusal is never worth retrying unchanged: redact or ask the user. \
+Before you stop, or when you are blocked, record where \
+the task stands with rw_handoff_write (HANDOFF.md); a fresh agent starts with rw_handoff_read or \
+the `resume` prompt. Keep intermediate data in rw_checkpoint; check a draft's syntax with \
+rw_validate before writing it.";
+
+/// URI of the handoff resource (the workspace's HANDOFF.md).
+pub const HANDOFF_URI: &str = "resilient-write://handoff";
 
 /// The MCP server.
 #[derive(Clone)]
@@ -79,12 +89,18 @@ impl ServerHandler for McpServer {
             instructions.push_str("\nNote: ");
             instructions.push_str(note);
         }
-        InitializeResult::new(ServerCapabilities::builder().enable_tools().build())
-            .with_server_info(
-                Implementation::new("resilient-write", env!("CARGO_PKG_VERSION"))
-                    .with_title("Resilient Write"),
-            )
-            .with_instructions(instructions)
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("resilient-write", env!("CARGO_PKG_VERSION"))
+                .with_title("Resilient Write"),
+        )
+        .with_instructions(instructions)
     }
 
     async fn list_tools(
@@ -155,5 +171,100 @@ impl ServerHandler for McpServer {
             ),
         };
         Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        let prompt = Prompt::new(
+            "resume",
+            Some(
+                "Resume an interrupted task from its handoff envelope: summary, status, \
+                 files that drifted since, steps ready now, next steps and notes.",
+            ),
+            Some(vec![
+                PromptArgument::new("path")
+                    .with_description("The handoff file (default HANDOFF.md)")
+                    .with_required(false),
+            ]),
+        )
+        .with_title("Resume from HANDOFF.md");
+        Ok(ListPromptsResult::with_all_items(vec![prompt]))
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        if request.name != "resume" {
+            return Err(McpError::invalid_params(
+                format!("unknown prompt: {}", request.name),
+                None,
+            ));
+        }
+        let path = request
+            .arguments
+            .as_ref()
+            .and_then(|a| a.get("path"))
+            .and_then(Value::as_str)
+            .unwrap_or(crate::handoff::DEFAULT_HANDOFF_PATH)
+            .to_string();
+        let service = self.service.clone();
+        let shown = path.clone();
+        let text = tokio::task::spawn_blocking(move || {
+            crate::tools::handoff::resume_prompt(&service, &path)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("resume task failed: {e}"), None))?
+        .map_err(|f| {
+            let envelope = serde_json::to_value(f.envelope("resume", 0)).ok();
+            McpError::invalid_params(format!("cannot resume from {shown}: {f}"), envelope)
+        })?;
+        let mut result = GetPromptResult::new(vec![PromptMessage::new_text(Role::User, text)]);
+        result.description = Some(format!("Resume the task recorded in {shown}"));
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        let handoff = Resource::new(HANDOFF_URI, "handoff")
+            .with_title("Task handoff (HANDOFF.md)")
+            .with_description(
+                "The current task-continuity envelope: YAML front-matter and Markdown notes.",
+            )
+            .with_mime_type("text/markdown");
+        Ok(ListResourcesResult::with_all_items(vec![handoff]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        if request.uri != HANDOFF_URI {
+            return Err(McpError::resource_not_found(
+                format!("unknown resource: {}", request.uri),
+                None,
+            ));
+        }
+        let service = self.service.clone();
+        let loaded = tokio::task::spawn_blocking(move || {
+            crate::tools::handoff::load(&service, crate::handoff::DEFAULT_HANDOFF_PATH)
+        })
+        .await
+        .map_err(|e| McpError::internal_error(format!("read task failed: {e}"), None))?
+        .map_err(|f| {
+            let envelope = serde_json::to_value(f.envelope("resources/read", 0)).ok();
+            McpError::resource_not_found(format!("handoff: {f}"), envelope)
+        })?;
+        let contents =
+            ResourceContents::text(loaded.text, HANDOFF_URI).with_mime_type("text/markdown");
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 }

@@ -145,3 +145,14 @@ impl StateDir {
         })
     }
 }
+
+/// A pipeline target for `state_dir/<subdir>/<name>`, creating the subdirectory (0700) when
+/// missing. `subdir` and `name` are the server's own, already validated (no `/`, no `..`).
+pub fn target(state_dir: &Path, subdir: &str, name: &str) -> Result<Target> {
+    match open_subdir(state_dir, &[subdir], 0o700, true)? {
+        Some(dir) => dir.target(name),
+        None => Err(Failure::Internal(format!(
+            "state directory {subdir} could not be created"
+        ))),
+    }
+}

@@ -10,10 +10,14 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub mod analytics;
+pub mod checkpoint;
 pub mod chunks;
+pub mod handoff;
 pub mod journal_tail;
 pub mod l0;
 pub mod scratch;
+pub mod validate;
 pub mod write;
 
 /// One tool.
@@ -57,6 +61,14 @@ pub fn catalog() -> &'static [ToolSpec] {
         scratch::SCRATCH_PUT,
         scratch::SCRATCH_REF,
         scratch::SCRATCH_GET,
+        validate::VALIDATE,
+        handoff::HANDOFF_WRITE,
+        handoff::HANDOFF_READ,
+        checkpoint::CHECKPOINT,
+        checkpoint::CHECKPOINT_READ,
+        checkpoint::CHECKPOINT_LIST,
+        checkpoint::CHECKPOINT_CLEANUP,
+        analytics::ANALYTICS,
     ];
     CATALOG
 }

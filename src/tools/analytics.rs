@@ -1,0 +1,81 @@
+//! `analytics`: the MCP face of [`crate::analytics`], one streaming pass over the journal.
+
+use super::{ToolSpec, parse_args, schema, to_value};
+use crate::analytics::{Analytics, Query, analyse, parse_since};
+use crate::envelope::{Failure, Result};
+use crate::service::Service;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Arguments of `analytics`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct AnalyticsArgs {
+    /// Only rows at or after this time (RFC 3339, e.g. 2026-04-12T10:00:00Z, or a date).
+    #[serde(default)]
+    pub since: Option<String>,
+    /// Only this chunk session in `sessions` (the other counters see every row).
+    #[serde(default)]
+    pub session_filter: Option<String>,
+}
+
+/// Result of `analytics`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct AnalyticsResult {
+    pub ok: bool,
+    #[serde(flatten)]
+    pub analytics: Analytics,
+}
+
+pub const ANALYTICS: ToolSpec = ToolSpec {
+    name: "analytics",
+    title: "Journal analytics",
+    description: "Summarise the write journal in one pass: total_writes, unique_paths, \
+        total_bytes_written, by_mode, by_caller, timeline (last 50 writes), hot_paths (top \
+        5), chunk sessions, write_velocity (writes per minute, average bytes, peak minute), \
+        period, and corrupt_lines (skipped, not fatal). Filter with since (RFC 3339) and \
+        session_filter. Read-only.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<AnalyticsArgs>,
+    output_schema: schema::<AnalyticsResult>,
+    run: run_analytics,
+};
+
+/// Run the analysis for `args` against the service's journal.
+pub fn run_query(svc: &Service, args: AnalyticsArgs) -> Result<Analytics> {
+    let since = match args.since.as_deref() {
+        None => None,
+        Some(s) => Some(parse_since(s).ok_or_else(|| Failure::InvalidArguments {
+            message: format!(
+                "since {s:?} is not an RFC 3339 time (2026-04-12T10:00:00Z) or a date (2026-04-12)"
+            ),
+        })?),
+    };
+    let q = Query {
+        since,
+        session_filter: args.session_filter,
+    };
+    let journal = svc.pipeline().journal();
+    let file = match std::fs::File::open(journal.path()) {
+        Ok(f) => Some(f),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(Failure::io("read journal", journal.path(), e)),
+    };
+    let result = match file {
+        Some(f) => analyse(f, &q),
+        None => analyse(std::io::empty(), &q),
+    };
+    result.map_err(|e| Failure::io("read journal", journal.path(), e))
+}
+
+fn run_analytics(svc: &Service, raw: Value) -> Result<Value> {
+    let args: AnalyticsArgs = parse_args(raw)?;
+    let analytics = run_query(svc, args)?;
+    to_value(&AnalyticsResult {
+        ok: true,
+        analytics,
+    })
+}

@@ -1,0 +1,113 @@
+//! `validate`: the MCP face of [`crate::validate`]. Always `ok: true`; `valid` carries the
+//! verdict. Content that is not UTF-8 (sent base64-encoded with `encoding: base64`, or
+//! arriving as a lone surrogate the transport could not carry) is a report with one error at
+//! the first bad byte, not a failed call.
+
+use super::write::ContentEncoding;
+use super::{ToolSpec, parse_args, schema, to_value};
+use crate::envelope::{Failure, Result};
+use crate::service::Service;
+use crate::validate::ValidationReport;
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Arguments of `validate`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ValidateArgs {
+    /// The draft to check.
+    pub content: String,
+    /// json, jsonl, yaml, toml, python, latex, markdown, xml, html (aliases like yml, py, tex,
+    /// md accepted). Else the target_path extension decides, else the content.
+    #[serde(default)]
+    pub format_hint: Option<String>,
+    /// The path the draft is meant for (its extension picks the format).
+    #[serde(default)]
+    pub target_path: Option<String>,
+    /// utf-8 (default) or base64 (to check bytes that may not be UTF-8).
+    #[serde(default)]
+    pub encoding: ContentEncoding,
+}
+
+/// Result of `validate`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ValidateResult {
+    /// Always true: the call worked; `valid` says whether the content passed.
+    pub ok: bool,
+    #[serde(flatten)]
+    pub report: ValidationReport,
+}
+
+pub const VALIDATE: ToolSpec = ToolSpec {
+    name: "validate",
+    title: "Check a draft's syntax",
+    description: "Check a draft before writing it: json, jsonl, yaml, toml, python (a real \
+        parser), latex (braces, environments, document structure, common typos), markdown \
+        (front-matter, fences), xml and html. Format from format_hint, else target_path's \
+        extension, else the content. Returns valid, format, errors[{line, col, message, \
+        severity}] and a summary; ok is always true (valid carries pass/fail). Writes \
+        nothing.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<ValidateArgs>,
+    output_schema: schema::<ValidateResult>,
+    run: run_validate,
+};
+
+fn run_validate(svc: &Service, mut raw: Value) -> Result<Value> {
+    // A lone surrogate or raw non-UTF-8 bytes in `content` reach us as the transport's
+    // sentinel: validating is exactly the place to report them, so take content out before
+    // the generic argument check (which would refuse the call) and map each sentinel back to
+    // an invalid byte.
+    let mut bad_bytes: Option<Vec<u8>> = None;
+    if let Some(Value::String(s)) = raw.get_mut("content")
+        && s.contains(crate::stdio::BAD_UNICODE_SENTINEL)
+    {
+        let mut bytes = Vec::with_capacity(s.len());
+        for (i, part) in s.split(crate::stdio::BAD_UNICODE_SENTINEL).enumerate() {
+            if i > 0 {
+                bytes.push(0xff);
+            }
+            bytes.extend_from_slice(part.as_bytes());
+        }
+        bad_bytes = Some(bytes);
+        *s = String::new();
+    }
+    let args: ValidateArgs = parse_args(raw)?;
+    let hint = args.format_hint.as_deref();
+    let path = args.target_path.as_deref();
+    let limit = svc.config().max_write_bytes;
+    let report = match (bad_bytes, args.encoding) {
+        (Some(bytes), _) => crate::validate::validate_bytes(&bytes, hint, path),
+        (None, ContentEncoding::Utf8) => {
+            if args.content.len() as u64 > limit {
+                return Err(Failure::TooLarge {
+                    what: "content".into(),
+                    bytes: args.content.len() as u64,
+                    limit,
+                });
+            }
+            crate::validate::validate(&args.content, hint, path)
+        }
+        (None, ContentEncoding::Base64) => {
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(args.content.trim())
+                .map_err(|e| Failure::Encoding {
+                    field: "content".into(),
+                    reason: format!("invalid base64: {e}"),
+                })?;
+            if bytes.len() as u64 > limit {
+                return Err(Failure::TooLarge {
+                    what: "content".into(),
+                    bytes: bytes.len() as u64,
+                    limit,
+                });
+            }
+            crate::validate::validate_bytes(&bytes, hint, path)
+        }
+    };
+    to_value(&ValidateResult { ok: true, report })
+}
