@@ -149,6 +149,16 @@ pub enum Failure {
         families: Vec<String>,
         detected: Vec<Value>,
     },
+    #[error("transaction {tx_id}: {reason}")]
+    TxNotOpen { tx_id: String, reason: String },
+    #[error("transaction {tx_id}: {} file(s) changed since they were staged; nothing was written", conflicts.len())]
+    TxConflict { tx_id: String, conflicts: Vec<Value> },
+    #[error("{path}: version {version} cannot be restored ({reason})")]
+    VersionUnavailable {
+        path: String,
+        version: String,
+        reason: String,
+    },
     #[error("unknown tool {name:?}")]
     UnknownTool { name: String },
     #[error("internal error: {0}")]
@@ -264,6 +274,9 @@ impl Failure {
             Failure::IdempotencyConflict { .. } => (K::StalePrecondition, R::Unknown, A::Abort),
             Failure::RetryBudgetExhausted { .. } => (K::Blocked, R::Unknown, A::Abort),
             Failure::ContentBlocked { .. } => (K::Blocked, R::ContentFilter, A::Redact),
+            Failure::TxNotOpen { .. } => (K::StalePrecondition, R::Unknown, A::Abort),
+            Failure::TxConflict { .. } => (K::StalePrecondition, R::Unknown, A::RetryLater),
+            Failure::VersionUnavailable { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
             Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
         }
     }
@@ -281,6 +294,7 @@ impl Failure {
                 | Failure::OutsideWorkspace { .. }
                 | Failure::StateDirectory { .. }
                 | Failure::IdempotencyConflict { .. }
+                | Failure::TxNotOpen { .. }
         )
     }
 
@@ -399,6 +413,24 @@ impl Failure {
                 put("score", json!(score));
                 put("verdict", json!(verdict));
                 put("detected", json!(detected));
+            }
+            Failure::TxNotOpen { tx_id, reason } => {
+                put("tx_id", json!(tx_id));
+                put("reason", json!(reason));
+            }
+            Failure::TxConflict { tx_id, conflicts } => {
+                put("tx_id", json!(tx_id));
+                put("reason", json!("tx_conflict"));
+                put("conflicts", json!(conflicts));
+            }
+            Failure::VersionUnavailable {
+                path,
+                version,
+                reason,
+            } => {
+                put("path", json!(path));
+                put("version", json!(version));
+                put("reason", json!(reason));
             }
             Failure::Internal(_) => put("reason", json!("internal")),
         }

@@ -7,13 +7,16 @@ pub mod classify;
 pub mod edit;
 pub mod envelope;
 pub mod hash;
+pub mod history;
 pub mod journal;
+pub mod objects;
 pub mod pipeline;
 pub mod policy;
 pub mod retry;
 pub mod service;
 pub mod stdio;
 pub mod tools;
+pub mod tx;
 pub mod validate;
 pub mod workspace;
 

@@ -10,7 +10,9 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+pub mod history;
 pub mod journal_tail;
+pub mod tx;
 pub mod write;
 
 /// One tool.
@@ -43,6 +45,14 @@ pub fn catalog() -> &'static [ToolSpec] {
         write::SAFE_WRITE,
         write::SAFE_REPLACE,
         journal_tail::JOURNAL_TAIL,
+        tx::TX_BEGIN,
+        tx::TX_WRITE,
+        tx::TX_REPLACE,
+        tx::TX_STATUS,
+        tx::TX_COMMIT,
+        tx::TX_ROLLBACK,
+        history::HISTORY,
+        history::RESTORE,
     ];
     CATALOG
 }
