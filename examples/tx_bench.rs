@@ -83,7 +83,10 @@ fn main() {
         let path = if i % 2 == 0 {
             target.display().to_string()
         } else {
-            hroot.join(format!("other{}.txt", i % 50)).display().to_string()
+            hroot
+                .join(format!("other{}.txt", i % 50))
+                .display()
+                .to_string()
         };
         let row = JournalRow {
             journal_id: new_journal_id(),
@@ -114,5 +117,7 @@ fn main() {
     let first = times[0];
     let h = median(&mut times);
     println!("history of a path with 10,000 versions (20,000-row journal):");
-    println!("  {n} versions returned in {h:.1} ms (median of 7; first call {first:.1} ms); goal < 50 ms");
+    println!(
+        "  {n} versions returned in {h:.1} ms (median of 7; first call {first:.1} ms); goal < 50 ms"
+    );
 }

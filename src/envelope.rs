@@ -152,7 +152,10 @@ pub enum Failure {
     #[error("transaction {tx_id}: {reason}")]
     TxNotOpen { tx_id: String, reason: String },
     #[error("transaction {tx_id}: {} file(s) changed since they were staged; nothing was written", conflicts.len())]
-    TxConflict { tx_id: String, conflicts: Vec<Value> },
+    TxConflict {
+        tx_id: String,
+        conflicts: Vec<Value>,
+    },
     #[error("{path}: version {version} cannot be restored ({reason})")]
     VersionUnavailable {
         path: String,

@@ -45,7 +45,11 @@ pub struct Version {
 
 /// Scan the journal backwards for lines containing `needle`, newest first; `visit` gets each
 /// parsed row and returns false to stop.
-pub fn scan_back(journal: &Journal, needle: &str, mut visit: impl FnMut(Row) -> bool) -> io::Result<()> {
+pub fn scan_back(
+    journal: &Journal,
+    needle: &str,
+    mut visit: impl FnMut(Row) -> bool,
+) -> io::Result<()> {
     let finder = aho_corasick::AhoCorasick::new([needle]).map_err(io::Error::other)?;
     let mut file = match File::open(journal.path()) {
         Ok(f) => f,
@@ -81,7 +85,10 @@ pub fn scan_back(journal: &Journal, needle: &str, mut visit: impl FnMut(Row) -> 
         let hits: Vec<usize> = finder.find_iter(body).map(|m| m.start()).collect();
         let mut last_line_start = usize::MAX;
         for &h in hits.iter().rev() {
-            let ls = body[..h].iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+            let ls = body[..h]
+                .iter()
+                .rposition(|&b| b == b'\n')
+                .map_or(0, |p| p + 1);
             if ls == last_line_start {
                 continue;
             }
@@ -102,7 +109,10 @@ pub fn scan_back(journal: &Journal, needle: &str, mut visit: impl FnMut(Row) -> 
 }
 
 fn s(row: &Row, k: &str) -> String {
-    row.get(k).and_then(Value::as_str).unwrap_or_default().to_string()
+    row.get(k)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
 }
 
 /// The versions of `abs_path`, newest first, at most `limit`. `current_sha256` is the
@@ -121,8 +131,8 @@ pub fn versions(
             return true;
         }
         let sha256 = s(&row, "sha256");
-        let stored = current_sha256 == Some(sha256.as_str())
-            || objects.is_some_and(|o| o.contains(&sha256));
+        let stored =
+            current_sha256 == Some(sha256.as_str()) || objects.is_some_and(|o| o.contains(&sha256));
         out.push(Version {
             journal_id: s(&row, "journal_id"),
             ts: s(&row, "ts"),
@@ -305,7 +315,8 @@ pub struct Skipped {
 /// delete files).
 pub fn restore_tx(svc: &Service, tx_id: &str) -> Result<(tx::Committed, Vec<Skipped>)> {
     let journal = svc.pipeline().journal();
-    let rows = tx_rows(journal, tx_id).map_err(|e| Failure::io("read journal", journal.path(), e))?;
+    let rows =
+        tx_rows(journal, tx_id).map_err(|e| Failure::io("read journal", journal.path(), e))?;
     if rows.is_empty() {
         return Err(Failure::TxNotOpen {
             tx_id: tx_id.into(),
@@ -393,12 +404,22 @@ fn parse_bytes(v: &Value) -> std::result::Result<u64, String> {
     if let Some(n) = v.as_u64() {
         return Ok(n);
     }
-    let t = v.as_str().ok_or("max_bytes must be a number or a size like 500MB")?;
+    let t = v
+        .as_str()
+        .ok_or("max_bytes must be a number or a size like 500MB")?;
     let t = t.trim().to_ascii_uppercase();
-    let (num, mult) = [("GB", 1u64 << 30), ("MB", 1 << 20), ("KB", 1 << 10), ("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10), ("B", 1)]
-        .iter()
-        .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n.trim().to_string(), *m)))
-        .unwrap_or((t.clone(), 1));
+    let (num, mult) = [
+        ("GB", 1u64 << 30),
+        ("MB", 1 << 20),
+        ("KB", 1 << 10),
+        ("G", 1 << 30),
+        ("M", 1 << 20),
+        ("K", 1 << 10),
+        ("B", 1),
+    ]
+    .iter()
+    .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n.trim().to_string(), *m)))
+    .unwrap_or((t.clone(), 1));
     num.parse::<u64>()
         .map(|n| n.saturating_mul(mult))
         .map_err(|_| format!("max_bytes {t:?} is not a size like 500MB"))
@@ -408,9 +429,14 @@ fn parse_age(v: &Value) -> std::result::Result<Duration, String> {
     if let Some(n) = v.as_u64() {
         return Ok(Duration::from_secs(n));
     }
-    let t = v.as_str().ok_or("max_age must be seconds or a duration like 30d")?.trim();
+    let t = v
+        .as_str()
+        .ok_or("max_age must be seconds or a duration like 30d")?
+        .trim();
     let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
-    let n: u64 = num.parse().map_err(|_| format!("max_age {t:?} is not a duration like 30d"))?;
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("max_age {t:?} is not a duration like 30d"))?;
     let secs = match unit.trim() {
         "" | "s" => 1,
         "m" => 60,
@@ -440,10 +466,7 @@ impl Retention {
                 "max_bytes" => r.max_bytes = parse_bytes(v)?,
                 "max_age" => r.max_age = parse_age(v)?,
                 "keep_last" => {
-                    r.keep_last = v
-                        .as_u64()
-                        .ok_or("keep_last must be a whole number")?
-                        as usize
+                    r.keep_last = v.as_u64().ok_or("keep_last must be a whole number")? as usize
                 }
                 other => {
                     return Err(format!(
@@ -478,7 +501,10 @@ pub fn gc(
     let mut per_path: HashMap<String, Vec<String>> = HashMap::new();
     for row in &rows {
         if let Some(prev) = row.get("prev_sha256").and_then(Value::as_str) {
-            per_path.entry(s(row, "path")).or_default().push(prev.to_string());
+            per_path
+                .entry(s(row, "path"))
+                .or_default()
+                .push(prev.to_string());
         }
     }
     let mut protected: HashSet<String> = HashSet::new();
@@ -527,7 +553,10 @@ mod tests {
 
     #[test]
     fn retention_parses_sizes_ages_and_refuses_unknown_keys() {
-        let r = Retention::from_policy(Some(&json!({"max_bytes": "2MB", "max_age": "7d", "keep_last": 3}))).unwrap();
+        let r = Retention::from_policy(Some(
+            &json!({"max_bytes": "2MB", "max_age": "7d", "keep_last": 3}),
+        ))
+        .unwrap();
         assert_eq!(r.max_bytes, 2 << 20);
         assert_eq!(r.max_age, Duration::from_secs(7 * 86400));
         assert_eq!(r.keep_last, 3);
@@ -559,7 +588,10 @@ pub mod cli {
     pub fn history(mut config: Config, args: HistoryCliArgs) -> ExitCode {
         config.sweep_on_start = false;
         let svc = Service::start(config);
-        let v = match svc.call("history", json!({"path": args.path, "limit": args.n.clamp(1, 10_000)})) {
+        let v = match svc.call(
+            "history",
+            json!({"path": args.path, "limit": args.n.clamp(1, 10_000)}),
+        ) {
             Ok(v) => v,
             Err(env) => return fail(&message(&env)),
         };
@@ -579,7 +611,11 @@ pub mod cli {
                 s("mode"),
                 r["bytes"].as_u64().unwrap_or(0),
                 s("sha256").chars().take(16).collect::<String>(),
-                if r["stored"] == json!(true) { "yes" } else { "no" },
+                if r["stored"] == json!(true) {
+                    "yes"
+                } else {
+                    "no"
+                },
                 s("journal_id"),
                 s("tx_id")
             );
@@ -626,11 +662,7 @@ pub mod cli {
         let svc = Service::start(config);
         let policy_path = match args.policy {
             Some(p) if p.is_absolute() => p,
-            Some(p) => svc
-                .state_dir()
-                .parent()
-                .map(|r| r.join(&p))
-                .unwrap_or(p),
+            Some(p) => svc.state_dir().parent().map(|r| r.join(&p)).unwrap_or(p),
             None => svc.state_dir().join("policy.yaml"),
         };
         let policy = match crate::policy::Policy::load(&policy_path) {
@@ -669,7 +701,10 @@ pub mod cli {
             println!("{line}");
         }
         if !r.open.is_empty() {
-            println!("{} transaction(s) open in live processes, left alone", r.open.len());
+            println!(
+                "{} transaction(s) open in live processes, left alone",
+                r.open.len()
+            );
         }
         if r.problems.is_empty() {
             ExitCode::SUCCESS

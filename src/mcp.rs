@@ -20,7 +20,11 @@ tools over raw file writes: rw_safe_write (create/overwrite/append, atomic, veri
 pass expected_prev_sha256 when you edit a file you read), rw_safe_replace (exact-match edits, \
 dry_run diffs, several edits at once). Every failure returns a typed envelope: branch on \
 `error` and `suggested_action`, and do not repeat an identical call once retry_budget is 0. \
-rw_journal_tail shows what was written.";
+rw_journal_tail shows what was written. \
+To change several files together, rw_tx_begin, stage with rw_tx_write / rw_tx_replace, then \
+rw_tx_commit (all or nothing, also across a crash) or rw_tx_rollback. Every overwrite keeps the \
+previous content: rw_history lists a file's versions and rw_restore puts one back (or undoes a \
+whole transaction with tx_id).";
 
 /// The MCP server.
 #[derive(Clone)]

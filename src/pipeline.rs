@@ -402,7 +402,14 @@ fn hardlink_warning(existing: Option<&Existing>, warnings: &mut Vec<String>) -> 
     detached
 }
 
-fn journal_row(target: &Target, who: &Caller, staged: &Staged, prev: Option<&Existing>, plan_mode: &str, extra: BTreeMap<String, Value>) -> JournalRow {
+fn journal_row(
+    target: &Target,
+    who: &Caller,
+    staged: &Staged,
+    prev: Option<&Existing>,
+    plan_mode: &str,
+    extra: BTreeMap<String, Value>,
+) -> JournalRow {
     JournalRow {
         journal_id: new_journal_id(),
         ts: now_rfc3339(),
@@ -478,7 +485,14 @@ impl Pipeline {
         self.preserve(target, existing.as_ref())?;
 
         // 5. Journal row, durable, journal still locked.
-        let row = journal_row(target, who, &staged, existing.as_ref(), &plan.mode_label, plan.extra);
+        let row = journal_row(
+            target,
+            who,
+            &staged,
+            existing.as_ref(),
+            &plan.mode_label,
+            plan.extra,
+        );
         let (journal_id, wrote_at) = (row.journal_id.clone(), row.ts.clone());
         let appended = if fault("enospc_journal") {
             Err(errno_io(rustix::io::Errno::NOSPC))
@@ -609,7 +623,14 @@ impl Pipeline {
             .iter_mut()
             .map(|(i, s, plan)| {
                 let t = targets[*i];
-                journal_row(t, who, s, existing[*i].as_ref(), &plan.mode_label, std::mem::take(&mut plan.extra))
+                journal_row(
+                    t,
+                    who,
+                    s,
+                    existing[*i].as_ref(),
+                    &plan.mode_label,
+                    std::mem::take(&mut plan.extra),
+                )
             })
             .collect();
         let appended = if journal_rows && !rows.is_empty() {

@@ -541,10 +541,14 @@ impl RecoveryReport {
     pub fn summary(&self) -> Vec<String> {
         let mut out = Vec::new();
         for t in &self.rolled_forward {
-            out.push(format!("transaction {t}: committed before a crash; rolled forward"));
+            out.push(format!(
+                "transaction {t}: committed before a crash; rolled forward"
+            ));
         }
         for t in &self.rolled_back {
-            out.push(format!("transaction {t}: not committed by a process that is gone; rolled back"));
+            out.push(format!(
+                "transaction {t}: not committed by a process that is gone; rolled back"
+            ));
         }
         for t in &self.expired {
             out.push(format!("transaction {t}: timed out; discarded"));

@@ -119,7 +119,12 @@ fn content(version: u64, file: &str) -> Vec<u8> {
 fn version_of(root: &Path, file: &str) -> Option<u64> {
     let text = std::fs::read_to_string(root.join(file)).ok()?;
     let first = text.lines().next()?;
-    let v: u64 = first.strip_prefix("version=")?.split(' ').next()?.parse().ok()?;
+    let v: u64 = first
+        .strip_prefix("version=")?
+        .split(' ')
+        .next()?
+        .parse()
+        .ok()?;
     assert_eq!(text.as_bytes(), content(v, file), "{file} is torn");
     Some(v)
 }
@@ -154,8 +159,14 @@ fn transactions_are_wholly_applied_or_wholly_absent_after_kills() {
             "trial {trial}: files hold different transactions: {versions:?}"
         );
         let now = versions[0].unwrap_or(0);
-        assert!(now >= acked, "trial {trial}: acknowledged version {acked} lost (now {now})");
-        assert!(now <= attempted, "trial {trial}: version {now} was never committed");
+        assert!(
+            now >= acked,
+            "trial {trial}: acknowledged version {acked} lost (now {now})"
+        );
+        assert!(
+            now <= attempted,
+            "trial {trial}: version {now} was never committed"
+        );
         if now > acked {
             landed_unacked += 1;
             acked = now;
@@ -164,8 +175,15 @@ fn transactions_are_wholly_applied_or_wholly_absent_after_kills() {
         }
         attempted = acked;
         let wal = root.join(".resilient_write/wal");
-        let left: Vec<_> = std::fs::read_dir(&wal).into_iter().flatten().flatten().collect();
-        assert!(left.is_empty(), "trial {trial}: WAL not empty after restart: {left:?}");
+        let left: Vec<_> = std::fs::read_dir(&wal)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .collect();
+        assert!(
+            left.is_empty(),
+            "trial {trial}: WAL not empty after restart: {left:?}"
+        );
 
         // Kill at a random moment unless a fault point will abort the server.
         let pid = c.child.id();
@@ -177,15 +195,19 @@ fn transactions_are_wholly_applied_or_wholly_absent_after_kills() {
             }
         });
         loop {
-            let Some(b) = c.call("rw_tx_begin", json!({})) else { break };
+            let Some(b) = c.call("rw_tx_begin", json!({})) else {
+                break;
+            };
             let tx_id = b["tx_id"].as_str().unwrap_or_default().to_string();
             let v = attempted + 1;
             let mut ok = true;
             for f in FILES {
                 let text = String::from_utf8(content(v, f)).unwrap_or_default();
-                if c
-                    .call("rw_tx_write", json!({"tx_id": tx_id, "path": f, "content": text, "mode": "overwrite"}))
-                    .is_none()
+                if c.call(
+                    "rw_tx_write",
+                    json!({"tx_id": tx_id, "path": f, "content": text, "mode": "overwrite"}),
+                )
+                .is_none()
                 {
                     ok = false;
                     break;
@@ -228,5 +250,8 @@ fn transactions_are_wholly_applied_or_wholly_absent_after_kills() {
          or never committed, {} transactions begun",
         tx_of.len()
     );
-    assert!(acked > 0, "no transaction ever committed: the test exercised nothing");
+    assert!(
+        acked > 0,
+        "no transaction ever committed: the test exercised nothing"
+    );
 }

@@ -19,7 +19,11 @@ fn objects(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let dir = root.join(".resilient_write/objects");
     for fan in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        for e in std::fs::read_dir(fan.path()).into_iter().flatten().flatten() {
+        for e in std::fs::read_dir(fan.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
             let n = e.file_name().to_string_lossy().to_string();
             if n.len() == 64 {
                 out.push(n);
@@ -49,8 +53,14 @@ fn tx_commit_applies_every_file_and_journals_one_row_per_file_with_the_tx_id() {
     let mut s = ws.server();
     write(&mut s, "a.txt", "old a\n");
     let tx = begin(&mut s);
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "a.txt", "content": "new a\n", "mode": "overwrite"}));
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "new/dir/b.txt", "content": "b\n"}));
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "a.txt", "content": "new a\n", "mode": "overwrite"}),
+    );
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "new/dir/b.txt", "content": "b\n"}),
+    );
     let r = s.ok("rw_tx_commit", json!({"tx_id": tx}));
     assert_eq!(r["files"].as_array().map(Vec::len), Some(2));
     assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"new a\n");
@@ -71,10 +81,16 @@ fn tx_staging_touches_no_file_until_commit() {
     let mut s = ws.server();
     write(&mut s, "a.txt", "old\n");
     let tx = begin(&mut s);
-    let st = s.ok("rw_tx_write", json!({"tx_id": tx, "path": "a.txt", "content": "new\n", "mode": "overwrite"}));
+    let st = s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "a.txt", "content": "new\n", "mode": "overwrite"}),
+    );
     assert_eq!(st["base_sha256"], json!(sha256(b"old\n")));
     assert_eq!(st["sha256"], json!(sha256(b"new\n")));
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "c.txt", "content": "c\n"}));
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "c.txt", "content": "c\n"}),
+    );
     assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"old\n");
     assert!(!ws.path("c.txt").exists());
     let status = s.ok("rw_tx_status", json!({"tx_id": tx}));
@@ -91,17 +107,30 @@ fn tx_commit_fails_whole_when_a_file_changed_and_names_each_conflict() {
     write(&mut s, "c.txt", "c0\n");
     let tx = begin(&mut s);
     for f in ["a.txt", "b.txt", "c.txt"] {
-        s.ok("rw_tx_write", json!({"tx_id": tx, "path": f, "content": "tx\n", "mode": "overwrite"}));
+        s.ok(
+            "rw_tx_write",
+            json!({"tx_id": tx, "path": f, "content": "tx\n", "mode": "overwrite"}),
+        );
     }
     write(&mut s, "a.txt", "someone else\n");
     write(&mut s, "c.txt", "someone else\n");
     let env = s.err("rw_tx_commit", json!({"tx_id": tx}));
     assert_eq!(env["error"], "stale_precondition");
-    let conflicts = env["context"]["conflicts"].as_array().cloned().unwrap_or_default();
-    let paths: Vec<&str> = conflicts.iter().filter_map(|c| c["path"].as_str()).collect();
+    let conflicts = env["context"]["conflicts"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let paths: Vec<&str> = conflicts
+        .iter()
+        .filter_map(|c| c["path"].as_str())
+        .collect();
     assert_eq!(paths, vec!["a.txt", "c.txt"]);
     assert_eq!(conflicts[0]["expected_prev_sha256"], json!(sha256(b"a0\n")));
-    assert_eq!(std::fs::read(ws.path("b.txt")).unwrap(), b"b0\n", "nothing written");
+    assert_eq!(
+        std::fs::read(ws.path("b.txt")).unwrap(),
+        b"b0\n",
+        "nothing written"
+    );
     assert!(journal_rows(&ws.root).iter().all(|r| r["tx_id"].is_null()));
 }
 
@@ -110,7 +139,10 @@ fn tx_rollback_discards_the_staged_files_and_touches_nothing() {
     let ws = Workspace::new();
     let mut s = ws.server();
     let tx = begin(&mut s);
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "x.txt", "content": "x\n"}));
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "x.txt", "content": "x\n"}),
+    );
     let r = s.ok("rw_tx_rollback", json!({"tx_id": tx}));
     assert_eq!(r["discarded"], 1);
     assert!(!ws.path("x.txt").exists());
@@ -128,11 +160,19 @@ fn tx_past_its_timeout_is_discarded() {
         .as_str()
         .unwrap()
         .to_string();
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "late.txt", "content": "x\n"}));
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "late.txt", "content": "x\n"}),
+    );
     std::thread::sleep(std::time::Duration::from_millis(1300));
     let env = s.err("rw_tx_commit", json!({"tx_id": tx}));
     assert_eq!(env["error"], "stale_precondition");
-    assert!(env["context"]["reason"].as_str().unwrap().contains("expired"));
+    assert!(
+        env["context"]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("expired")
+    );
     assert!(!ws.path("late.txt").exists());
     assert_eq!(wal_entries(&ws.root), 0);
 }
@@ -145,12 +185,21 @@ fn concurrent_transactions_on_one_path_first_commit_wins() {
     write(&mut s1, "shared.txt", "base\n");
     let t1 = begin(&mut s1);
     let t2 = begin(&mut s2);
-    s1.ok("rw_tx_write", json!({"tx_id": t1, "path": "shared.txt", "content": "one\n", "mode": "overwrite"}));
-    s2.ok("rw_tx_write", json!({"tx_id": t2, "path": "shared.txt", "content": "two\n", "mode": "overwrite"}));
+    s1.ok(
+        "rw_tx_write",
+        json!({"tx_id": t1, "path": "shared.txt", "content": "one\n", "mode": "overwrite"}),
+    );
+    s2.ok(
+        "rw_tx_write",
+        json!({"tx_id": t2, "path": "shared.txt", "content": "two\n", "mode": "overwrite"}),
+    );
     s1.ok("rw_tx_commit", json!({"tx_id": t1}));
     let env = s2.err("rw_tx_commit", json!({"tx_id": t2}));
     assert_eq!(env["error"], "stale_precondition");
-    assert_eq!(env["context"]["conflicts"][0]["actual_prev_sha256"], json!(sha256(b"one\n")));
+    assert_eq!(
+        env["context"]["conflicts"][0]["actual_prev_sha256"],
+        json!(sha256(b"one\n"))
+    );
     assert_eq!(std::fs::read(ws.path("shared.txt")).unwrap(), b"one\n");
 }
 
@@ -159,11 +208,20 @@ fn tx_replace_edits_the_content_staged_earlier_in_the_transaction() {
     let ws = Workspace::new();
     let mut s = ws.server();
     let tx = begin(&mut s);
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "f.txt", "content": "alpha beta\n"}));
-    let r = s.ok("rw_tx_replace", json!({"tx_id": tx, "path": "f.txt", "old_string": "beta", "new_string": "gamma"}));
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "f.txt", "content": "alpha beta\n"}),
+    );
+    let r = s.ok(
+        "rw_tx_replace",
+        json!({"tx_id": tx, "path": "f.txt", "old_string": "beta", "new_string": "gamma"}),
+    );
     assert_eq!(r["replacements"], 1);
     assert_eq!(r["mode"], "create");
-    let env = s.err("rw_tx_replace", json!({"tx_id": tx, "path": "f.txt", "old_string": "nope", "new_string": "x"}));
+    let env = s.err(
+        "rw_tx_replace",
+        json!({"tx_id": tx, "path": "f.txt", "old_string": "nope", "new_string": "x"}),
+    );
     assert_eq!(env["error"], "stale_precondition");
     s.ok("rw_tx_commit", json!({"tx_id": tx}));
     assert_eq!(std::fs::read(ws.path("f.txt")).unwrap(), b"alpha gamma\n");
@@ -186,19 +244,39 @@ fn committed_transaction_is_rolled_forward_after_a_crash_at_the_commit_point() {
     let mut s = ws.server();
     write(&mut s, "a.txt", "a0\n");
     drop(s);
-    let mut s = Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", "tx_crash_after_commit_record")]);
+    let mut s = Server::start(
+        &ws.root,
+        &[],
+        &[("RW_FAULT_INJECT", "tx_crash_after_commit_record")],
+    );
     let tx = begin(&mut s);
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "a.txt", "content": "a1\n", "mode": "overwrite"}));
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "b.txt", "content": "b1\n"}));
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "a.txt", "content": "a1\n", "mode": "overwrite"}),
+    );
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "b.txt", "content": "b1\n"}),
+    );
     s.send_raw(&json!({"jsonrpc": "2.0", "id": 999, "method": "tools/call", "params": {"name": "rw_tx_commit", "arguments": {"tx_id": tx}}}).to_string());
     let status = s.child.wait().expect("wait");
-    assert!(!status.success(), "the server aborted at the injected point");
-    assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"a0\n", "not applied before restart");
+    assert!(
+        !status.success(),
+        "the server aborted at the injected point"
+    );
+    assert_eq!(
+        std::fs::read(ws.path("a.txt")).unwrap(),
+        b"a0\n",
+        "not applied before restart"
+    );
     let mut s = ws.server();
     assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"a1\n");
     assert_eq!(std::fs::read(ws.path("b.txt")).unwrap(), b"b1\n");
     assert_eq!(wal_entries(&ws.root), 0);
-    let rows = journal_rows(&ws.root).into_iter().filter(|r| r["tx_id"] == json!(tx)).count();
+    let rows = journal_rows(&ws.root)
+        .into_iter()
+        .filter(|r| r["tx_id"] == json!(tx))
+        .count();
     assert_eq!(rows, 2, "one row per file, written once");
     s.ok("rw_journal_tail", json!({}));
 }
@@ -208,7 +286,10 @@ fn uncommitted_transaction_of_a_dead_server_is_rolled_back_on_start() {
     let ws = Workspace::new();
     let mut s = ws.server();
     let tx = begin(&mut s);
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "a.txt", "content": "a\n"}));
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "a.txt", "content": "a\n"}),
+    );
     drop(s); // kills the server
     let mut s = ws.server();
     assert_eq!(wal_entries(&ws.root), 0);
@@ -224,12 +305,22 @@ fn every_overwrite_keeps_the_previous_content_in_the_object_store() {
     s.ok("rw_safe_write", json!({"path": "a.txt", "content": "v1\n"}));
     assert!(objects(&ws.root).is_empty(), "a create has no pre-image");
     write(&mut s, "a.txt", "v2\n");
-    s.ok("rw_safe_write", json!({"path": "a.txt", "content": "more\n", "mode": "append"}));
-    s.ok("rw_safe_replace", json!({"path": "a.txt", "old_string": "more", "new_string": "less"}));
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "a.txt", "content": "more\n", "mode": "append"}),
+    );
+    s.ok(
+        "rw_safe_replace",
+        json!({"path": "a.txt", "old_string": "more", "new_string": "less"}),
+    );
     let mut want = vec![sha256(b"v1\n"), sha256(b"v2\n"), sha256(b"v2\nmore\n")];
     want.sort();
     assert_eq!(objects(&ws.root), want);
-    let obj = ws.root.join(".resilient_write/objects").join(&want[0][..2]).join(&want[0]);
+    let obj = ws
+        .root
+        .join(".resilient_write/objects")
+        .join(&want[0][..2])
+        .join(&want[0]);
     assert_eq!(sha256(&std::fs::read(obj).unwrap()), want[0]);
 }
 
@@ -239,7 +330,10 @@ fn a_failed_write_stores_no_object() {
     let mut s = ws.server();
     s.ok("rw_safe_write", json!({"path": "a.txt", "content": "v1\n"}));
     s.err("rw_safe_write", json!({"path": "a.txt", "content": "v2\n", "mode": "overwrite", "expected_prev_sha256": sha256(b"nope")}));
-    s.err("rw_safe_replace", json!({"path": "a.txt", "old_string": "absent", "new_string": "x"}));
+    s.err(
+        "rw_safe_replace",
+        json!({"path": "a.txt", "old_string": "absent", "new_string": "x"}),
+    );
     s.err("rw_safe_write", json!({"path": "a.txt", "content": "v2\n"}));
     assert!(objects(&ws.root).is_empty(), "{:?}", objects(&ws.root));
 }
@@ -253,9 +347,20 @@ fn history_lists_versions_newest_first_with_stored_flags() {
     write(&mut s, "other.txt", "x\n");
     write(&mut s, "h.txt", "3\n");
     let h = s.ok("rw_history", json!({"path": "h.txt"}));
-    let shas: Vec<&str> = h["versions"].as_array().unwrap().iter().map(|v| v["sha256"].as_str().unwrap()).collect();
+    let shas: Vec<&str> = h["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["sha256"].as_str().unwrap())
+        .collect();
     assert_eq!(shas, vec![sha256(b"3\n"), sha256(b"2\n"), sha256(b"1\n")]);
-    assert!(h["versions"].as_array().unwrap().iter().all(|v| v["stored"] == json!(true)));
+    assert!(
+        h["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|v| v["stored"] == json!(true))
+    );
     assert_eq!(h["versions"][2]["mode"], "create");
     assert_eq!(h["current_sha256"], json!(sha256(b"3\n")));
     let h = s.ok("rw_history", json!({"path": "h.txt", "limit": 2}));
@@ -266,27 +371,50 @@ fn history_lists_versions_newest_first_with_stored_flags() {
 fn restore_by_sha_puts_the_file_back_and_is_itself_undoable() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    s.ok("rw_safe_write", json!({"path": "r.txt", "content": "good\n"}));
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "r.txt", "content": "good\n"}),
+    );
     write(&mut s, "r.txt", "bad\n");
     let r = s.ok("rw_restore", json!({"path": "r.txt", "to_sha256": sha256(b"good\n"), "expected_prev_sha256": sha256(b"bad\n")}));
     assert_eq!(r["files"][0]["sha256"], json!(sha256(b"good\n")));
     assert_eq!(std::fs::read(ws.path("r.txt")).unwrap(), b"good\n");
     let last = journal_rows(&ws.root).pop().unwrap();
     assert_eq!(last["mode"], "restore");
-    s.ok("rw_restore", json!({"path": "r.txt", "to_sha256": sha256(b"bad\n")}));
-    assert_eq!(std::fs::read(ws.path("r.txt")).unwrap(), b"bad\n", "the restore was undone");
+    s.ok(
+        "rw_restore",
+        json!({"path": "r.txt", "to_sha256": sha256(b"bad\n")}),
+    );
+    assert_eq!(
+        std::fs::read(ws.path("r.txt")).unwrap(),
+        b"bad\n",
+        "the restore was undone"
+    );
 }
 
 #[test]
 fn restore_by_journal_id_and_dry_run_diff() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let first = s.ok("rw_safe_write", json!({"path": "j.txt", "content": "one\n"}));
+    let first = s.ok(
+        "rw_safe_write",
+        json!({"path": "j.txt", "content": "one\n"}),
+    );
     write(&mut s, "j.txt", "two\n");
-    let d = s.ok("rw_restore", json!({"path": "j.txt", "journal_id": first["journal_id"], "dry_run": true}));
+    let d = s.ok(
+        "rw_restore",
+        json!({"path": "j.txt", "journal_id": first["journal_id"], "dry_run": true}),
+    );
     assert!(d["diff"].as_str().unwrap().contains("-two"), "{d}");
-    assert_eq!(std::fs::read(ws.path("j.txt")).unwrap(), b"two\n", "dry run writes nothing");
-    s.ok("rw_restore", json!({"path": "j.txt", "journal_id": first["journal_id"]}));
+    assert_eq!(
+        std::fs::read(ws.path("j.txt")).unwrap(),
+        b"two\n",
+        "dry run writes nothing"
+    );
+    s.ok(
+        "rw_restore",
+        json!({"path": "j.txt", "journal_id": first["journal_id"]}),
+    );
     assert_eq!(std::fs::read(ws.path("j.txt")).unwrap(), b"one\n");
 }
 
@@ -297,7 +425,10 @@ fn restore_refuses_a_sha_that_is_not_a_version_of_the_path() {
     s.ok("rw_safe_write", json!({"path": "a.txt", "content": "a\n"}));
     s.ok("rw_safe_write", json!({"path": "b.txt", "content": "b\n"}));
     write(&mut s, "b.txt", "b2\n");
-    let env = s.err("rw_restore", json!({"path": "a.txt", "to_sha256": sha256(b"b\n")}));
+    let env = s.err(
+        "rw_restore",
+        json!({"path": "a.txt", "to_sha256": sha256(b"b\n")}),
+    );
     assert_eq!(env["error"], "stale_precondition");
     assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"a\n");
 }
@@ -309,16 +440,33 @@ fn restore_of_a_transaction_puts_every_file_back_as_one_transaction() {
     write(&mut s, "a.txt", "a0\n");
     write(&mut s, "b.txt", "b0\n");
     let tx = begin(&mut s);
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "a.txt", "content": "a1\n", "mode": "overwrite"}));
-    s.ok("rw_tx_replace", json!({"tx_id": tx, "path": "b.txt", "old_string": "b0", "new_string": "b1"}));
-    s.ok("rw_tx_write", json!({"tx_id": tx, "path": "c.txt", "content": "c1\n"}));
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "a.txt", "content": "a1\n", "mode": "overwrite"}),
+    );
+    s.ok(
+        "rw_tx_replace",
+        json!({"tx_id": tx, "path": "b.txt", "old_string": "b0", "new_string": "b1"}),
+    );
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "c.txt", "content": "c1\n"}),
+    );
     s.ok("rw_tx_commit", json!({"tx_id": tx}));
     let r = s.ok("rw_restore", json!({"tx_id": tx}));
     assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"a0\n");
     assert_eq!(std::fs::read(ws.path("b.txt")).unwrap(), b"b0\n");
-    assert_eq!(r["skipped"][0]["path"].as_str().map(|p| p.ends_with("c.txt")), Some(true));
+    assert_eq!(
+        r["skipped"][0]["path"]
+            .as_str()
+            .map(|p| p.ends_with("c.txt")),
+        Some(true)
+    );
     let undo = r["restore_tx_id"].as_str().unwrap().to_string();
-    let rows: Vec<Value> = journal_rows(&ws.root).into_iter().filter(|r| r["tx_id"] == json!(undo)).collect();
+    let rows: Vec<Value> = journal_rows(&ws.root)
+        .into_iter()
+        .filter(|r| r["tx_id"] == json!(undo))
+        .collect();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r["mode"] == "restore"));
 }
@@ -331,7 +479,10 @@ fn restore_of_a_transaction_fails_whole_when_a_file_changed_since() {
     write(&mut s, "b.txt", "b0\n");
     let tx = begin(&mut s);
     for f in ["a.txt", "b.txt"] {
-        s.ok("rw_tx_write", json!({"tx_id": tx, "path": f, "content": "tx\n", "mode": "overwrite"}));
+        s.ok(
+            "rw_tx_write",
+            json!({"tx_id": tx, "path": f, "content": "tx\n", "mode": "overwrite"}),
+        );
     }
     s.ok("rw_tx_commit", json!({"tx_id": tx}));
     write(&mut s, "b.txt", "later work\n");
@@ -379,9 +530,17 @@ fn gc_keeps_the_last_n_per_path_and_removes_older_pre_images() {
     assert_eq!(objects(&ws.root), want);
     let mut s = ws.server();
     let h = s.ok("rw_history", json!({"path": "g.txt"}));
-    let stored: Vec<bool> = h["versions"].as_array().unwrap().iter().map(|v| v["stored"] == json!(true)).collect();
+    let stored: Vec<bool> = h["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["stored"] == json!(true))
+        .collect();
     assert_eq!(stored, vec![true, true, true, false, false]);
-    let env = s.err("rw_restore", json!({"path": "g.txt", "to_sha256": sha256(b"0\n")}));
+    let env = s.err(
+        "rw_restore",
+        json!({"path": "g.txt", "to_sha256": sha256(b"0\n")}),
+    );
     assert_eq!(env["error"], "stale_precondition");
 }
 
@@ -389,7 +548,11 @@ fn gc_keeps_the_last_n_per_path_and_removes_older_pre_images() {
 fn gc_refuses_an_unknown_history_key() {
     let ws = Workspace::new();
     std::fs::create_dir_all(ws.root.join(".resilient_write")).unwrap();
-    std::fs::write(ws.root.join(".resilient_write/policy.yaml"), "history:\n  keep_versions: 2\n").unwrap();
+    std::fs::write(
+        ws.root.join(".resilient_write/policy.yaml"),
+        "history:\n  keep_versions: 2\n",
+    )
+    .unwrap();
     let out = cli(&ws.root, &["gc"]);
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("keep_versions"));
@@ -399,7 +562,10 @@ fn gc_refuses_an_unknown_history_key() {
 fn cli_history_and_restore_with_diff_preview() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    s.ok("rw_safe_write", json!({"path": "p.txt", "content": "before\n"}));
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "p.txt", "content": "before\n"}),
+    );
     write(&mut s, "p.txt", "after\n");
     drop(s);
     let out = cli(&ws.root, &["history", "p.txt"]);

@@ -216,9 +216,9 @@ fn run_restore(svc: &Service, raw: Value) -> Result<Value> {
         .path
         .ok_or_else(|| bad("give path with to_sha256 or journal_id, or tx_id"))?;
     let to = match (args.to_sha256, args.journal_id) {
-        (Some(h), None) => RestoreTo::Sha256(
-            parse_expected_hash("to_sha256", Some(&h))?.unwrap_or_default(),
-        ),
+        (Some(h), None) => {
+            RestoreTo::Sha256(parse_expected_hash("to_sha256", Some(&h))?.unwrap_or_default())
+        }
         (None, Some(id)) => RestoreTo::JournalId(id),
         _ => return Err(bad("give exactly one of to_sha256 and journal_id")),
     };
