@@ -66,10 +66,52 @@ pub enum Command {
     Serve(ServeArgs),
     /// Show the newest journal rows.
     Journal(JournalArgs),
+    /// List the journaled versions of a file (newest first).
+    History(HistoryCliArgs),
+    /// Put a file back to an earlier version (see `history`), or preview it with --diff.
+    Restore(RestoreCliArgs),
+    /// Apply the history retention of the policy file to the object store.
+    Gc(GcArgs),
+    /// Finish committed transactions and roll back abandoned ones (also done at every start).
+    Recover,
     /// Scan files for secrets and other content filters reject (usable as a pre-commit hook).
     Scan(crate::scan::ScanArgs),
     /// Summarise the journal: writes, bytes, modes, callers, hot paths, sessions, velocity.
     Analytics(AnalyticsCliArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct HistoryCliArgs {
+    /// The file.
+    pub path: String,
+    /// Most versions to show.
+    #[arg(short, long, default_value_t = 50)]
+    pub n: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreCliArgs {
+    /// The file.
+    pub path: String,
+    /// The version's SHA-256 (or a journal_id) from `history`.
+    #[arg(long = "to", value_name = "SHA")]
+    pub to: String,
+    /// Show the diff from the current content to that version and write nothing.
+    #[arg(long)]
+    pub diff: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Policy file with the `history:` section (default: .resilient_write/policy.yaml).
+    #[arg(long, env = "RW_POLICY_FILE", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Report what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
 }
 
 #[derive(Debug, Args)]
@@ -163,6 +205,10 @@ pub fn main() -> ExitCode {
         Some(Command::Journal(args)) => journal(config, args),
         Some(Command::Scan(args)) => crate::scan::run(&config, &args),
         Some(Command::Analytics(args)) => analytics(config, args),
+        Some(Command::History(args)) => crate::history::cli::history(config, args),
+        Some(Command::Restore(args)) => crate::history::cli::restore(config, args),
+        Some(Command::Gc(args)) => crate::history::cli::gc(config, args),
+        Some(Command::Recover) => crate::history::cli::recover(config),
     }
 }
 

@@ -149,6 +149,19 @@ pub enum Failure {
         families: Vec<String>,
         detected: Vec<Value>,
     },
+    #[error("transaction {tx_id}: {reason}")]
+    TxNotOpen { tx_id: String, reason: String },
+    #[error("transaction {tx_id}: {} file(s) changed since they were staged; nothing was written", conflicts.len())]
+    TxConflict {
+        tx_id: String,
+        conflicts: Vec<Value>,
+    },
+    #[error("{path}: version {version} cannot be restored ({reason})")]
+    VersionUnavailable {
+        path: String,
+        version: String,
+        reason: String,
+    },
     #[error("unknown tool {name:?}")]
     UnknownTool { name: String },
     /// The workspace policy file could not be used; tools that need it refuse until it is fixed
@@ -326,6 +339,9 @@ impl Failure {
             Failure::PolicyInvalid { .. } => (K::PolicyViolation, R::Unknown, A::AskUser),
             Failure::InvalidDocument { .. } => (K::PolicyViolation, R::Encoding, A::Escape),
             Failure::CorruptState { .. } => (K::WriteCorruption, R::Encoding, A::AskUser),
+            Failure::TxNotOpen { .. } => (K::StalePrecondition, R::Unknown, A::Abort),
+            Failure::TxConflict { .. } => (K::StalePrecondition, R::Unknown, A::RetryLater),
+            Failure::VersionUnavailable { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
             Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
             Failure::ChunkArgument { .. } => (K::PolicyViolation, R::Unknown, A::Abort),
             Failure::ChunkSession { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
@@ -351,6 +367,7 @@ impl Failure {
                 | Failure::ChunkArgument { .. }
                 | Failure::ScratchGetDisabled
                 | Failure::InvalidDocument { .. }
+                | Failure::TxNotOpen { .. }
         )
     }
 
@@ -501,6 +518,24 @@ impl Failure {
             }
             Failure::CorruptState { path, reason } => {
                 put("path", json!(path));
+                put("reason", json!(reason));
+            }
+            Failure::TxNotOpen { tx_id, reason } => {
+                put("tx_id", json!(tx_id));
+                put("reason", json!(reason));
+            }
+            Failure::TxConflict { tx_id, conflicts } => {
+                put("tx_id", json!(tx_id));
+                put("reason", json!("tx_conflict"));
+                put("conflicts", json!(conflicts));
+            }
+            Failure::VersionUnavailable {
+                path,
+                version,
+                reason,
+            } => {
+                put("path", json!(path));
+                put("version", json!(version));
                 put("reason", json!(reason));
             }
             Failure::Internal(_) => put("reason", json!("internal")),

@@ -190,7 +190,13 @@ impl Journal {
 
     /// Append `row` durably and keep the journal locked (see [`Appended`]).
     pub fn append(&self, row: &JournalRow) -> io::Result<Appended> {
-        let line = row.to_line();
+        self.append_many(std::slice::from_ref(row))
+    }
+
+    /// Append `rows` durably with one `write(2)` (a transaction's rows land together or, after
+    /// a crash and the torn-tail repair, not at all) and keep the journal locked.
+    pub fn append_many(&self, rows: &[JournalRow]) -> io::Result<Appended> {
+        let line: String = rows.iter().map(JournalRow::to_line).collect();
         let mut file = self.open_for_append()?;
         rustix::fs::flock(&file, FlockOperation::LockExclusive)?;
         let offset = Self::cut_torn_tail(&file)?;

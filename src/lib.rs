@@ -11,7 +11,9 @@ pub mod edit;
 pub mod envelope;
 pub mod handoff;
 pub mod hash;
+pub mod history;
 pub mod journal;
+pub mod objects;
 pub mod pipeline;
 pub mod policy;
 pub mod preflight;
@@ -22,6 +24,7 @@ pub mod service;
 pub mod state;
 pub mod stdio;
 pub mod tools;
+pub mod tx;
 pub mod validate;
 pub mod workspace;
 

@@ -34,7 +34,11 @@ content_filter refusal is never worth retrying unchanged: redact or ask the user
 Before you stop, or when you are blocked, record where \
 the task stands with rw_handoff_write (HANDOFF.md); a fresh agent starts with rw_handoff_read or \
 the `resume` prompt. Keep intermediate data in rw_checkpoint; check a draft's syntax with \
-rw_validate before writing it.";
+rw_validate before writing it. \
+To change several files together, rw_tx_begin, stage with rw_tx_write / rw_tx_replace, then \
+rw_tx_commit (all or nothing, also across a crash) or rw_tx_rollback. Every overwrite keeps the \
+previous content: rw_history lists a file's versions and rw_restore puts one back (or undoes a \
+whole transaction with tx_id).";
 
 /// URI of the handoff resource (the workspace's HANDOFF.md).
 pub const HANDOFF_URI: &str = "resilient-write://handoff";

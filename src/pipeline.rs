@@ -15,6 +15,10 @@
 //!    existing file's permission bits and owner, written, `fsync`ed.
 //! 4. Read-back: the temp file is re-read and hashed; a mismatch with the hash of what was
 //!    written deletes it and fails with `write_corruption`. The target is untouched.
+//!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced
+//!    is stored there (durably, deduplicated by SHA-256) now, after the new content is
+//!    verified and before the rename, so every acknowledged write keeps its pre-image and a
+//!    refused or failed write stores nothing.
 //! 5. Journal: the row is appended and `fdatasync`ed, and the journal stays locked.
 //! 6. Rename: `renameat2(RENAME_NOREPLACE)` for create (a file that appeared meanwhile is never
 //!    clobbered; `link`+`unlink` where the filesystem lacks the flag), `renameat` otherwise. If
@@ -22,16 +26,19 @@
 //!    reports failure for a write it applied, nor keeps a row for one it did not.
 //! 7. Durability: the parent directory (and every directory created on the way) is `fsync`ed.
 //!
+//! [`Pipeline::commit_many`] runs the same steps for several targets at once (transactions):
+//! all directories locked in a stable order, all preconditions checked, all temp files staged,
+//! then the caller's commit point, one journal append, the renames, one fsync per directory.
+//!
 //! A crash at any point leaves the target wholly old or wholly new. A crash after step 3 leaves
 //! a temp file named `.<name>.rw-tmp-<pid>-<n>`, which [`sweep_temp_files`] removes at the
-//! next start once process `<pid>` is gone. A crash between steps 5 and 6 (the journal's
-//! fdatasync and the rename) can leave a row for a rename that never happened ("orphan row"):
-//! the file on disk, not the row, is the truth; the crash test counts such rows, and
-//! docs/ARCHITECTURE.md explains why this order is the one that never loses an acknowledged row.
+//! next start once process `<pid>` is gone. A crash between steps 5 and 6 (a window of one
+//! system call) can leave a row for a rename that never happened; `doctor` reports such rows.
 
 use crate::envelope::{Failure, Result};
 use crate::hash::{HashingWriter, sha256_hex};
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
+use crate::objects::ObjectStore;
 use crate::workspace::Target;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
@@ -133,6 +140,8 @@ fn errno_io(e: rustix::io::Errno) -> io::Error {
 #[derive(Debug, Clone)]
 pub struct Pipeline {
     journal: Journal,
+    /// Where pre-images go before a rename replaces them (history); `None` keeps none.
+    objects: Option<ObjectStore>,
 }
 
 /// Holds the directory lock; releases it when dropped, on every exit path.
@@ -230,13 +239,259 @@ fn rand_u32() -> u32 {
     t ^ (std::process::id().rotate_left(16))
 }
 
+/// A temp file written, fsynced and verified next to its target, waiting for its rename.
+struct Staged<'a> {
+    guard: TempGuard<'a>,
+    sha256: String,
+    bytes: u64,
+    warnings: Vec<String>,
+}
+
+/// What [`Pipeline::commit_many`] staged for one target, shown to its commit-point callback.
+#[derive(Debug, Clone)]
+pub struct StagedFile {
+    /// Index of the target in the caller's list.
+    pub index: usize,
+    pub sha256: String,
+    pub bytes: u64,
+    pub prev_sha256: Option<String>,
+}
+
+/// Map an error reading the current target to the failure the agent should see.
+fn read_target(target: &Target, keep_bytes: bool) -> Result<Option<Existing>> {
+    let shown = target.display.as_str();
+    read_existing_as(&target.dir, &target.name, keep_bytes).map_err(|e| {
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+            Failure::OutsideWorkspace {
+                path: shown.into(),
+                reason: "the target became a symlink after it was resolved".into(),
+            }
+        } else if e.kind() == io::ErrorKind::InvalidInput {
+            Failure::IsDirectory { path: shown.into() }
+        } else {
+            Failure::io("read", shown, e)
+        }
+    })
+}
+
+/// A read-only file is refused, not silently replaced: the rename only needs a writable
+/// directory, so ask the kernel whether this process may write the file itself (permission
+/// bits, ACLs, EROFS, immutable flag).
+fn check_writable(target: &Target, existing: Option<&Existing>) -> Result<()> {
+    if existing.is_some() {
+        rustix::fs::accessat(
+            &target.dir,
+            &target.name,
+            rustix::fs::Access::WRITE_OK,
+            AtFlags::empty(),
+        )
+        .map_err(|e| Failure::io("check write permission", &target.display, errno_io(e)))?;
+    }
+    Ok(())
+}
+
+/// Steps 3 and 4: an exclusive temp file with the existing file's permissions and owner,
+/// written, fsynced, read back and compared. Dropping the result removes the temp file.
+fn stage<'a>(
+    target: &'a Target,
+    existing: Option<&Existing>,
+    body: Body,
+    new_file_mode: Option<u32>,
+) -> Result<Staged<'a>> {
+    let shown = target.display.as_str();
+    let tmp = temp_name(&target.name);
+    let perm = existing.map_or(new_file_mode.unwrap_or(0o666), |e| e.mode);
+    let fd = rustix::fs::openat(
+        &target.dir,
+        tmp.as_slice(),
+        OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(perm),
+    )
+    .map_err(|e| Failure::io("create temp file", shown, errno_io(e)))?;
+    let guard = TempGuard {
+        dir: &target.dir,
+        name: tmp.clone(),
+        armed: true,
+    };
+    let mut warnings = Vec::new();
+    if let Some(old) = existing {
+        // open(2) applied the umask; restore the exact bits (setuid etc. included).
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(old.mode))
+            .map_err(|e| Failure::io("chmod temp file", shown, errno_io(e)))?;
+        let st = rustix::fs::fstat(&fd).map_err(|e| Failure::io("stat", shown, errno_io(e)))?;
+        if st.st_uid != old.uid || st.st_gid != old.gid {
+            let r = rustix::fs::fchown(
+                &fd,
+                Some(rustix::fs::Uid::from_raw(old.uid)),
+                Some(rustix::fs::Gid::from_raw(old.gid)),
+            );
+            if let Err(e) = r {
+                warnings.push(format!(
+                    "could not keep owner {}:{} ({e}); the file is now owned by the server's user",
+                    old.uid, old.gid
+                ));
+            }
+            // chown clears setuid/setgid bits: put them back.
+            let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(old.mode));
+        }
+    }
+    let mut file = File::from(fd);
+    let (expected, bytes) = {
+        let mut w = HashingWriter::new(BufWriter::with_capacity(256 * 1024, &mut file));
+        let written = match body {
+            Body::Bytes(b) => w.write_all(&b),
+            Body::Stream(produce) => produce(&mut w),
+        };
+        written.map_err(|e| Failure::io("write temp file", shown, e))?;
+        let (digest, n, mut inner) = w.finish();
+        inner
+            .flush()
+            .map_err(|e| Failure::io("write temp file", shown, e))?;
+        (digest, n)
+    };
+    if fault("enospc_write") {
+        return Err(Failure::io(
+            "write temp file",
+            shown,
+            errno_io(rustix::io::Errno::NOSPC),
+        ));
+    }
+    file.sync_all()
+        .map_err(|e| Failure::io("fsync temp file", shown, e))?;
+
+    // 4. Read back what the disk holds and compare.
+    let actual = {
+        let fd = rustix::fs::openat(
+            &target.dir,
+            tmp.as_slice(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| Failure::io("read back temp file", shown, errno_io(e)))?;
+        let (digest, _) = crate::hash::sha256_reader(File::from(fd))
+            .map_err(|e| Failure::io("read back temp file", shown, e))?;
+        if fault("readback_mismatch") {
+            sha256_hex(b"injected corruption")
+        } else {
+            digest
+        }
+    };
+    if actual != expected {
+        return Err(Failure::Corruption {
+            path: shown.into(),
+            expected,
+            actual,
+        });
+    }
+    Ok(Staged {
+        guard,
+        sha256: expected,
+        bytes,
+        warnings,
+    })
+}
+
+/// Step 6: rename the staged temp file over the target (never clobbering in create mode).
+fn rename_into_place(target: &Target, tmp: &[u8], create_only: bool) -> io::Result<()> {
+    if create_only {
+        rename_noreplace(&target.dir, tmp, &target.name)
+    } else {
+        rustix::fs::renameat(&target.dir, tmp, &target.dir, &target.name).map_err(errno_io)
+    }
+}
+
+/// The failure for a rename that did not happen.
+fn rename_failure(target: &Target, e: io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        let now = read_existing(&target.dir, &target.name)
+            .ok()
+            .flatten()
+            .map(|e| e.sha256)
+            .unwrap_or_default();
+        return Failure::TargetExists {
+            path: target.display.clone(),
+            existing_sha256: now,
+        };
+    }
+    Failure::io("rename into place", &target.display, e)
+}
+
+fn hardlink_warning(existing: Option<&Existing>, warnings: &mut Vec<String>) -> u64 {
+    let detached = existing.map_or(0, |e| e.nlink.saturating_sub(1));
+    if detached > 0 {
+        warnings.push(format!(
+            "the previous file had {detached} other hard link(s); they keep the old content"
+        ));
+    }
+    detached
+}
+
+fn journal_row(
+    target: &Target,
+    who: &Caller,
+    staged: &Staged,
+    prev: Option<&Existing>,
+    plan_mode: &str,
+    extra: BTreeMap<String, Value>,
+) -> JournalRow {
+    JournalRow {
+        journal_id: new_journal_id(),
+        ts: now_rfc3339(),
+        path: target.abs_path.display().to_string(),
+        sha256: staged.sha256.clone(),
+        prev_sha256: prev.map(|e| e.sha256.clone()),
+        bytes: staged.bytes,
+        mode: plan_mode.to_string(),
+        caller: who.caller.clone(),
+        tool: who.tool.clone(),
+        extra,
+    }
+}
+
 impl Pipeline {
     pub fn new(journal: Journal) -> Pipeline {
-        Pipeline { journal }
+        Pipeline {
+            journal,
+            objects: None,
+        }
+    }
+
+    /// Keep the previous content of every replaced file in `objects` (history and undo).
+    pub fn with_objects(mut self, objects: ObjectStore) -> Pipeline {
+        self.objects = Some(objects);
+        self
     }
 
     pub fn journal(&self) -> &Journal {
         &self.journal
+    }
+
+    pub fn objects(&self) -> Option<&ObjectStore> {
+        self.objects.as_ref()
+    }
+
+    /// History: store the content about to be replaced. Called after the new content is
+    /// staged and verified (so a refused or failed write stores nothing) and before the
+    /// rename (so a crash never loses the pre-image of an acknowledged write).
+    fn preserve(&self, target: &Target, existing: Option<&Existing>) -> Result<()> {
+        if let (Some(store), Some(old)) = (&self.objects, existing) {
+            let stored = if old.bytes.is_empty() && old.sha256 != sha256_hex(b"") {
+                // A streamed commit did not keep the bytes: copy the file as it is now (we
+                // hold the directory lock, so it is still the content hashed above).
+                rustix::fs::openat(
+                    &target.dir,
+                    &target.name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(errno_io)
+                .and_then(|fd| store.put_reader(File::from(fd), &old.sha256))
+            } else {
+                store.put(&old.bytes, &old.sha256)
+            };
+            stored.map_err(|e| Failure::io("store the previous version", &target.display, e))?;
+        }
+        Ok(())
     }
 
     /// Run the protocol for `target`. `decide` sees the current content under the lock and
@@ -252,7 +507,8 @@ impl Pipeline {
 
     /// Like [`Pipeline::commit`], but the decision function sees the existing file's hash,
     /// mode and owner only (`Existing::bytes` is empty): for streamed writes (compose) whose
-    /// target may be gigabytes, so the precondition check costs no memory.
+    /// target may be gigabytes, so the precondition check costs no memory. The pre-image is
+    /// still kept for history, copied file to file.
     pub fn commit_streaming<T>(
         &self,
         target: &Target,
@@ -270,145 +526,33 @@ impl Pipeline {
         decide: impl FnOnce(Option<&Existing>) -> Result<Decision<T>>,
     ) -> Result<(Option<Outcome>, T)> {
         let shown = target.display.as_str();
+        // 1. Lock the parent directory.
         rustix::fs::flock(&target.dir, FlockOperation::LockExclusive)
             .map_err(|e| Failure::io("lock", shown, errno_io(e)))?;
         let _lock = DirLock(&target.dir);
 
-        let existing = read_existing_as(&target.dir, &target.name, keep_bytes).map_err(|e| {
-            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-                Failure::OutsideWorkspace {
-                    path: shown.into(),
-                    reason: "the target became a symlink after it was resolved".into(),
-                }
-            } else if e.kind() == io::ErrorKind::InvalidInput {
-                Failure::IsDirectory { path: shown.into() }
-            } else {
-                Failure::io("read", shown, e)
-            }
-        })?;
-
+        // 2. Precondition, decided by the caller on the current content.
+        let existing = read_target(target, keep_bytes)?;
         let (plan, value) = match decide(existing.as_ref())? {
             Decision::Skip(v) => return Ok((None, v)),
             Decision::Write(plan, v) => (plan, v),
         };
+        check_writable(target, existing.as_ref())?;
 
-        // A read-only file is refused, not silently replaced: the rename below only needs a
-        // writable directory, so ask the kernel whether this process may write the file
-        // itself (permission bits, ACLs, EROFS, immutable flag).
-        if existing.is_some() {
-            rustix::fs::accessat(
-                &target.dir,
-                &target.name,
-                rustix::fs::Access::WRITE_OK,
-                AtFlags::empty(),
-            )
-            .map_err(|e| Failure::io("check write permission", shown, errno_io(e)))?;
-        }
-
-        // 3. Exclusive temp file with the existing file's permissions.
-        let tmp = temp_name(&target.name);
-        let perm = existing
-            .as_ref()
-            .map_or(plan.new_file_mode.unwrap_or(0o666), |e| e.mode);
-        let fd = rustix::fs::openat(
-            &target.dir,
-            tmp.as_slice(),
-            OFlags::RDWR | OFlags::CREATE | OFlags::EXCL | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(perm),
-        )
-        .map_err(|e| Failure::io("create temp file", shown, errno_io(e)))?;
-        let mut guard = TempGuard {
-            dir: &target.dir,
-            name: tmp.clone(),
-            armed: true,
-        };
-        let mut warnings = Vec::new();
-        if let Some(old) = &existing {
-            // open(2) applied the umask; restore the exact bits (setuid etc. included).
-            rustix::fs::fchmod(&fd, Mode::from_raw_mode(old.mode))
-                .map_err(|e| Failure::io("chmod temp file", shown, errno_io(e)))?;
-            let st = rustix::fs::fstat(&fd).map_err(|e| Failure::io("stat", shown, errno_io(e)))?;
-            if st.st_uid != old.uid || st.st_gid != old.gid {
-                let r = rustix::fs::fchown(
-                    &fd,
-                    Some(rustix::fs::Uid::from_raw(old.uid)),
-                    Some(rustix::fs::Gid::from_raw(old.gid)),
-                );
-                if let Err(e) = r {
-                    warnings.push(format!(
-                        "could not keep owner {}:{} ({e}); the file is now owned by the server's user",
-                        old.uid, old.gid
-                    ));
-                }
-                // chown clears setuid/setgid bits: put them back.
-                let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(old.mode));
-            }
-        }
-        let mut file = File::from(fd);
-        let (expected, bytes) = {
-            let mut w = HashingWriter::new(BufWriter::with_capacity(256 * 1024, &mut file));
-            let written = match plan.body {
-                Body::Bytes(b) => w.write_all(&b),
-                Body::Stream(produce) => produce(&mut w),
-            };
-            written.map_err(|e| Failure::io("write temp file", shown, e))?;
-            let (digest, n, mut inner) = w.finish();
-            inner
-                .flush()
-                .map_err(|e| Failure::io("write temp file", shown, e))?;
-            (digest, n)
-        };
-        if fault("enospc_write") {
-            return Err(Failure::io(
-                "write temp file",
-                shown,
-                errno_io(rustix::io::Errno::NOSPC),
-            ));
-        }
-        file.sync_all()
-            .map_err(|e| Failure::io("fsync temp file", shown, e))?;
-
-        // 4. Read back what the disk holds and compare.
-        let actual = {
-            let fd = rustix::fs::openat(
-                &target.dir,
-                tmp.as_slice(),
-                OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                Mode::empty(),
-            )
-            .map_err(|e| Failure::io("read back temp file", shown, errno_io(e)))?;
-            let (digest, _) = crate::hash::sha256_reader(File::from(fd))
-                .map_err(|e| Failure::io("read back temp file", shown, e))?;
-            if fault("readback_mismatch") {
-                sha256_hex(b"injected corruption")
-            } else {
-                digest
-            }
-        };
-        if actual != expected {
-            return Err(Failure::Corruption {
-                path: shown.into(),
-                expected,
-                actual,
-            });
-        }
-        drop(file);
+        // 3-4. Temp file, fsync, read-back; then keep the pre-image.
+        let mut staged = stage(target, existing.as_ref(), plan.body, plan.new_file_mode)?;
+        self.preserve(target, existing.as_ref())?;
 
         // 5. Journal row, durable, journal still locked.
-        let journal_id = new_journal_id();
-        let wrote_at = now_rfc3339();
-        let row = JournalRow {
-            journal_id: journal_id.clone(),
-            ts: wrote_at.clone(),
-            path: target.abs_path.display().to_string(),
-            sha256: expected.clone(),
-            prev_sha256: existing.as_ref().map(|e| e.sha256.clone()),
-            bytes,
-            mode: plan.mode_label.clone(),
-            caller: who.caller.clone(),
-            tool: who.tool.clone(),
-            extra: plan.extra,
-        };
+        let row = journal_row(
+            target,
+            who,
+            &staged,
+            existing.as_ref(),
+            &plan.mode_label,
+            plan.extra,
+        );
+        let (journal_id, wrote_at) = (row.journal_id.clone(), row.ts.clone());
         let appended = if fault("enospc_journal") {
             Err(errno_io(rustix::io::Errno::NOSPC))
         } else {
@@ -416,35 +560,19 @@ impl Pipeline {
         }
         .map_err(|e| Failure::io("append journal row", self.journal.path(), e))?;
 
-        // 6. Rename into place.
-        let renamed = if plan.create_only {
-            rename_noreplace(&target.dir, &tmp, &target.name)
-        } else {
-            rustix::fs::renameat(&target.dir, tmp.as_slice(), &target.dir, &target.name)
-                .map_err(errno_io)
-        };
-        if let Err(e) = renamed {
+        // 6. Rename into place; a failed rename takes its row back.
+        if let Err(e) = rename_into_place(target, &staged.guard.name, plan.create_only) {
             if let Err(re) = appended.rollback() {
                 tracing::error!("journal rollback after failed rename: {re}");
             }
-            if e.kind() == io::ErrorKind::AlreadyExists {
-                let now = read_existing(&target.dir, &target.name)
-                    .ok()
-                    .flatten()
-                    .map(|e| e.sha256)
-                    .unwrap_or_default();
-                return Err(Failure::TargetExists {
-                    path: shown.into(),
-                    existing_sha256: now,
-                });
-            }
-            return Err(Failure::io("rename into place", shown, e));
+            return Err(rename_failure(target, e));
         }
-        guard.armed = false;
+        staged.guard.armed = false;
         appended.commit();
 
         // 7. Make the rename (and any new directories) durable. The write is applied now:
         // a failure here is reported as a warning, never as a failed write.
+        let mut warnings = std::mem::take(&mut staged.warnings);
         if let Err(e) = rustix::fs::fsync(&target.dir) {
             warnings.push(format!("fsync of the parent directory failed: {e}"));
         }
@@ -453,17 +581,12 @@ impl Pipeline {
                 warnings.push(format!("fsync of a created directory failed: {e}"));
             }
         }
-        let detached_hardlinks = existing.as_ref().map_or(0, |e| e.nlink.saturating_sub(1));
-        if detached_hardlinks > 0 {
-            warnings.push(format!(
-                "the previous file had {detached_hardlinks} other hard link(s); they keep the old content"
-            ));
-        }
+        let detached_hardlinks = hardlink_warning(existing.as_ref(), &mut warnings);
         Ok((
             Some(Outcome {
                 abs_path: target.abs_path.clone(),
-                sha256: expected,
-                bytes,
+                sha256: staged.sha256,
+                bytes: staged.bytes,
                 prev_sha256: existing.map(|e| e.sha256),
                 journal_id,
                 wrote_at,
@@ -473,6 +596,168 @@ impl Pipeline {
             }),
             value,
         ))
+    }
+
+    /// The protocol for several targets at once, all or nothing (transactions):
+    ///
+    /// 1. Lock every distinct parent directory, in (device, inode) order so two multi-file
+    ///    commits never deadlock (single-file commits lock one directory, so they cannot
+    ///    take part in a cycle).
+    /// 2. Read every target and let `decide` check all preconditions at once: it returns one
+    ///    entry per target (`None`: leave it untouched) or fails the whole commit.
+    /// 3. Stage every temp file (write, fsync, read back) and keep every pre-image.
+    /// 4. `commit_point` runs with everything staged: the caller makes its commit record
+    ///    durable there. Before it returns, nothing is applied; after, the caller's recovery
+    ///    must roll forward.
+    /// 5. Journal one row per written target with one durable append (skipped when
+    ///    `journal_rows` is false: recovery of a transaction whose rows already landed).
+    /// 6. Rename every temp file into place, then fsync each touched directory once.
+    ///
+    /// A failure after the commit point returns the error with the commit record in place:
+    /// the caller's recovery finishes the renames.
+    pub fn commit_many(
+        &self,
+        targets: &[&Target],
+        who: &Caller,
+        decide: impl FnOnce(&[Option<Existing>]) -> Result<Vec<Option<Plan>>>,
+        commit_point: impl FnOnce(&[StagedFile]) -> Result<()>,
+        journal_rows: bool,
+    ) -> Result<Vec<Option<Outcome>>> {
+        // 1. Locks, one per distinct directory, in a stable order.
+        let mut dirs: Vec<((u64, u64), usize)> = Vec::new();
+        for (i, t) in targets.iter().enumerate() {
+            let st = rustix::fs::fstat(&t.dir)
+                .map_err(|e| Failure::io("stat directory", &t.display, errno_io(e)))?;
+            dirs.push(((st.st_dev as u64, st.st_ino as u64), i));
+        }
+        dirs.sort();
+        dirs.dedup_by_key(|(id, _)| *id);
+        let mut locks = Vec::with_capacity(dirs.len());
+        for (_, i) in &dirs {
+            let t = targets[*i];
+            rustix::fs::flock(&t.dir, FlockOperation::LockExclusive)
+                .map_err(|e| Failure::io("lock", &t.display, errno_io(e)))?;
+            locks.push(DirLock(&t.dir));
+        }
+
+        // 2. Every precondition before anything is written.
+        let existing = targets
+            .iter()
+            .map(|t| read_target(t, true))
+            .collect::<Result<Vec<_>>>()?;
+        let plans = decide(&existing)?;
+        if plans.len() != targets.len() {
+            return Err(Failure::Internal("one plan per target expected".into()));
+        }
+
+        // 3. Stage and preserve.
+        let mut staged: Vec<(usize, Staged, Plan)> = Vec::new();
+        for (i, plan) in plans.into_iter().enumerate() {
+            let Some(mut plan) = plan else { continue };
+            let t = targets[i];
+            check_writable(t, existing[i].as_ref())?;
+            let body = std::mem::replace(&mut plan.body, Body::Bytes(Vec::new()));
+            let s = stage(t, existing[i].as_ref(), body, plan.new_file_mode)?;
+            self.preserve(t, existing[i].as_ref())?;
+            staged.push((i, s, plan));
+        }
+
+        // 4. The commit point.
+        let shown: Vec<StagedFile> = staged
+            .iter()
+            .map(|(i, s, _)| StagedFile {
+                index: *i,
+                sha256: s.sha256.clone(),
+                bytes: s.bytes,
+                prev_sha256: existing[*i].as_ref().map(|e| e.sha256.clone()),
+            })
+            .collect();
+        commit_point(&shown)?;
+        if fault("tx_crash_after_commit_record") {
+            std::process::abort();
+        }
+
+        // 5. One durable append for every row.
+        let rows: Vec<JournalRow> = staged
+            .iter_mut()
+            .map(|(i, s, plan)| {
+                let t = targets[*i];
+                journal_row(
+                    t,
+                    who,
+                    s,
+                    existing[*i].as_ref(),
+                    &plan.mode_label,
+                    std::mem::take(&mut plan.extra),
+                )
+            })
+            .collect();
+        let appended = if journal_rows && !rows.is_empty() {
+            Some(
+                self.journal
+                    .append_many(&rows)
+                    .map_err(|e| Failure::io("append journal rows", self.journal.path(), e))?,
+            )
+        } else {
+            None
+        };
+        if fault("tx_crash_after_journal") {
+            std::process::abort();
+        }
+
+        // 6. Renames, then one fsync per touched directory.
+        let mut outcomes: Vec<Option<Outcome>> = (0..targets.len()).map(|_| None).collect();
+        let mut renamed_dirs: Vec<usize> = Vec::new();
+        for (n, ((i, s, plan), row)) in staged.iter_mut().zip(&rows).enumerate() {
+            let t = targets[*i];
+            if n == 1 && fault("tx_crash_mid_renames") {
+                std::process::abort();
+            }
+            if let Err(e) = rename_into_place(t, &s.guard.name, plan.create_only) {
+                if let Some(a) = appended {
+                    a.commit();
+                }
+                return Err(rename_failure(t, e));
+            }
+            s.guard.armed = false;
+            renamed_dirs.push(*i);
+            let mut warnings = std::mem::take(&mut s.warnings);
+            let detached_hardlinks = hardlink_warning(existing[*i].as_ref(), &mut warnings);
+            outcomes[*i] = Some(Outcome {
+                abs_path: t.abs_path.clone(),
+                sha256: s.sha256.clone(),
+                bytes: s.bytes,
+                prev_sha256: existing[*i].as_ref().map(|e| e.sha256.clone()),
+                journal_id: row.journal_id.clone(),
+                wrote_at: row.ts.clone(),
+                mode_label: plan.mode_label.clone(),
+                detached_hardlinks,
+                warnings,
+            });
+        }
+        if let Some(a) = appended {
+            a.commit();
+        }
+        let mut fsync_failed = None;
+        for (_, i) in &dirs {
+            if let Err(e) = rustix::fs::fsync(&targets[*i].dir) {
+                fsync_failed = Some(format!("fsync of a parent directory failed: {e}"));
+            }
+        }
+        for i in renamed_dirs {
+            for d in &targets[i].created_dirs {
+                if let Err(e) = rustix::fs::fsync(d) {
+                    fsync_failed = Some(format!("fsync of a created directory failed: {e}"));
+                }
+            }
+        }
+        if let Some(w) = fsync_failed {
+            for o in outcomes.iter_mut().flatten() {
+                o.warnings.push(w.clone());
+            }
+        }
+        drop(locks);
+        Ok(outcomes)
     }
 }
 
@@ -545,7 +830,8 @@ pub fn temp_owner_pid(name: &[u8]) -> Option<i32> {
     (tail.len() == 8 && tail.bytes().all(|b| b.is_ascii_hexdigit())).then_some(pid)
 }
 
-fn process_alive(pid: i32) -> bool {
+/// Whether process `pid` exists (this process counts as alive).
+pub fn process_alive(pid: i32) -> bool {
     if pid as u32 == std::process::id() {
         return true;
     }

@@ -9,6 +9,7 @@
 
 use crate::envelope::{Envelope, Failure, Result};
 use crate::journal::Journal;
+use crate::objects::ObjectStore;
 use crate::pipeline::{Pipeline, sweep_temp_files};
 use crate::preflight::ActivePolicy;
 use crate::retry::{RetryBudgets, canonical_json};
@@ -112,6 +113,8 @@ pub struct Service {
     caller: RwLock<String>,
     notes: Vec<String>,
     policy: ActivePolicy,
+    /// What transaction recovery did at start (tx.rs).
+    recovery: std::sync::OnceLock<crate::tx::RecoveryReport>,
 }
 
 impl Service {
@@ -177,9 +180,10 @@ impl Service {
                 })
                 .ok();
         }
-        Arc::new(Service {
+        let svc = Arc::new(Service {
             workspaces: RwLock::new(ws),
-            pipeline: Pipeline::new(journal),
+            // History: every replaced content is kept in the object store (objects.rs).
+            pipeline: Pipeline::new(journal).with_objects(ObjectStore::new(&state_dir)),
             state_dir,
             budgets: RetryBudgets::new(retry_start),
             config,
@@ -187,7 +191,20 @@ impl Service {
             caller: RwLock::new("unknown".into()),
             notes,
             policy,
-        })
+            recovery: std::sync::OnceLock::new(),
+        });
+        // Transactions: finish committed ones, roll back dead ones (tx.rs), before serving.
+        let report = crate::tx::recover(&svc);
+        for line in report.summary() {
+            tracing::warn!("{line}");
+        }
+        let _ = svc.recovery.set(report);
+        svc
+    }
+
+    /// What transaction recovery did when this service started.
+    pub fn recovery(&self) -> Option<&crate::tx::RecoveryReport> {
+        self.recovery.get()
     }
 
     /// The workspace policy loaded at start (L0 classifier, retry budget).

@@ -14,9 +14,11 @@ pub mod analytics;
 pub mod checkpoint;
 pub mod chunks;
 pub mod handoff;
+pub mod history;
 pub mod journal_tail;
 pub mod l0;
 pub mod scratch;
+pub mod tx;
 pub mod validate;
 pub mod write;
 
@@ -69,6 +71,14 @@ pub fn catalog() -> &'static [ToolSpec] {
         checkpoint::CHECKPOINT_LIST,
         checkpoint::CHECKPOINT_CLEANUP,
         analytics::ANALYTICS,
+        tx::TX_BEGIN,
+        tx::TX_WRITE,
+        tx::TX_REPLACE,
+        tx::TX_STATUS,
+        tx::TX_COMMIT,
+        tx::TX_ROLLBACK,
+        history::HISTORY,
+        history::RESTORE,
     ];
     CATALOG
 }

@@ -79,7 +79,7 @@ pub struct EditArg {
     pub count: i64,
 }
 
-fn one() -> i64 {
+pub(crate) fn one() -> i64 {
     1
 }
 
@@ -451,31 +451,45 @@ fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
     to_value(&result)
 }
 
-fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
-    let request_sha256 = Service::request_hash("safe_replace", &raw);
-    let args: SafeReplaceArgs = parse_args(raw)?;
-    let expected =
-        parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
-    let edits: Vec<Edit> = match (&args.edits, &args.old_string, &args.new_string) {
-        (Some(list), None, None) if !list.is_empty() => list
+/// The edits of a replace request: `old_string`/`new_string`/`count`, or a non-empty `edits`
+/// list (shared by `safe_replace` and `tx_replace`).
+pub fn edits_from(
+    list: Option<&[EditArg]>,
+    old: Option<&str>,
+    new: Option<&str>,
+    count: i64,
+) -> Result<Vec<Edit>> {
+    match (list, old, new) {
+        (Some(list), None, None) if !list.is_empty() => Ok(list
             .iter()
             .map(|e| Edit {
                 old_string: e.old_string.clone(),
                 new_string: e.new_string.clone(),
                 count: e.count,
             })
-            .collect(),
-        (None, Some(old), Some(new)) => vec![Edit {
-            old_string: old.clone(),
-            new_string: new.clone(),
-            count: args.count,
-        }],
-        _ => {
-            return Err(Failure::InvalidArguments {
-                message: "give either old_string and new_string, or a non-empty edits list".into(),
-            });
-        }
-    };
+            .collect()),
+        (None, Some(old), Some(new)) => Ok(vec![Edit {
+            old_string: old.to_string(),
+            new_string: new.to_string(),
+            count,
+        }]),
+        _ => Err(Failure::InvalidArguments {
+            message: "give either old_string and new_string, or a non-empty edits list".into(),
+        }),
+    }
+}
+
+fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
+    let request_sha256 = Service::request_hash("safe_replace", &raw);
+    let args: SafeReplaceArgs = parse_args(raw)?;
+    let expected =
+        parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
+    let edits = edits_from(
+        args.edits.as_deref(),
+        args.old_string.as_deref(),
+        args.new_string.as_deref(),
+        args.count,
+    )?;
     let target = svc.workspaces().resolve(&args.path, false)?;
     let key = args.idempotency_key.as_deref();
     let path = args.path.as_str();

@@ -1,0 +1,258 @@
+//! `history` and `restore` (beyond the paper): list the journaled versions of a path and put
+//! a path, or every file of a transaction, back to an earlier version. The logic is
+//! [`crate::history`].
+
+use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use crate::envelope::{Failure, Result};
+use crate::history::{self, RestoreTo, Skipped, Version};
+use crate::pipeline::read_existing;
+use crate::service::Service;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Arguments of `history`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct HistoryArgs {
+    /// The file whose versions to list.
+    pub path: String,
+    /// Most versions to return, newest first (default 100, at most 10000).
+    #[serde(default = "default_limit")]
+    pub limit: usize,
+}
+
+fn default_limit() -> usize {
+    100
+}
+
+/// Result of `history`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct HistoryResult {
+    pub ok: bool,
+    pub path: String,
+    pub abs_path: String,
+    /// SHA-256 of the file now (null: it does not exist).
+    pub current_sha256: Option<String>,
+    /// Journaled versions, newest first.
+    pub versions: Vec<Version>,
+    /// True when `limit` cut the list.
+    pub truncated: bool,
+}
+
+/// Arguments of `restore`: give exactly one of to_sha256, journal_id (with path) or tx_id.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RestoreArgs {
+    /// The file to restore (not with tx_id).
+    #[serde(default)]
+    pub path: Option<String>,
+    /// The version to restore, by content hash (see history).
+    #[serde(default)]
+    pub to_sha256: Option<String>,
+    /// The version to restore, by the journal row that wrote it (see history).
+    #[serde(default)]
+    pub journal_id: Option<String>,
+    /// Put every file this transaction wrote back to its content before it, as one new
+    /// transaction.
+    #[serde(default)]
+    pub tx_id: Option<String>,
+    /// The SHA-256 the file must have now, else stale_precondition.
+    #[serde(default)]
+    pub expected_prev_sha256: Option<String>,
+    /// Return the unified diff from the current content to the version; write nothing.
+    #[serde(default)]
+    pub dry_run: bool,
+}
+
+/// One file written (or that would be written) by `restore`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RestoredFile {
+    pub path: String,
+    pub abs_path: String,
+    /// SHA-256 of the content now (the restored version unless dry_run).
+    pub sha256: String,
+    /// SHA-256 before the restore.
+    pub prev_sha256: Option<String>,
+    /// Absent on a dry run or when the file already had that content.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub journal_id: Option<String>,
+    /// True when the file already had that content (nothing written).
+    #[serde(default)]
+    pub unchanged: bool,
+}
+
+/// Result of `restore`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RestoreResult {
+    pub ok: bool,
+    /// restore
+    pub mode_applied: String,
+    pub files: Vec<RestoredFile>,
+    /// With tx_id: the transaction that did the restore (undo it with restore tx_id=this).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub restore_tx_id: Option<String>,
+    /// With tx_id: files that could not be put back, and why.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<Skipped>,
+    #[serde(default)]
+    pub dry_run: bool,
+    /// Unified diff of the change (dry run only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+}
+
+pub const HISTORY: ToolSpec = ToolSpec {
+    name: "history",
+    title: "Versions of a file",
+    description: "The journaled versions of a file, newest first: journal_id, ts, sha256, \
+        bytes, mode, tx_id, and stored (whether that content can still be restored). Every \
+        overwrite, append, replace, compose, commit and restore keeps the content it replaced, \
+        so earlier versions stay restorable until retention removes them.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<HistoryArgs>,
+    output_schema: schema::<HistoryResult>,
+    run: run_history,
+};
+
+pub const RESTORE: ToolSpec = ToolSpec {
+    name: "restore",
+    title: "Restore an earlier version",
+    description: "Put a file back to an earlier version (path with to_sha256 or journal_id \
+        from history), through the durable write pipeline; journaled as mode=restore and itself \
+        undoable. expected_prev_sha256 guards against overwriting newer work; dry_run returns \
+        the diff only. With tx_id instead, every file that transaction changed is put back to \
+        its previous content in one new transaction (all or nothing; files it created are \
+        listed in skipped).",
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    input_schema: schema::<RestoreArgs>,
+    output_schema: schema::<RestoreResult>,
+    run: run_restore,
+};
+
+fn run_history(svc: &Service, raw: Value) -> Result<Value> {
+    let args: HistoryArgs = parse_args(raw)?;
+    if args.limit == 0 || args.limit > 10_000 {
+        return Err(Failure::InvalidArguments {
+            message: format!("limit must be 1..=10000, got {}", args.limit),
+        });
+    }
+    let resolved = svc.workspaces().resolve(&args.path, false);
+    let (abs, current) = match resolved {
+        Ok(t) => (
+            t.abs_path.display().to_string(),
+            read_existing(&t.dir, &t.name)
+                .map_err(|e| Failure::io("read", &args.path, e))?
+                .map(|e| e.sha256),
+        ),
+        Err(Failure::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => (
+            svc.workspaces().absolute(&args.path)?.display().to_string(),
+            None,
+        ),
+        Err(e) => return Err(e),
+    };
+    let journal = svc.pipeline().journal();
+    let mut versions = history::versions(
+        journal,
+        svc.pipeline().objects(),
+        &abs,
+        current.as_deref(),
+        args.limit + 1,
+    )
+    .map_err(|e| Failure::io("read journal", journal.path(), e))?;
+    let truncated = versions.len() > args.limit;
+    versions.truncate(args.limit);
+    to_value(&HistoryResult {
+        ok: true,
+        path: args.path,
+        abs_path: abs,
+        current_sha256: current,
+        versions,
+        truncated,
+    })
+}
+
+fn run_restore(svc: &Service, raw: Value) -> Result<Value> {
+    let args: RestoreArgs = parse_args(raw)?;
+    let expected =
+        parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
+    let bad = |m: &str| Failure::InvalidArguments { message: m.into() };
+    if let Some(tx_id) = args.tx_id {
+        if args.path.is_some() || args.to_sha256.is_some() || args.journal_id.is_some() {
+            return Err(bad("tx_id restores a whole transaction: give it alone"));
+        }
+        if args.dry_run || expected.is_some() {
+            return Err(bad(
+                "dry_run and expected_prev_sha256 apply to one path, not to tx_id",
+            ));
+        }
+        let (c, skipped) = history::restore_tx(svc, &tx_id)?;
+        return to_value(&RestoreResult {
+            ok: true,
+            mode_applied: "restore".into(),
+            files: c
+                .files
+                .into_iter()
+                .map(|(op, o)| RestoredFile {
+                    path: op.path,
+                    abs_path: o.abs_path.display().to_string(),
+                    sha256: o.sha256,
+                    prev_sha256: o.prev_sha256,
+                    journal_id: Some(o.journal_id),
+                    unchanged: false,
+                })
+                .collect(),
+            restore_tx_id: Some(c.tx_id),
+            skipped,
+            dry_run: false,
+            diff: None,
+        });
+    }
+    let path = args
+        .path
+        .ok_or_else(|| bad("give path with to_sha256 or journal_id, or tx_id"))?;
+    let to = match (args.to_sha256, args.journal_id) {
+        (Some(h), None) => {
+            RestoreTo::Sha256(parse_expected_hash("to_sha256", Some(&h))?.unwrap_or_default())
+        }
+        (None, Some(id)) => RestoreTo::JournalId(id),
+        _ => return Err(bad("give exactly one of to_sha256 and journal_id")),
+    };
+    let r = history::restore(svc, &path, to, expected.as_deref(), args.dry_run)?;
+    let unchanged = r.outcome.is_none() && r.diff.is_none();
+    let file = match r.outcome {
+        Some(o) => RestoredFile {
+            path: path.clone(),
+            abs_path: r.abs_path,
+            sha256: o.sha256,
+            prev_sha256: o.prev_sha256,
+            journal_id: Some(o.journal_id),
+            unchanged: false,
+        },
+        None => RestoredFile {
+            path: path.clone(),
+            abs_path: r.abs_path,
+            sha256: if args.dry_run {
+                r.prev_sha256.clone().unwrap_or_default()
+            } else {
+                r.to_sha256.clone()
+            },
+            prev_sha256: r.prev_sha256,
+            journal_id: None,
+            unchanged,
+        },
+    };
+    to_value(&RestoreResult {
+        ok: true,
+        mode_applied: "restore".into(),
+        files: vec![file],
+        restore_tx_id: None,
+        skipped: Vec::new(),
+        dry_run: args.dry_run,
+        diff: r.diff,
+    })
+}

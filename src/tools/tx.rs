@@ -1,0 +1,431 @@
+//! Transaction tools (beyond the paper): `tx_begin`, `tx_write`, `tx_replace`, `tx_status`,
+//! `tx_commit`, `tx_rollback`. Arguments are checked like `safe_write`'s and `safe_replace`'s
+//! (same decoding, size cap, `expected_prev_sha256` and edit semantics); the durable part is
+//! [`crate::tx`].
+
+use super::write::{
+    ContentEncoding, EditArg, WriteMode, check_expected, decode_content, edits_from, one,
+};
+use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use crate::edit::apply_edits;
+use crate::envelope::{Failure, Result};
+use crate::service::Service;
+use crate::tx::{self, NewContent, StagedOp};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Arguments of `tx_begin`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TxBeginArgs {
+    /// A name for people reading `tx_status` and the WAL.
+    #[serde(default)]
+    pub label: Option<String>,
+    /// Seconds before an uncommitted transaction is discarded (default 3600, at most 604800).
+    #[serde(default)]
+    pub timeout: Option<u64>,
+}
+
+/// Result of `tx_begin`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TxBeginResult {
+    pub ok: bool,
+    pub tx_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub created_at: String,
+    /// RFC 3339 time after which the transaction is discarded if not committed.
+    pub expires_at: String,
+}
+
+/// Arguments of `tx_write`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TxWriteArgs {
+    /// The transaction (from tx_begin).
+    pub tx_id: String,
+    /// File to write, as for safe_write.
+    pub path: String,
+    /// The full content (or, with mode=append, the content to add).
+    pub content: String,
+    /// create (default: the file must not exist), overwrite, or append.
+    #[serde(default)]
+    pub mode: WriteMode,
+    /// The SHA-256 the file must have now, else stale_precondition at once.
+    #[serde(default)]
+    pub expected_prev_sha256: Option<String>,
+    /// utf-8 (default) or base64.
+    #[serde(default)]
+    pub encoding: ContentEncoding,
+}
+
+/// Arguments of `tx_replace`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TxReplaceArgs {
+    pub tx_id: String,
+    /// Existing file (or a file staged earlier in this transaction) to edit.
+    pub path: String,
+    #[serde(default)]
+    pub old_string: Option<String>,
+    #[serde(default)]
+    pub new_string: Option<String>,
+    /// 1 (default): exactly one match; -1: every match; N > 1: exactly N matches.
+    #[serde(default = "one")]
+    pub count: i64,
+    /// Several replacements applied in order, all or nothing.
+    #[serde(default)]
+    pub edits: Option<Vec<EditArg>>,
+    #[serde(default)]
+    pub expected_prev_sha256: Option<String>,
+}
+
+/// One staged file, as `tx_write`, `tx_replace` and `tx_status` report it.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct StagedFile {
+    pub path: String,
+    pub abs_path: String,
+    /// What the commit will journal: create, overwrite, append or replace.
+    pub mode: String,
+    /// SHA-256 of the staged content (the file's hash after commit).
+    pub sha256: String,
+    pub bytes: u64,
+    /// SHA-256 the file had when first staged (null: it did not exist); the commit requires
+    /// it still has it.
+    pub base_sha256: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replacements: Option<usize>,
+}
+
+/// Result of `tx_write` and `tx_replace`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TxStageResult {
+    pub ok: bool,
+    pub tx_id: String,
+    #[serde(flatten)]
+    pub staged: StagedFile,
+    /// Files staged in the transaction so far.
+    pub staged_count: usize,
+}
+
+/// Arguments of `tx_status`, `tx_commit` and `tx_rollback`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TxIdArgs {
+    pub tx_id: String,
+}
+
+/// A staged file and the state of its target now.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct StatusFile {
+    #[serde(flatten)]
+    pub staged: StagedFile,
+    /// SHA-256 of the target now (null: missing).
+    pub current_sha256: Option<String>,
+    /// True when the target changed since it was staged: tx_commit would fail.
+    pub conflict: bool,
+}
+
+/// Result of `tx_status`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TxStatusResult {
+    pub ok: bool,
+    pub tx_id: String,
+    /// open
+    pub state: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub label: Option<String>,
+    pub created_at: String,
+    pub expires_at: String,
+    pub files: Vec<StatusFile>,
+}
+
+/// One file written by `tx_commit`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct CommittedFile {
+    pub path: String,
+    pub abs_path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub mode_applied: String,
+    pub prev_sha256: Option<String>,
+    pub journal_id: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+/// Result of `tx_commit`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TxCommitResult {
+    pub ok: bool,
+    pub tx_id: String,
+    pub committed_at: String,
+    pub files: Vec<CommittedFile>,
+}
+
+/// Result of `tx_rollback`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct TxRollbackResult {
+    pub ok: bool,
+    pub tx_id: String,
+    /// Staged files discarded.
+    pub discarded: usize,
+}
+
+fn shown(op: &StagedOp) -> StagedFile {
+    StagedFile {
+        path: op.path.clone(),
+        abs_path: op.abs_path.clone(),
+        mode: op.mode.clone(),
+        sha256: op.sha256.clone(),
+        bytes: op.bytes,
+        base_sha256: op.base_sha256.clone(),
+        replacements: op.replacements,
+    }
+}
+
+pub const TX_BEGIN: ToolSpec = ToolSpec {
+    name: "tx_begin",
+    title: "Begin a cross-file transaction",
+    description: "Start a transaction: stage writes to several files with tx_write / \
+        tx_replace, then tx_commit applies them all or none (also across a crash: a committed \
+        transaction is finished on restart, an uncommitted one leaves no trace). Returns tx_id. \
+        timeout (seconds, default 3600): an uncommitted transaction is discarded after it.",
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    input_schema: schema::<TxBeginArgs>,
+    output_schema: schema::<TxBeginResult>,
+    run: run_tx_begin,
+};
+
+pub const TX_WRITE: ToolSpec = ToolSpec {
+    name: "tx_write",
+    title: "Stage a file write in a transaction",
+    description: "Stage a write (same arguments as safe_write: mode create/overwrite/append, \
+        expected_prev_sha256, encoding) in transaction tx_id. Nothing is written to the file \
+        until tx_commit. The file's current hash is recorded: if it changes before the commit, \
+        the commit fails with stale_precondition and writes nothing. Staging the same path \
+        again builds on the staged content.",
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    input_schema: schema::<TxWriteArgs>,
+    output_schema: schema::<TxStageResult>,
+    run: run_tx_write,
+};
+
+pub const TX_REPLACE: ToolSpec = ToolSpec {
+    name: "tx_replace",
+    title: "Stage an exact-match edit in a transaction",
+    description: "Stage a replacement (same arguments as safe_replace: old_string/new_string/\
+        count or an edits list, expected_prev_sha256) in transaction tx_id, applied to the file \
+        as staged so far in the transaction or as it is on disk. Match errors are reported now; \
+        nothing is written until tx_commit.",
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    input_schema: schema::<TxReplaceArgs>,
+    output_schema: schema::<TxStageResult>,
+    run: run_tx_replace,
+};
+
+pub const TX_STATUS: ToolSpec = ToolSpec {
+    name: "tx_status",
+    title: "Show a transaction",
+    description: "The staged files of an open transaction with their staged hashes, and for \
+        each whether its target changed since staging (conflict: tx_commit would fail).",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<TxIdArgs>,
+    output_schema: schema::<TxStatusResult>,
+    run: run_tx_status,
+};
+
+pub const TX_COMMIT: ToolSpec = ToolSpec {
+    name: "tx_commit",
+    title: "Commit a transaction",
+    description: "Apply every staged file of tx_id, all or nothing: every target must still \
+        have the hash it had when staged (else stale_precondition with context.conflicts naming \
+        each changed file, nothing written, the transaction stays open for tx_rollback). Each \
+        file is journaled with tx_id and its previous content kept for restore.",
+    read_only: false,
+    destructive: true,
+    idempotent: false,
+    input_schema: schema::<TxIdArgs>,
+    output_schema: schema::<TxCommitResult>,
+    run: run_tx_commit,
+};
+
+pub const TX_ROLLBACK: ToolSpec = ToolSpec {
+    name: "tx_rollback",
+    title: "Discard a transaction",
+    description: "Discard an open transaction and its staged files; no file is touched.",
+    read_only: false,
+    destructive: false,
+    idempotent: false,
+    input_schema: schema::<TxIdArgs>,
+    output_schema: schema::<TxRollbackResult>,
+    run: run_tx_rollback,
+};
+
+fn run_tx_begin(svc: &Service, raw: Value) -> Result<Value> {
+    let args: TxBeginArgs = parse_args(raw)?;
+    let m = tx::begin(svc, args.label, args.timeout)?;
+    to_value(&TxBeginResult {
+        ok: true,
+        tx_id: m.tx_id,
+        label: m.label,
+        created_at: m.created_at,
+        expires_at: m.expires_at,
+    })
+}
+
+fn stage_result(tx_id: &str, (op, staged_count): (StagedOp, usize)) -> Result<Value> {
+    to_value(&TxStageResult {
+        ok: true,
+        tx_id: tx_id.to_string(),
+        staged: shown(&op),
+        staged_count,
+    })
+}
+
+fn run_tx_write(svc: &Service, raw: Value) -> Result<Value> {
+    let args: TxWriteArgs = parse_args(raw)?;
+    let expected =
+        parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
+    let bytes = decode_content(svc, args.content, args.encoding)?;
+    let limit = svc.config().max_write_bytes;
+    let path = args.path.clone();
+    let op = tx::stage(svc, &args.tx_id, &args.path, "tx_write", |cur| {
+        let existing = cur.existing.as_ref();
+        check_expected(&path, expected.as_deref(), existing)?;
+        let (bytes, mode) = match (args.mode, existing) {
+            (WriteMode::Create, Some(e)) => {
+                return Err(Failure::TargetExists {
+                    path: path.clone(),
+                    existing_sha256: e.sha256.clone(),
+                });
+            }
+            (WriteMode::Create, None) => (bytes, "create"),
+            (WriteMode::Overwrite, e) => (bytes, if e.is_some() { "overwrite" } else { "create" }),
+            (WriteMode::Append, Some(e)) => {
+                let mut all = e.bytes.clone();
+                all.extend_from_slice(&bytes);
+                (all, "append")
+            }
+            (WriteMode::Append, None) => (bytes, "create"),
+        };
+        if bytes.len() as u64 > limit {
+            return Err(Failure::TooLarge {
+                what: "resulting file".into(),
+                bytes: bytes.len() as u64,
+                limit,
+            });
+        }
+        Ok(NewContent {
+            bytes,
+            mode: mode.into(),
+            replacements: None,
+        })
+    })?;
+    stage_result(&args.tx_id, op)
+}
+
+fn run_tx_replace(svc: &Service, raw: Value) -> Result<Value> {
+    let args: TxReplaceArgs = parse_args(raw)?;
+    let expected =
+        parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
+    let edits = edits_from(
+        args.edits.as_deref(),
+        args.old_string.as_deref(),
+        args.new_string.as_deref(),
+        args.count,
+    )?;
+    let limit = svc.config().max_write_bytes;
+    let path = args.path.clone();
+    let op = tx::stage(svc, &args.tx_id, &args.path, "tx_replace", |cur| {
+        let Some(existing) = cur.existing.as_ref() else {
+            return Err(Failure::TargetMissing { path: path.clone() });
+        };
+        check_expected(&path, expected.as_deref(), Some(existing))?;
+        let text = std::str::from_utf8(&existing.bytes).map_err(|e| Failure::Encoding {
+            field: "path".into(),
+            reason: format!("the file is not valid UTF-8 ({e}); tx_replace edits text files"),
+        })?;
+        let (new_text, n) = apply_edits(text, &edits, &path)?;
+        if new_text.len() as u64 > limit {
+            return Err(Failure::TooLarge {
+                what: "resulting file".into(),
+                bytes: new_text.len() as u64,
+                limit,
+            });
+        }
+        Ok(NewContent {
+            bytes: new_text.into_bytes(),
+            mode: if cur.staged { "overwrite" } else { "replace" }.into(),
+            replacements: Some(n),
+        })
+    })?;
+    stage_result(&args.tx_id, op)
+}
+
+fn run_tx_status(svc: &Service, raw: Value) -> Result<Value> {
+    let args: TxIdArgs = parse_args(raw)?;
+    let (m, current) = tx::status(svc, &args.tx_id)?;
+    let files = m
+        .ops
+        .iter()
+        .zip(current)
+        .map(|(op, cur)| StatusFile {
+            conflict: cur != op.base_sha256,
+            current_sha256: cur,
+            staged: shown(op),
+        })
+        .collect();
+    to_value(&TxStatusResult {
+        ok: true,
+        tx_id: m.tx_id,
+        state: "open".into(),
+        label: m.label,
+        created_at: m.created_at,
+        expires_at: m.expires_at,
+        files,
+    })
+}
+
+fn run_tx_commit(svc: &Service, raw: Value) -> Result<Value> {
+    let args: TxIdArgs = parse_args(raw)?;
+    let c = tx::commit(svc, &args.tx_id)?;
+    to_value(&TxCommitResult {
+        ok: true,
+        tx_id: c.tx_id,
+        committed_at: c.committed_at,
+        files: c
+            .files
+            .into_iter()
+            .map(|(op, o)| CommittedFile {
+                path: op.path,
+                abs_path: o.abs_path.display().to_string(),
+                sha256: o.sha256,
+                bytes: o.bytes,
+                mode_applied: o.mode_label,
+                prev_sha256: o.prev_sha256,
+                journal_id: o.journal_id,
+                warnings: o.warnings,
+            })
+            .collect(),
+    })
+}
+
+fn run_tx_rollback(svc: &Service, raw: Value) -> Result<Value> {
+    let args: TxIdArgs = parse_args(raw)?;
+    let n = tx::rollback(svc, &args.tx_id)?;
+    to_value(&TxRollbackResult {
+        ok: true,
+        tx_id: args.tx_id,
+        discarded: n,
+    })
+}
