@@ -311,3 +311,36 @@ pub fn get(svc: &Service, sha256: &str) -> Result<Vec<u8>> {
     }
     Ok(found.bytes)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::Config;
+
+    #[test]
+    fn deposit_is_a_library_call_that_stores_and_indexes_binary_originals() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let mut config = Config::new(root.clone());
+        config.sweep_on_start = false;
+        let svc = Service::start(config);
+        let original = b"\xffnot utf-8 original".to_vec();
+        let d = deposit(
+            &svc,
+            &original,
+            Some("redacted:api_key"),
+            None,
+            Some("from redact"),
+        )
+        .unwrap();
+        assert_eq!(d.sha256, sha256_hex(&original));
+        assert!(!d.dedup);
+        assert_eq!(d.entry["encoding"], "base64");
+        assert_eq!(get(&svc, &d.sha256).unwrap(), original);
+        let again = deposit(&svc, &original, Some("second"), None, None).unwrap();
+        assert!(again.dedup);
+        let (rows, skipped) = read_index(&svc).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert!(skipped.is_empty());
+    }
+}

@@ -674,3 +674,41 @@ fn two_processes_appending_to_one_session_never_share_an_index_nor_lose_a_chunk(
         }
     }
 }
+
+#[test]
+fn compose_sends_progress_notifications_when_the_client_asks() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "pr", 1, "abc");
+    write(&mut s, "pr", 2, "defg");
+    let (resp, notes) = s.request_with_notifications(
+        "tools/call",
+        json!({"name": "rw_chunk_compose",
+               "arguments": {"session": "pr", "output_path": "pr.txt"},
+               "_meta": {"progressToken": "tok-1"}}),
+    );
+    assert_eq!(resp["result"]["isError"], false, "{resp}");
+    let progress: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert!(!progress.is_empty(), "no progress notification: {notes:?}");
+    assert!(
+        progress
+            .iter()
+            .all(|n| n["params"]["progressToken"] == "tok-1")
+    );
+    let last = &progress.last().unwrap()["params"];
+    assert_eq!(last["progress"], 7.0);
+    assert_eq!(last["total"], 7.0);
+    // Without a token, none.
+    let (_, notes) = s.request_with_notifications(
+        "tools/call",
+        json!({"name": "rw_chunk_compose", "arguments": {"session": "pr", "output_path": "pr2.txt"}}),
+    );
+    assert!(
+        notes
+            .iter()
+            .all(|n| n["method"] != "notifications/progress")
+    );
+}

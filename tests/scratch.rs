@@ -287,3 +287,16 @@ fn index_rows_use_the_originals_format() {
         "compact separators like json.dumps(separators=(',', ':'))"
     );
 }
+
+#[test]
+fn put_warns_when_the_state_directory_is_not_git_ignored() {
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.path(".git")).unwrap();
+    let mut s = ws.server();
+    let r = s.ok("rw_scratch_put", json!({"content": "x"}));
+    assert_eq!(r["warnings"][0]["reason"], "state_dir_not_gitignored");
+    std::fs::write(ws.path(".gitignore"), ".resilient_write/\n").unwrap();
+    let mut s = ws.server();
+    let r = s.ok("rw_scratch_put", json!({"content": "y"}));
+    assert_eq!(r["warnings"], json!([]));
+}

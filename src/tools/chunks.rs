@@ -215,7 +215,8 @@ pub const CHUNK_WRITE: ToolSpec = ToolSpec {
         index replaces it, so a failed chunk is simply retried. total_expected records how many \
         chunks the document has. Then rw_chunk_compose writes the whole file.",
     read_only: false,
-    destructive: false,
+    // Rewriting an index replaces that chunk's content.
+    destructive: true,
     idempotent: true,
     input_schema: schema::<ChunkWriteArgs>,
     output_schema: schema::<ChunkWriteResult>,

@@ -126,6 +126,34 @@ impl Server {
         }
     }
 
+    /// A JSON-RPC request; returns the response and the notifications received before it.
+    pub fn request_with_notifications(
+        &mut self,
+        method: &str,
+        params: Value,
+    ) -> (Value, Vec<Value>) {
+        let id = self.next_id;
+        self.next_id += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        self.send_raw(&msg.to_string());
+        let mut notes = Vec::new();
+        loop {
+            let mut line = String::new();
+            let n = self.stdout.read_line(&mut line).expect("read");
+            assert!(
+                n > 0,
+                "server closed stdout while waiting for response {id}"
+            );
+            let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
+            if v.get("id") == Some(&json!(id)) {
+                return (v, notes);
+            }
+            if v.get("id").is_none() {
+                notes.push(v);
+            }
+        }
+    }
+
     /// A JSON-RPC request; returns the whole response (result or error).
     pub fn request(&mut self, method: &str, params: Value) -> Value {
         let id = self.next_id;
