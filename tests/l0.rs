@@ -275,16 +275,20 @@ fn redact_replaces_each_secret_with_a_typed_placeholder_and_is_idempotent() {
 }
 
 #[test]
-fn redact_deposit_says_plainly_that_nothing_was_stored() {
+fn redact_deposit_stores_each_original_in_the_scratchpad() {
     let ws = Workspace::new();
     let mut s = ws.server();
+    let token = github_token(7);
     let r = s.ok(
         "rw_redact",
-        json!({"content": code_with(&github_token(7)), "deposit": true}),
+        json!({"content": code_with(&token), "deposit": true}),
     );
-    assert_eq!(r["deposited"], false);
-    assert!(r["note"].as_str().unwrap().contains("unavailable"), "{r}");
-    assert!(r["replacements"][0].get("sha256").is_none());
+    assert_eq!(r["deposited"], true, "{r}");
+    assert!(r.get("note").is_none());
+    let sha = r["replacements"][0]["sha256"].as_str().unwrap().to_string();
+    assert!(!r["content"].as_str().unwrap().contains(&token));
+    let got = s.ok("rw_scratch_get", json!({"sha256": sha}));
+    assert_eq!(got["content"].as_str().unwrap(), token);
     let plain = s.ok("rw_redact", json!({"content": "nothing here\n"}));
     assert!(plain.get("note").is_none());
 }

@@ -1,11 +1,10 @@
 //! `risk_score` and `redact` (L0, paper section 3.1 and SPEC section 9): the pre-flight
-//! classifier as tools. Both are read-only: they score or rewrite the draft they are given and
-//! touch no file. The classifier is the workspace policy's ([`crate::preflight`]); a bad policy
+//! classifier as tools. Neither touches a workspace file: they score or rewrite the draft they
+//! are given. The classifier is the workspace policy's ([`crate::preflight`]); a bad policy
 //! file makes both answer `policy_violation` naming the file and line.
 //!
-//! `redact` with `deposit: true` hands the originals to a [`Depository`]. None exists on this
-//! branch (the L4 scratchpad is built elsewhere), so the result says so in `note` and nothing is
-//! stored; plugging the scratchpad in is one `impl Depository` and one line in [`depository`].
+//! `redact` with `deposit: true` hands the originals to a [`Depository`]: the L4 scratchpad,
+//! which stores each as an owner-only content-addressed blob and returns its hash.
 
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::classify::{Original, RiskReport, redact};
@@ -86,10 +85,26 @@ pub trait Depository {
     fn deposit(&self, original: &Original, rule: &str) -> Result<String>;
 }
 
-/// The depository of this build, if any. The scratchpad plugs in here, e.g.
-/// `Some(Box::new(ScratchDepository(svc)))`.
-fn depository(_svc: &Service) -> Option<Box<dyn Depository + '_>> {
-    None
+/// The L4 scratchpad as a depository: each original becomes a content-addressed blob
+/// (0600) with an index row labelled `redact:<rule>`.
+struct ScratchDepository<'a>(&'a Service);
+
+impl Depository for ScratchDepository<'_> {
+    fn deposit(&self, original: &Original, rule: &str) -> Result<String> {
+        let d = crate::scratch::deposit(
+            self.0,
+            original.expose().as_bytes(),
+            Some(&format!("redact:{rule}")),
+            Some("text/plain"),
+            Some("original of a redact placeholder"),
+        )?;
+        Ok(d.sha256)
+    }
+}
+
+/// The depository of this build: the scratchpad.
+fn depository(svc: &Service) -> Option<Box<dyn Depository + '_>> {
+    Some(Box::new(ScratchDepository(svc)))
 }
 
 pub const RISK_SCORE: ToolSpec = ToolSpec {
@@ -114,10 +129,10 @@ pub const REDACT: ToolSpec = ToolSpec {
     title: "Redact secrets from a draft",
     description: "Return the draft with every finding of risk_score replaced by a typed \
         placeholder `{REDACTED:<rule>}`, and the list of replacements {rule, line, placeholder}. \
-        Redacting a redacted draft changes nothing. Writes no file. deposit=true would store the \
-        originals in the scratchpad; when no scratchpad is available the result says so in \
-        `note` and stores nothing.",
-    read_only: true,
+        Redacting a redacted draft changes nothing. Writes no workspace file. deposit=true stores \
+        each original in the scratchpad (.resilient_write/scratch/, owner-only) and returns its \
+        sha256 per replacement, retrievable with rw_scratch_get.",
+    read_only: false,
     destructive: false,
     idempotent: true,
     input_schema: schema::<RedactArgs>,
