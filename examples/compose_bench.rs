@@ -121,7 +121,9 @@ fn main() {
         )
         .expect("compose");
         let secs = t.elapsed().as_secs_f64();
-        let composed = done.ok().expect("composed");
+        let Ok(composed) = done else {
+            panic!("compose did not complete")
+        };
         assert_eq!(composed.outcome.bytes, bytes);
         best_compose = best_compose.min(secs);
         if reset {

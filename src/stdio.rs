@@ -169,11 +169,7 @@ pub fn sanitized(
         let mut line = Vec::new();
         let mut tail: Vec<u8> = Vec::new();
         let mut total = 0usize;
-        loop {
-            let buf = match input.fill_buf().await {
-                Ok(b) => b,
-                Err(_) => break,
-            };
+        while let Ok(buf) = input.fill_buf().await {
             if buf.is_empty() {
                 if !line.is_empty() && total <= max_line {
                     let _ = writer.write_all(&sanitize_line(&line)).await;

@@ -371,8 +371,11 @@ fn run_checkpoint_read(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
+/// A checkpoint file found on disk: name, format, path, and its bytes (or why not).
+type ScannedCheckpoint = (String, Format, PathBuf, std::io::Result<Vec<u8>>);
+
 /// Every checkpoint file, sorted by name: (name, format, path, bytes or the read error).
-fn scan(svc: &Service) -> Result<Vec<(String, Format, PathBuf, std::io::Result<Vec<u8>>)>> {
+fn scan(svc: &Service) -> Result<Vec<ScannedCheckpoint>> {
     let dir = dir_path(svc);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
