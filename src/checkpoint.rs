@@ -155,7 +155,12 @@ pub fn parse_iso_duration(s: &str) -> Option<f64> {
     let day = 86_400.0;
     let (d, dn) = units(
         date,
-        &[('Y', 365.0 * day), ('M', 30.0 * day), ('W', 7.0 * day), ('D', day)],
+        &[
+            ('Y', 365.0 * day),
+            ('M', 30.0 * day),
+            ('W', 7.0 * day),
+            ('D', day),
+        ],
     )?;
     let (t, tn) = match time {
         Some(t) => {
@@ -232,13 +237,13 @@ impl Checkpoint {
                 let mut m = self.meta();
                 m.insert("data".into(), self.data.clone());
                 let mut adapter = IoFmt(w, None);
-                serde_saphyr::to_fmt_writer(&mut adapter, &m).map_err(|e| {
-                    adapter.1.take().unwrap_or_else(|| to_io(e.to_string()))
-                })
+                serde_saphyr::to_fmt_writer(&mut adapter, &m)
+                    .map_err(|e| adapter.1.take().unwrap_or_else(|| to_io(e.to_string())))
             }
             Format::Markdown => {
                 let text = self.data.as_str().unwrap_or_default();
-                let yaml = serde_saphyr::to_string(&self.meta()).map_err(|e| to_io(e.to_string()))?;
+                let yaml =
+                    serde_saphyr::to_string(&self.meta()).map_err(|e| to_io(e.to_string()))?;
                 w.write_all(b"---\n")?;
                 w.write_all(yaml.trim_end().as_bytes())?;
                 w.write_all(b"\n---\n")?;
@@ -256,11 +261,16 @@ impl Checkpoint {
 
     /// Parse a checkpoint file. `ext_format` is what the extension says; a json file's own
     /// `format` field wins (the original kept every format in .json).
-    pub fn parse(bytes: &[u8], name: &str, ext_format: Format) -> std::result::Result<Self, String> {
+    pub fn parse(
+        bytes: &[u8],
+        name: &str,
+        ext_format: Format,
+    ) -> std::result::Result<Self, String> {
         let text = std::str::from_utf8(bytes).map_err(|e| format!("not UTF-8: {e}"))?;
         let (mut m, data) = match ext_format {
             Format::Json => {
-                let v: Value = serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
+                let v: Value =
+                    serde_json::from_str(text).map_err(|e| format!("invalid JSON: {e}"))?;
                 let Value::Object(mut m) = v else {
                     return Err("not a JSON object".into());
                 };
@@ -318,11 +328,7 @@ pub enum Fate {
 
 /// The cleanup rule: permanent never goes; session goes when asked; a duration goes once
 /// `updated_at + duration` is past `now`.
-pub fn fate(
-    cp: &Checkpoint,
-    include_session: bool,
-    now: chrono::DateTime<chrono::Utc>,
-) -> Fate {
+pub fn fate(cp: &Checkpoint, include_session: bool, now: chrono::DateTime<chrono::Utc>) -> Fate {
     match Ttl::parse(&cp.ttl) {
         Ok(Ttl::Permanent) => Fate::Keep,
         Ok(Ttl::Session) if include_session => Fate::Remove("session_cleanup"),
@@ -379,7 +385,9 @@ mod tests {
         assert_eq!(parse_iso_duration("P1DT1H"), Some(90_000.0));
         assert_eq!(parse_iso_duration("P1W"), Some(604_800.0));
         assert_eq!(parse_iso_duration("PT1.5S"), Some(1.5));
-        for bad in ["", "P", "PT", "30M", "P1H", "PT1D", "P1M1Y", "P-1D", "P1.5D", "PTM"] {
+        for bad in [
+            "", "P", "PT", "30M", "P1H", "PT1D", "P1M1Y", "P-1D", "P1.5D", "PTM",
+        ] {
             assert_eq!(parse_iso_duration(bad), None, "{bad}");
         }
     }

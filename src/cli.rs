@@ -174,10 +174,13 @@ fn serve_stdio(config: Config) -> ExitCode {
         use rmcp::ServiceExt;
         let service = Service::start(config);
         let server = McpServer::new(service);
-        let running = match server.serve((
-            crate::stdio::sanitized(tokio::io::stdin()),
-            tokio::io::stdout(),
-        )).await {
+        let running = match server
+            .serve((
+                crate::stdio::sanitized(tokio::io::stdin()),
+                tokio::io::stdout(),
+            ))
+            .await
+        {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!("MCP initialisation failed: {e}");
@@ -287,7 +290,10 @@ fn analytics(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
             println!("{k:<24} {n:>10}");
         }
     }
-    println!("\n{:>8} {:>12} {:<27} hot path", "writes", "bytes", "last write");
+    println!(
+        "\n{:>8} {:>12} {:<27} hot path",
+        "writes", "bytes", "last write"
+    );
     for h in &a.hot_paths {
         println!(
             "{:>8} {:>12} {:<27} {}",
@@ -295,7 +301,10 @@ fn analytics(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
         );
     }
     if !a.sessions.is_empty() {
-        println!("\n{:<24} {:>8} {:>8} {:>10}", "session", "chunks", "composes", "seconds");
+        println!(
+            "\n{:<24} {:>8} {:>8} {:>10}",
+            "session", "chunks", "composes", "seconds"
+        );
         for (name, s) in &a.sessions {
             println!(
                 "{name:<24} {:>8} {:>8} {:>10.1}",

@@ -260,8 +260,10 @@ pub fn check_graph(steps: &[Step]) -> Result<()> {
                     }
                     1 => {
                         let from = stack.iter().position(|(n, _)| *n == d).unwrap_or(0);
-                        let mut names: Vec<&str> =
-                            stack[from..].iter().map(|(n, _)| steps[*n].id.as_str()).collect();
+                        let mut names: Vec<&str> = stack[from..]
+                            .iter()
+                            .map(|(n, _)| steps[*n].id.as_str())
+                            .collect();
                         names.push(steps[d].id.as_str());
                         return Err(invalid_field(
                             "dependency_graph",
@@ -499,14 +501,21 @@ pub fn resume_message(path: &str, h: &Handoff, body: &str, drift: &[Drift]) -> S
             .map(|t| format!(" at {t}"))
             .unwrap_or_default()
     );
-    let _ = writeln!(m, "The envelope is {path}.\n\n## Summary\n{}", h.summary.trim());
+    let _ = writeln!(
+        m,
+        "The envelope is {path}.\n\n## Summary\n{}",
+        h.summary.trim()
+    );
     let list = |m: &mut String, title: &str, items: &[Value]| {
         if items.is_empty() {
             return;
         }
         let _ = writeln!(m, "\n## {title}");
         for (i, v) in items.iter().enumerate() {
-            let s = v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string());
+            let s = v
+                .as_str()
+                .map(str::to_string)
+                .unwrap_or_else(|| v.to_string());
             let _ = writeln!(m, "{}. {s}", i + 1);
         }
     };
@@ -542,7 +551,11 @@ pub fn resume_message(path: &str, h: &Handoff, body: &str, drift: &[Drift]) -> S
         }
     }
     if !h.checkpoint_refs.is_empty() {
-        list(&mut m, "Checkpoints (rw_checkpoint_read)", &h.checkpoint_refs);
+        list(
+            &mut m,
+            "Checkpoints (rw_checkpoint_read)",
+            &h.checkpoint_refs,
+        );
     }
     if !body.trim().is_empty() {
         let _ = writeln!(m, "\n## Notes\n{}", body.trim());
@@ -566,7 +579,11 @@ mod tests {
 
     #[test]
     fn a_cycle_is_named_in_order() {
-        let g = vec![step("a", &["c"], false), step("b", &["a"], false), step("c", &["b"], false)];
+        let g = vec![
+            step("a", &["c"], false),
+            step("b", &["a"], false),
+            step("c", &["b"], false),
+        ];
         let e = check_graph(&g).unwrap_err().to_string();
         assert!(e.contains("a -> c -> b -> a"), "{e}");
     }
@@ -599,7 +616,9 @@ mod tests {
         let text = "---\ntask_id: t\nstatus: [unclosed\nagent: a\n---\n";
         let e = parse(text).unwrap_err();
         match e {
-            Failure::InvalidDocument { line, .. } => assert!(matches!(line, Some(3..=5)), "{line:?}"),
+            Failure::InvalidDocument { line, .. } => {
+                assert!(matches!(line, Some(3..=5)), "{line:?}")
+            }
             other => panic!("{other:?}"),
         }
     }

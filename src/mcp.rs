@@ -9,8 +9,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, GetPromptRequestParams,
     GetPromptResponse, GetPromptResult, Implementation, InitializeResult, ListPromptsResult,
     ListResourcesResult, ListToolsResult, PaginatedRequestParams, Prompt, PromptArgument,
-    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, Role, ServerCapabilities, Tool, ToolAnnotations,
+    PromptMessage, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource,
+    ResourceContents, Role, ServerCapabilities, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -88,11 +88,11 @@ impl ServerHandler for McpServer {
                 .enable_resources()
                 .build(),
         )
-            .with_server_info(
-                Implementation::new("resilient-write", env!("CARGO_PKG_VERSION"))
-                    .with_title("Resilient Write"),
-            )
-            .with_instructions(instructions)
+        .with_server_info(
+            Implementation::new("resilient-write", env!("CARGO_PKG_VERSION"))
+                .with_title("Resilient Write"),
+        )
+        .with_instructions(instructions)
     }
 
     async fn list_tools(
@@ -227,8 +227,8 @@ impl ServerHandler for McpServer {
             let envelope = serde_json::to_value(f.envelope("resources/read", 0)).ok();
             McpError::resource_not_found(format!("handoff: {f}"), envelope)
         })?;
-        let contents = ResourceContents::text(loaded.text, HANDOFF_URI).with_mime_type("text/markdown");
+        let contents =
+            ResourceContents::text(loaded.text, HANDOFF_URI).with_mime_type("text/markdown");
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
-
 }

@@ -36,8 +36,11 @@ pub fn open_subdir(state_dir: &Path, subdir: &str) -> Result<(OwnedFd, Vec<Owned
     let mut dir = open_dir_nofollow(None, base).map_err(io)?;
     let mut created = Vec::new();
     let state_name = state_dir.file_name().unwrap_or_default();
-    let components = std::iter::once(Path::new(state_name))
-        .chain(Path::new(subdir).components().map(|c| Path::new(c.as_os_str())));
+    let components = std::iter::once(Path::new(state_name)).chain(
+        Path::new(subdir)
+            .components()
+            .map(|c| Path::new(c.as_os_str())),
+    );
     for comp in components {
         let next = match open_dir_nofollow(Some(&dir), comp) {
             Ok(d) => d,
@@ -45,9 +48,10 @@ pub fn open_subdir(state_dir: &Path, subdir: &str) -> Result<(OwnedFd, Vec<Owned
                 match rustix::fs::mkdirat(&dir, comp, Mode::from_raw_mode(0o755)) {
                     Ok(()) => {
                         if created.is_empty() {
-                            created.push(dir.try_clone().map_err(|e| {
-                                Failure::io("open state directory", &shown, e)
-                            })?);
+                            created.push(
+                                dir.try_clone()
+                                    .map_err(|e| Failure::io("open state directory", &shown, e))?,
+                            );
                         }
                     }
                     Err(e) if e == rustix::io::Errno::EXIST => {}
@@ -69,8 +73,7 @@ pub fn open_subdir(state_dir: &Path, subdir: &str) -> Result<(OwnedFd, Vec<Owned
 /// A pipeline target for file `name` in `state_dir/subdir`. `name` must be a single, already
 /// validated file name.
 pub fn target(state_dir: &Path, subdir: &str, name: &str) -> Result<Target> {
-    if name.is_empty() || name.contains('/') || name == "." || name == ".." || name.contains('\0')
-    {
+    if name.is_empty() || name.contains('/') || name == "." || name == ".." || name.contains('\0') {
         return Err(Failure::InvalidPath {
             path: name.into(),
             reason: "not a plain file name".into(),

@@ -46,7 +46,10 @@ fn envelope(ws: &Workspace) -> Value {
 fn validate_reports_valid_json_with_ok_true() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let r = s.ok("rw_validate", json!({"content": "{\"a\": [1, 2]}", "format_hint": "json"}));
+    let r = s.ok(
+        "rw_validate",
+        json!({"content": "{\"a\": [1, 2]}", "format_hint": "json"}),
+    );
     assert_eq!(r["valid"], true);
     assert_eq!(r["format"], "json");
     assert_eq!(r["errors"], json!([]));
@@ -57,7 +60,10 @@ fn validate_reports_valid_json_with_ok_true() {
 fn validate_reports_broken_json_as_invalid_with_line_and_col_still_ok_true() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let r = s.ok("rw_validate", json!({"content": "{\n  \"a\": 1,\n}\n", "format_hint": "json"}));
+    let r = s.ok(
+        "rw_validate",
+        json!({"content": "{\n  \"a\": 1,\n}\n", "format_hint": "json"}),
+    );
     assert_eq!(r["ok"], true);
     assert_eq!(r["valid"], false);
     let e = &r["errors"][0];
@@ -101,7 +107,12 @@ fn validate_reports_non_utf8_base64_content_as_invalid_not_as_an_error() {
     );
     assert_eq!(r["valid"], false);
     assert_eq!(r["errors"][0]["line"], 2);
-    assert!(r["errors"][0]["message"].as_str().unwrap().contains("UTF-8"));
+    assert!(
+        r["errors"][0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("UTF-8")
+    );
     let ok = s.ok(
         "rw_validate",
         json!({"content": b64(b"[1, 2]"), "encoding": "base64", "format_hint": "json"}),
@@ -127,7 +138,10 @@ fn validate_reports_a_lone_surrogate_in_content_as_invalid() {
 fn validate_refuses_bad_base64_with_an_encoding_envelope() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let env = s.err("rw_validate", json!({"content": "%%%", "encoding": "base64"}));
+    let env = s.err(
+        "rw_validate",
+        json!({"content": "%%%", "encoding": "base64"}),
+    );
     assert_eq!(env["error"], "policy_violation");
     assert_eq!(env["reason_hint"], "encoding");
 }
@@ -143,7 +157,10 @@ fn handoff_write_then_read_round_trips_and_reports_no_drift() {
         json!({"envelope": envelope(&ws), "body": "# Notes\n\nAppendix B is next.\n"}),
     );
     let text = std::fs::read_to_string(ws.path("HANDOFF.md")).unwrap();
-    assert!(text.starts_with("---\ntask_id: telemetry-report\n"), "{text}");
+    assert!(
+        text.starts_with("---\ntask_id: telemetry-report\n"),
+        "{text}"
+    );
     assert_eq!(w["sha256"], sha256(text.as_bytes()));
     assert_eq!(w["drift"], json!([]));
     assert_eq!(w["drift_warnings"], json!([]));
@@ -222,7 +239,12 @@ fn handoff_write_refuses_an_unknown_status() {
     e["status"] = json!("finished");
     let env = s.err("rw_handoff_write", json!({"envelope": e}));
     assert_eq!(env["context"]["field"], "status");
-    assert!(env["context"]["message"].as_str().unwrap().contains("handed_off"));
+    assert!(
+        env["context"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("handed_off")
+    );
 }
 
 #[test]
@@ -252,7 +274,10 @@ fn handoff_write_refuses_a_secret_in_free_text_and_echoes_only_a_snippet() {
     let d = &env["context"]["detected"][0];
     assert_eq!(d["field"], "next_steps[1]");
     assert!(d["match"].as_str().unwrap().chars().count() <= 16);
-    assert!(!env.to_string().contains(&token), "the whole secret was echoed");
+    assert!(
+        !env.to_string().contains(&token),
+        "the whole secret was echoed"
+    );
     assert!(!ws.path("HANDOFF.md").exists());
     // The body is screened too.
     let env = s.err(
@@ -266,7 +291,10 @@ fn handoff_write_refuses_a_secret_in_free_text_and_echoes_only_a_snippet() {
 fn handoff_archive_keeps_the_previous_envelope_in_the_state_directory() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    s.ok("rw_handoff_write", json!({"envelope": envelope(&ws), "body": "first"}));
+    s.ok(
+        "rw_handoff_write",
+        json!({"envelope": envelope(&ws), "body": "first"}),
+    );
     let first = std::fs::read(ws.path("HANDOFF.md")).unwrap();
     let mut e = envelope(&ws);
     e["status"] = json!("complete");
@@ -275,11 +303,17 @@ fn handoff_archive_keeps_the_previous_envelope_in_the_state_directory() {
         json!({"envelope": e, "body": "second", "archive": true}),
     );
     let archived = w["archived_path"].as_str().unwrap();
-    assert!(archived.contains("/.resilient_write/handoffs/"), "{archived}");
+    assert!(
+        archived.contains("/.resilient_write/handoffs/"),
+        "{archived}"
+    );
     assert!(archived.ends_with("_telemetry-report.md"), "{archived}");
     assert_eq!(std::fs::read(archived).unwrap(), first);
     let rows = journal_rows(&ws.root);
-    assert!(rows.iter().any(|r| r["mode"] == "archive" && r["path"] == archived));
+    assert!(
+        rows.iter()
+            .any(|r| r["mode"] == "archive" && r["path"] == archived)
+    );
     let r = s.ok("rw_handoff_read", json!({}));
     assert_eq!(r["envelope"]["status"], "complete");
     assert_eq!(r["body"], "second\n");
@@ -339,7 +373,10 @@ fn handoff_of_the_python_original_is_read_and_unknown_keys_survive_a_rewrite() {
     assert_eq!(r["envelope"]["reviewer"], "alice");
     assert_eq!(r["body"], "Notes here.\n");
     assert_eq!(r["drift"], json!([]));
-    s.ok("rw_handoff_write", json!({"envelope": r["envelope"], "body": r["body"]}));
+    s.ok(
+        "rw_handoff_write",
+        json!({"envelope": r["envelope"], "body": r["body"]}),
+    );
     let text = std::fs::read_to_string(ws.path("HANDOFF.md")).unwrap();
     assert!(text.contains("reviewer: alice"), "{text}");
     // Timestamps stay strings for YAML readers that would turn bare ones into dates.
@@ -368,7 +405,12 @@ fn dependency_graph_dangling_id_is_refused() {
     let mut e = envelope(&ws);
     e["dependency_graph"] = json!([{"id": "a", "depends_on": ["nope"]}]);
     let env = s.err("rw_handoff_write", json!({"envelope": e}));
-    assert!(env["context"]["message"].as_str().unwrap().contains("\"nope\""));
+    assert!(
+        env["context"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("\"nope\"")
+    );
 }
 
 #[test]
@@ -401,20 +443,31 @@ fn resume_prompt_carries_summary_drift_and_ready_steps() {
     let mut s = ws.server();
     let mut e = envelope(&ws);
     e["dependency_graph"] = json!([{"id": "appendix", "description": "write appendix B"}]);
-    s.ok("rw_handoff_write", json!({"envelope": e, "body": "Remember the figures."}));
+    s.ok(
+        "rw_handoff_write",
+        json!({"envelope": e, "body": "Remember the figures."}),
+    );
     std::fs::write(ws.path("src.rs"), "changed").unwrap();
     let caps = &s.init["result"]["capabilities"];
-    assert!(caps["prompts"].is_object() && caps["resources"].is_object(), "{caps}");
+    assert!(
+        caps["prompts"].is_object() && caps["resources"].is_object(),
+        "{caps}"
+    );
     let list = s.request("prompts/list", json!({}));
     assert_eq!(list["result"]["prompts"][0]["name"], "resume");
     let r = s.request("prompts/get", json!({"name": "resume", "arguments": {}}));
-    let text = r["result"]["messages"][0]["content"]["text"].as_str().unwrap();
+    let text = r["result"]["messages"][0]["content"]["text"]
+        .as_str()
+        .unwrap();
     assert!(text.contains("telemetry-report"), "{text}");
     assert!(text.contains("19-page report complete"), "{text}");
     assert!(text.contains("src.rs (changed)"), "{text}");
     assert!(text.contains("appendix: write appendix B"), "{text}");
     assert!(text.contains("Remember the figures."), "{text}");
-    let missing = s.request("prompts/get", json!({"name": "resume", "arguments": {"path": "NOPE.md"}}));
+    let missing = s.request(
+        "prompts/get",
+        json!({"name": "resume", "arguments": {"path": "NOPE.md"}}),
+    );
     assert!(missing["error"].is_object(), "{missing}");
 }
 
@@ -424,7 +477,10 @@ fn handoff_is_listed_and_read_as_a_resource() {
     let mut s = ws.server();
     s.ok("rw_handoff_write", json!({"envelope": envelope(&ws)}));
     let list = s.request("resources/list", json!({}));
-    let uri = list["result"]["resources"][0]["uri"].as_str().unwrap().to_string();
+    let uri = list["result"]["resources"][0]["uri"]
+        .as_str()
+        .unwrap()
+        .to_string();
     let r = s.request("resources/read", json!({"uri": uri}));
     let c = &r["result"]["contents"][0];
     assert_eq!(c["mimeType"], "text/markdown");
@@ -472,7 +528,10 @@ fn checkpoint_resave_keeps_created_at_and_drops_the_other_format() {
     let mut s = ws.server();
     let a = s.ok("rw_checkpoint", json!({"name": "plan", "data": {"v": 1}}));
     std::thread::sleep(std::time::Duration::from_millis(5));
-    let b = s.ok("rw_checkpoint", json!({"name": "plan", "data": {"v": 2}, "format": "yaml"}));
+    let b = s.ok(
+        "rw_checkpoint",
+        json!({"name": "plan", "data": {"v": 2}, "format": "yaml"}),
+    );
     assert_eq!(a["created_at"], b["created_at"]);
     assert_ne!(a["updated_at"], b["updated_at"]);
     assert!(!ws.path(".resilient_write/checkpoints/plan.json").exists());
@@ -504,7 +563,10 @@ fn checkpoint_refuses_invalid_iso_durations() {
         assert_eq!(env["context"]["field"], "ttl", "{bad}");
     }
     for good in ["PT30M", "P1D", "P1W", "P1DT12H"] {
-        let r = s.ok("rw_checkpoint", json!({"name": "a", "data": 1, "ttl": good}));
+        let r = s.ok(
+            "rw_checkpoint",
+            json!({"name": "a", "data": 1, "ttl": good}),
+        );
         assert_eq!(r["ttl"], good);
     }
 }
@@ -513,7 +575,10 @@ fn checkpoint_refuses_invalid_iso_durations() {
 fn checkpoint_markdown_needs_string_data() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let env = s.err("rw_checkpoint", json!({"name": "m", "data": {"a": 1}, "format": "markdown"}));
+    let env = s.err(
+        "rw_checkpoint",
+        json!({"name": "m", "data": {"a": 1}, "format": "markdown"}),
+    );
     assert_eq!(env["context"]["field"], "data");
 }
 
@@ -522,8 +587,15 @@ fn checkpoint_list_reports_every_checkpoint_sorted_and_flags_corrupt_ones() {
     let ws = Workspace::new();
     let mut s = ws.server();
     s.ok("rw_checkpoint", json!({"name": "zeta", "data": 1}));
-    s.ok("rw_checkpoint", json!({"name": "alpha", "data": "t", "format": "markdown"}));
-    std::fs::write(ws.path(".resilient_write/checkpoints/broken.json"), "{not json").unwrap();
+    s.ok(
+        "rw_checkpoint",
+        json!({"name": "alpha", "data": "t", "format": "markdown"}),
+    );
+    std::fs::write(
+        ws.path(".resilient_write/checkpoints/broken.json"),
+        "{not json",
+    )
+    .unwrap();
     let r = s.ok("rw_checkpoint_list", json!({}));
     assert_eq!(r["count"], 3);
     let cps = r["checkpoints"].as_array().unwrap();
@@ -540,8 +612,14 @@ fn checkpoint_cleanup_removes_session_and_expired_keeps_permanent_and_reports_co
     let ws = Workspace::new();
     let mut s = ws.server();
     s.ok("rw_checkpoint", json!({"name": "sess", "data": 1}));
-    s.ok("rw_checkpoint", json!({"name": "keep", "data": 1, "ttl": "permanent"}));
-    s.ok("rw_checkpoint", json!({"name": "fresh", "data": 1, "ttl": "P1D"}));
+    s.ok(
+        "rw_checkpoint",
+        json!({"name": "keep", "data": 1, "ttl": "permanent"}),
+    );
+    s.ok(
+        "rw_checkpoint",
+        json!({"name": "fresh", "data": 1, "ttl": "P1D"}),
+    );
     // An expired one, as the original would have left it.
     std::fs::write(
         ws.path(".resilient_write/checkpoints/old.json"),
@@ -554,12 +632,20 @@ fn checkpoint_cleanup_removes_session_and_expired_keeps_permanent_and_reports_co
         .as_array()
         .unwrap()
         .iter()
-        .map(|x| (x["name"].as_str().unwrap().into(), x["reason"].as_str().unwrap().into()))
+        .map(|x| {
+            (
+                x["name"].as_str().unwrap().into(),
+                x["reason"].as_str().unwrap().into(),
+            )
+        })
         .collect();
     removed.sort();
     assert_eq!(
         removed,
-        [("old".into(), "expired".into()), ("sess".into(), "session_cleanup".into())]
+        [
+            ("old".into(), "expired".into()),
+            ("sess".into(), "session_cleanup".into())
+        ]
     );
     assert_eq!(r["kept"], 2);
     assert_eq!(r["corrupt"][0]["name"], "bad");
@@ -582,7 +668,9 @@ fn checkpoint_cleanup_without_include_session_keeps_session_ones() {
 fn checkpoint_over_one_megabyte_is_streamed_and_reads_back() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let big: Vec<String> = (0..40_000).map(|i| format!("row {i:08} ............")).collect();
+    let big: Vec<String> = (0..40_000)
+        .map(|i| format!("row {i:08} ............"))
+        .collect();
     let w = s.ok("rw_checkpoint", json!({"name": "big", "data": big}));
     assert_eq!(w["chunked"], true);
     assert!(w["bytes"].as_u64().unwrap() > 1_048_576);
@@ -646,8 +734,14 @@ fn row(ts: &str, path: &str, mode: &str, bytes: u64, caller: &str) -> String {
 fn analytics_counts_writes_bytes_modes_callers_and_hot_paths() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    s.ok("rw_safe_write", json!({"path": "a.txt", "content": "12345"}));
-    s.ok("rw_safe_write", json!({"path": "a.txt", "content": "1234567", "mode": "overwrite"}));
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "a.txt", "content": "12345"}),
+    );
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "a.txt", "content": "1234567", "mode": "overwrite"}),
+    );
     s.ok("rw_safe_write", json!({"path": "b.txt", "content": "1"}));
     let r = s.ok("rw_analytics", json!({}));
     assert_eq!(r["total_writes"], 3);
@@ -655,7 +749,10 @@ fn analytics_counts_writes_bytes_modes_callers_and_hot_paths() {
     assert_eq!(r["total_bytes_written"], 13);
     assert_eq!(r["by_mode"], json!({"create": 2, "overwrite": 1}));
     assert_eq!(r["by_caller"], json!({"integration-test": 3}));
-    assert_eq!(r["hot_paths"][0]["path"], ws.path("a.txt").display().to_string());
+    assert_eq!(
+        r["hot_paths"][0]["path"],
+        ws.path("a.txt").display().to_string()
+    );
     assert_eq!(r["hot_paths"][0]["write_count"], 2);
     assert_eq!(r["timeline"].as_array().unwrap().len(), 3);
     assert_eq!(r["corrupt_lines"], 0);
@@ -692,12 +789,27 @@ fn analytics_since_and_session_filter_narrow_the_rows() {
         &ws,
         &[
             row("2026-04-12T09:00:00Z", "/w/old", "create", 1, "c"),
-            row("2026-04-12T10:00:00Z", "/w/.resilient_write/chunks/s1/part-001.txt", "create", 2, "c"),
-            row("2026-04-12T10:00:01Z", "/w/.resilient_write/chunks/s2/part-001.txt", "create", 3, "c"),
+            row(
+                "2026-04-12T10:00:00Z",
+                "/w/.resilient_write/chunks/s1/part-001.txt",
+                "create",
+                2,
+                "c",
+            ),
+            row(
+                "2026-04-12T10:00:01Z",
+                "/w/.resilient_write/chunks/s2/part-001.txt",
+                "create",
+                3,
+                "c",
+            ),
         ],
     );
     let mut s = ws.server();
-    let r = s.ok("rw_analytics", json!({"since": "2026-04-12T10:00:00Z", "session_filter": "s1"}));
+    let r = s.ok(
+        "rw_analytics",
+        json!({"since": "2026-04-12T10:00:00Z", "session_filter": "s1"}),
+    );
     assert_eq!(r["total_writes"], 2);
     assert_eq!(r["sessions"], json!({"s1": r["sessions"]["s1"]}));
     assert_eq!(r["sessions"]["s1"]["chunk_writes"], 1);
@@ -714,7 +826,13 @@ fn analytics_refuses_an_unparsable_since() {
 #[test]
 fn cli_analytics_prints_a_table_and_json() {
     let ws = Workspace::new();
-    journal_with(&ws, &[row("2026-04-12T10:00:00Z", "/w/a", "create", 5, "c"), "bad".into()]);
+    journal_with(
+        &ws,
+        &[
+            row("2026-04-12T10:00:00Z", "/w/a", "create", 5, "c"),
+            "bad".into(),
+        ],
+    );
     let run = |args: &[&str]| {
         let out = std::process::Command::new(common::bin())
             .args(args)
@@ -753,12 +871,21 @@ fn results_of_the_new_tools_match_their_output_schemas() {
             s.ok("rw_handoff_write", json!({"envelope": e, "archive": true})),
         ),
         ("rw_handoff_read", s.ok("rw_handoff_read", json!({}))),
-        ("rw_checkpoint", s.ok("rw_checkpoint", json!({"name": "a", "data": [1]}))),
-        ("rw_checkpoint_read", s.ok("rw_checkpoint_read", json!({"name": "a"}))),
+        (
+            "rw_checkpoint",
+            s.ok("rw_checkpoint", json!({"name": "a", "data": [1]})),
+        ),
+        (
+            "rw_checkpoint_read",
+            s.ok("rw_checkpoint_read", json!({"name": "a"})),
+        ),
         ("rw_checkpoint_list", s.ok("rw_checkpoint_list", json!({}))),
         ("rw_analytics", s.ok("rw_analytics", json!({}))),
     ];
-    results.push(("rw_checkpoint_cleanup", s.ok("rw_checkpoint_cleanup", json!({}))));
+    results.push((
+        "rw_checkpoint_cleanup",
+        s.ok("rw_checkpoint_cleanup", json!({})),
+    ));
     for (name, result) in results {
         let t = tools.iter().find(|t| t["name"] == name).unwrap();
         let v = jsonschema::validator_for(&t["outputSchema"]).unwrap();

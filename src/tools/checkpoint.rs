@@ -352,12 +352,11 @@ fn run_checkpoint_read(svc: &Service, raw: Value) -> Result<Value> {
             path: format!(".resilient_write/{CHECKPOINT_DIR}/{}", args.name),
         });
     };
-    let cp = Checkpoint::parse(&bytes, &args.name, format).map_err(|reason| {
-        Failure::CorruptState {
+    let cp =
+        Checkpoint::parse(&bytes, &args.name, format).map_err(|reason| Failure::CorruptState {
             path: path.display().to_string(),
             reason,
-        }
-    })?;
+        })?;
     to_value(&CheckpointReadResult {
         ok: true,
         name: cp.name,

@@ -381,7 +381,11 @@ fn run_handoff_read(svc: &Service, raw: Value) -> Result<Value> {
         sha256: l.sha256,
         drift_warnings: l.drift.clone(),
         drift: l.drift,
-        ready_steps: l.handoff.dependency_graph.as_deref().map(handoff::ready_steps),
+        ready_steps: l
+            .handoff
+            .dependency_graph
+            .as_deref()
+            .map(handoff::ready_steps),
     })
 }
 
