@@ -529,4 +529,32 @@ mod tests {
         assert_eq!(a.total_writes, 1);
         assert_eq!(a.timeline[0].path, "a");
     }
+
+    #[test]
+    fn fast_path_and_general_parser_agree_and_malformed_rows_are_corrupt() {
+        let rows = [
+            r#"{"bytes":3,"caller":"c","mode":"create","path":"/w/a","ts":"2026-01-01T00:00:00Z"}"#,
+            r#"{"bytes":3,"caller":"c","mode":"create","path":"/w/\u0061","ts":"2026-01-01T00:00:00Z"}"#,
+            r#"{"bytes":3,"extra":{"n":[1]},"mode":"create","path":"/w/a","ts":"2026-01-01T00:00:00Z"}"#,
+        ];
+        let j = rows.join("\n") + "\n";
+        let a = analyse(j.as_bytes(), &Query::default()).unwrap();
+        assert_eq!(a.total_writes, 3);
+        assert_eq!(
+            a.unique_paths, 1,
+            "an escaped path decodes to the same path"
+        );
+        assert!(scan_flat(rows[0].as_bytes()).is_some());
+        assert!(scan_flat(rows[1].as_bytes()).is_none());
+        for bad in [
+            r#"{"ts":"a" "path":"b"}"#,
+            r#"{"ts":"a",}"#,
+            r#"{"ts":"a"} x"#,
+            "{\"ts\":\"\u{1}\"}",
+        ] {
+            assert!(scan_flat(bad.as_bytes()).is_none(), "{bad}");
+        }
+        let a = analyse(r#"{"ts":"a",}"#.as_bytes(), &Query::default()).unwrap();
+        assert_eq!(a.corrupt_lines, 1);
+    }
 }

@@ -370,8 +370,11 @@ fn run_checkpoint_read(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-/// Every checkpoint file, sorted by name: (name, format, path, bytes or the read error).
-fn scan(svc: &Service) -> Result<Vec<(String, Format, PathBuf, std::io::Result<Vec<u8>>)>> {
+/// One checkpoint file found on disk: name, format by extension, path, bytes or read error.
+type Found = (String, Format, PathBuf, std::io::Result<Vec<u8>>);
+
+/// Every checkpoint file, sorted by name.
+fn scan(svc: &Service) -> Result<Vec<Found>> {
     let dir = dir_path(svc);
     let entries = match std::fs::read_dir(&dir) {
         Ok(e) => e,
