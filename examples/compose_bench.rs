@@ -121,7 +121,7 @@ fn main() {
         )
         .expect("compose");
         let secs = t.elapsed().as_secs_f64();
-        let composed = done.ok().expect("composed");
+        let composed = done.expect("composed");
         assert_eq!(composed.outcome.bytes, bytes);
         best_compose = best_compose.min(secs);
         if reset {

@@ -215,8 +215,11 @@ pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Res
     })
 }
 
-/// The index rows (with their line numbers) and the lines skipped as torn or corrupt.
-pub fn read_index(svc: &Service) -> Result<(Vec<Map<String, Value>>, Vec<SkippedLine>)> {
+/// Rows of `index.jsonl`, oldest first.
+pub type IndexRows = Vec<Map<String, Value>>;
+
+/// The index rows and the lines skipped as torn or corrupt.
+pub fn read_index(svc: &Service) -> Result<(IndexRows, Vec<SkippedLine>)> {
     let Some(dir) = open_scratch(svc, false)? else {
         return Ok((Vec::new(), Vec::new()));
     };
