@@ -228,7 +228,9 @@ fn killed_chunk_sessions_stay_consistent_and_compose() {
         .expect("final compose answered");
         assert_eq!(std::fs::read(&out).unwrap(), composed(acked));
     }
-    eprintln!("{trials} trials, {acked} chunks, {composes} composes acknowledged, {kills_mid_call} kills during a call");
+    eprintln!(
+        "{trials} trials, {acked} chunks, {composes} composes acknowledged, {kills_mid_call} kills during a call"
+    );
     let _ = c.child.kill();
     let _ = c.child.wait();
 }
