@@ -158,13 +158,10 @@ fn serve_stdio(config: Config) -> ExitCode {
         use rmcp::ServiceExt;
         let service = Service::start(config);
         let server = McpServer::new(service);
-        let running = match server
-            .serve((
-                crate::stdio::sanitized(tokio::io::stdin()),
-                tokio::io::stdout(),
-            ))
-            .await
-        {
+        let running = match server.serve((
+            crate::stdio::sanitized(tokio::io::stdin()),
+            tokio::io::stdout(),
+        )).await {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!("MCP initialisation failed: {e}");

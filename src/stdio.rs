@@ -156,9 +156,6 @@ mod tests {
     fn invalid_utf8_bytes_inside_strings_become_the_sentinel() {
         let out = s(b"{\"a\":\"x\xff\xfey\"}");
         let v: serde_json::Value = serde_json::from_str(&out).unwrap();
-        assert_eq!(
-            v["a"].as_str().unwrap(),
-            format!("x{BAD_UNICODE_SENTINEL}y")
-        );
+        assert_eq!(v["a"].as_str().unwrap(), format!("x{BAD_UNICODE_SENTINEL}y"));
     }
 }

@@ -28,12 +28,7 @@ fn initialize_reports_server_info_and_instructions() {
     let r = &s.init["result"];
     assert_eq!(r["serverInfo"]["name"], "resilient-write");
     assert_eq!(r["serverInfo"]["version"], env!("CARGO_PKG_VERSION"));
-    assert!(
-        r["instructions"]
-            .as_str()
-            .unwrap()
-            .contains("rw_safe_write")
-    );
+    assert!(r["instructions"].as_str().unwrap().contains("rw_safe_write"));
     assert!(r["capabilities"]["tools"].is_object());
 }
 
@@ -127,21 +122,12 @@ fn create_writes_exact_bytes_and_reports_the_papers_fields() {
     let ws = Workspace::new();
     let mut s = ws.server();
     let content = "\u{feff}line one\r\nline two\r\n";
-    let r = s.ok(
-        "rw_safe_write",
-        json!({"path": "dir/sub/f.txt", "content": content}),
-    );
-    assert_eq!(
-        std::fs::read(ws.path("dir/sub/f.txt")).unwrap(),
-        content.as_bytes()
-    );
+    let r = s.ok("rw_safe_write", json!({"path": "dir/sub/f.txt", "content": content}));
+    assert_eq!(std::fs::read(ws.path("dir/sub/f.txt")).unwrap(), content.as_bytes());
     assert_eq!(r["sha256"], sha256(content.as_bytes()));
     assert_eq!(r["bytes"], content.len());
     assert_eq!(r["mode_applied"], "create");
-    assert_eq!(
-        r["abs_path"],
-        ws.path("dir/sub/f.txt").display().to_string()
-    );
+    assert_eq!(r["abs_path"], ws.path("dir/sub/f.txt").display().to_string());
     for k in ["path", "journal_id", "wrote_at"] {
         assert!(r[k].is_string(), "{k}");
     }
@@ -162,10 +148,7 @@ fn create_refuses_existing_file_and_reports_its_hash() {
 fn overwrite_and_append_apply_and_record_prev_hash() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    s.ok(
-        "rw_safe_write",
-        json!({"path": "a.txt", "content": "one\n"}),
-    );
+    s.ok("rw_safe_write", json!({"path": "a.txt", "content": "one\n"}));
     let o = s.ok(
         "rw_safe_write",
         json!({"path": "a.txt", "content": "two\n", "mode": "overwrite"}),
@@ -232,10 +215,7 @@ fn overwrite_keeps_the_files_permission_bits() {
         "rw_safe_write",
         json!({"path": "run.sh", "content": "#!/bin/sh\necho hi\n", "mode": "overwrite"}),
     );
-    let mode = std::fs::metadata(ws.path("run.sh"))
-        .unwrap()
-        .permissions()
-        .mode();
+    let mode = std::fs::metadata(ws.path("run.sh")).unwrap().permissions().mode();
     assert_eq!(mode & 0o7777, 0o750);
 }
 
@@ -270,10 +250,7 @@ fn replace_count_semantics_one_all_and_n() {
         json!({"path": "f.txt", "old_string": "b", "new_string": "B"}),
     );
     assert_eq!(r["replacements"], 1);
-    assert_eq!(
-        std::fs::read_to_string(ws.path("f.txt")).unwrap(),
-        "y B y c y\n"
-    );
+    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), "y B y c y\n");
 }
 
 #[test]
@@ -309,10 +286,7 @@ fn edits_apply_all_or_nothing() {
         ]}),
     );
     assert_eq!(env["context"]["edit_index"], 1);
-    assert_eq!(
-        std::fs::read_to_string(ws.path("f.txt")).unwrap(),
-        "alpha\nbeta\n"
-    );
+    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), "alpha\nbeta\n");
     let r = s.ok(
         "rw_safe_replace",
         json!({"path": "f.txt", "edits": [
@@ -321,15 +295,8 @@ fn edits_apply_all_or_nothing() {
         ]}),
     );
     assert_eq!(r["replacements"], 2);
-    assert_eq!(
-        std::fs::read_to_string(ws.path("f.txt")).unwrap(),
-        "ALPHA\nBETA\n"
-    );
-    assert_eq!(
-        journal_rows(&ws.root).len(),
-        1,
-        "one write for the whole list"
-    );
+    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), "ALPHA\nBETA\n");
+    assert_eq!(journal_rows(&ws.root).len(), 1, "one write for the whole list");
 }
 
 #[test]
@@ -345,10 +312,7 @@ fn dry_run_returns_a_diff_and_writes_nothing() {
     let diff = r["diff"].as_str().unwrap();
     assert!(diff.contains("-old") && diff.contains("+new"), "{diff}");
     assert_eq!(r["sha256"], sha256(b"keep\nnew\n"));
-    assert_eq!(
-        std::fs::read_to_string(ws.path("f.txt")).unwrap(),
-        "keep\nold\n"
-    );
+    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), "keep\nold\n");
     assert!(journal_rows(&ws.root).is_empty());
 }
 
@@ -430,14 +394,10 @@ fn retry_budget_counts_down_and_refuses_at_zero() {
 fn idempotency_key_applies_an_append_once() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let args =
-        json!({"path": "log.txt", "content": "entry\n", "mode": "append", "idempotency_key": "k1"});
+    let args = json!({"path": "log.txt", "content": "entry\n", "mode": "append", "idempotency_key": "k1"});
     let first = s.ok("rw_safe_write", args.clone());
     let second = s.ok("rw_safe_write", args.clone());
-    assert_eq!(
-        std::fs::read_to_string(ws.path("log.txt")).unwrap(),
-        "entry\n"
-    );
+    assert_eq!(std::fs::read_to_string(ws.path("log.txt")).unwrap(), "entry\n");
     assert_eq!(second["idempotent_replay"], true);
     assert_eq!(second["journal_id"], first["journal_id"]);
     assert_eq!(second["sha256"], first["sha256"]);
@@ -446,10 +406,7 @@ fn idempotency_key_applies_an_append_once() {
     let mut s = ws.server();
     let third = s.ok("rw_safe_write", args);
     assert_eq!(third["journal_id"], first["journal_id"]);
-    assert_eq!(
-        std::fs::read_to_string(ws.path("log.txt")).unwrap(),
-        "entry\n"
-    );
+    assert_eq!(std::fs::read_to_string(ws.path("log.txt")).unwrap(), "entry\n");
     let env = s.err(
         "rw_safe_write",
         json!({"path": "log.txt", "content": "other\n", "mode": "append", "idempotency_key": "k1"}),
@@ -480,16 +437,10 @@ fn ten_megabytes_are_written_and_a_hundred_refused_by_default() {
     let r = s.ok("rw_safe_write", json!({"path": "ten.txt", "content": ten}));
     assert_eq!(r["bytes"], 10 * 1024 * 1024);
     let hundred = "x".repeat(100 * 1024 * 1024);
-    let env = s.err(
-        "rw_safe_write",
-        json!({"path": "hundred.txt", "content": hundred}),
-    );
+    let env = s.err("rw_safe_write", json!({"path": "hundred.txt", "content": hundred}));
     assert_eq!(env["error"], "quota_exceeded");
     assert!(!ws.path("hundred.txt").exists());
-    s.ok(
-        "rw_safe_write",
-        json!({"path": "after.txt", "content": "still serving"}),
-    );
+    s.ok("rw_safe_write", json!({"path": "after.txt", "content": "still serving"}));
 }
 
 #[test]
@@ -531,12 +482,7 @@ fn invalid_arguments_are_typed_errors() {
         "rw_safe_write",
         json!({"path": "d", "content": "x", "mode": "overwrite"}),
     );
-    assert!(
-        env["context"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("directory")
-    );
+    assert!(env["context"]["message"].as_str().unwrap().contains("directory"));
 }
 
 #[test]

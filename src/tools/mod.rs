@@ -103,19 +103,13 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
 /// The path of the first string in `v` carrying the transport's bad-Unicode sentinel.
 fn bad_unicode_field(v: &Value, at: &str) -> Option<String> {
     match v {
-        Value::String(s) if s.contains(crate::stdio::BAD_UNICODE_SENTINEL) => {
-            Some(if at.is_empty() {
-                "arguments".into()
-            } else {
-                at.to_string()
-            })
-        }
+        Value::String(s) if s.contains(crate::stdio::BAD_UNICODE_SENTINEL) => Some(if at.is_empty() {
+            "arguments".into()
+        } else {
+            at.to_string()
+        }),
         Value::Object(m) => m.iter().find_map(|(k, v)| {
-            let p = if at.is_empty() {
-                k.clone()
-            } else {
-                format!("{at}.{k}")
-            };
+            let p = if at.is_empty() { k.clone() } else { format!("{at}.{k}") };
             bad_unicode_field(v, &p)
         }),
         Value::Array(a) => a
