@@ -19,5 +19,5 @@ pub mod validate;
 pub mod workspace;
 
 pub mod cli;
-pub mod scan;
 pub mod mcp;
+pub mod scan;

@@ -67,14 +67,26 @@ fn risk_score_calls_one_live_credential_at_least_medium_and_never_echoes_it() {
     let mut s = ws.server();
     let token = github_token(1);
     let r = s.ok("rw_risk_score", json!({"content": code_with(&token)}));
-    assert!(["medium", "high"].contains(&r["verdict"].as_str().unwrap()), "{r}");
+    assert!(
+        ["medium", "high"].contains(&r["verdict"].as_str().unwrap()),
+        "{r}"
+    );
     let f = &r["detected_patterns"][0];
     assert_eq!(f["kind"], "github_pat");
     assert_eq!(f["pattern"], "github_classic_pat");
     assert_eq!(f["line"], 3);
     assert!(f["match"].as_str().unwrap().chars().count() <= 16);
-    assert!(!r.to_string().contains(&token), "the token was echoed whole");
-    for k in ["score", "bytes", "line_count", "max_line_len", "suggested_actions"] {
+    assert!(
+        !r.to_string().contains(&token),
+        "the token was echoed whole"
+    );
+    for k in [
+        "score",
+        "bytes",
+        "line_count",
+        "max_line_len",
+        "suggested_actions",
+    ] {
         assert!(r.get(k).is_some(), "missing {k}: {r}");
     }
     assert_eq!(r["suggested_actions"][0]["action"], "redact");
@@ -104,7 +116,10 @@ fn risk_score_reports_a_redacted_vendor_prefix_with_its_own_pattern() {
     let r = s.ok("rw_risk_score", json!({"content": draft}));
     assert_ne!(r["verdict"], "safe", "{r}");
     assert_eq!(r["detected_patterns"][0]["kind"], "redacted_prefix");
-    assert_eq!(r["detected_patterns"][0]["pattern"], "anthropic_redacted_prefix");
+    assert_eq!(
+        r["detected_patterns"][0]["pattern"],
+        "anthropic_redacted_prefix"
+    );
 }
 
 #[test]
@@ -134,7 +149,10 @@ fn classify_refuses_a_credential_at_medium_writes_nothing_and_never_retries() {
         "classify_reject_at": "medium",
     });
     let env = s.err("rw_safe_write", args.clone());
-    assert!(!ws.path("client.py").exists(), "the refused file was written");
+    assert!(
+        !ws.path("client.py").exists(),
+        "the refused file was written"
+    );
     assert_eq!(env["error"], "blocked");
     assert_eq!(env["reason_hint"], "content_filter");
     assert_eq!(env["suggested_action"], "redact");
@@ -145,7 +163,10 @@ fn classify_refuses_a_credential_at_medium_writes_nothing_and_never_retries() {
     assert_eq!(d["line"], 3);
     assert!(d["match"].as_str().unwrap().chars().count() <= 16);
     assert!(["medium", "high"].contains(&env["context"]["verdict"].as_str().unwrap()));
-    assert!(!env.to_string().contains(&token), "the token was echoed whole");
+    assert!(
+        !env.to_string().contains(&token),
+        "the token was echoed whole"
+    );
     // the identical call is refused at once
     let again = s.err("rw_safe_write", args);
     assert_eq!(again["context"]["reason"], "retry_budget_exhausted");
@@ -232,8 +253,14 @@ fn redact_replaces_each_secret_with_a_typed_placeholder_and_is_idempotent() {
     let r = s.ok("rw_redact", json!({"content": draft}));
     let content = r["content"].as_str().unwrap();
     assert!(!content.contains(&token));
-    assert!(content.contains("{REDACTED:github_classic_pat}"), "{content}");
-    assert!(content.contains("{REDACTED:pkcs8_private_key}"), "{content}");
+    assert!(
+        content.contains("{REDACTED:github_classic_pat}"),
+        "{content}"
+    );
+    assert!(
+        content.contains("{REDACTED:pkcs8_private_key}"),
+        "{content}"
+    );
     let reps = r["replacements"].as_array().unwrap();
     assert_eq!(reps.len(), 2);
     assert_eq!(reps[0]["rule"], "github_classic_pat");
@@ -318,17 +345,20 @@ fn invalid_regex_in_policy_names_its_line() {
 #[test]
 fn rw_policy_file_disable_families_turns_a_family_off() {
     let ws = Workspace::new();
-    let content = format!("git push https://github.com/o/r using {}\n", github_token(8));
+    let content = format!(
+        "git push https://github.com/o/r using {}\n",
+        github_token(8)
+    );
     let mut plain = ws.server();
     let before = plain.ok("rw_risk_score", json!({"content": content}));
     assert_eq!(patterns(&before), vec!["github_classic_pat"]);
-    write_policy(&ws, "p.yaml", "version: 1\ndisable_families: [github_pat]\n");
-    let abs = ws.path("p.yaml");
-    let mut s = Server::start(
-        &ws.root,
-        &[],
-        &[("RW_POLICY_FILE", abs.to_str().unwrap())],
+    write_policy(
+        &ws,
+        "p.yaml",
+        "version: 1\ndisable_families: [github_pat]\n",
     );
+    let abs = ws.path("p.yaml");
+    let mut s = Server::start(&ws.root, &[], &[("RW_POLICY_FILE", abs.to_str().unwrap())]);
     let after = s.ok("rw_risk_score", json!({"content": content}));
     assert!(patterns(&after).is_empty(), "{after}");
     assert_eq!(after["verdict"], "safe");
@@ -401,7 +431,10 @@ fn scan_prints_a_table_and_exits_1_when_a_file_reaches_medium_without_printing_t
     let (code, out, err) = scan(&ws, &["client.py", "ok.py"], None);
     assert_eq!(code, 1, "{out}{err}");
     let row = out.lines().find(|l| l.contains("client.py")).expect(&out);
-    assert!(row.contains("github_pat") && row.contains("github_classic_pat"), "{row}");
+    assert!(
+        row.contains("github_pat") && row.contains("github_classic_pat"),
+        "{row}"
+    );
     assert!(row.split_whitespace().nth(1) == Some("3"), "{row}");
     assert!(!out.contains(&token) && !err.contains(&token));
     assert!(!out.contains("ok.py"));
@@ -466,7 +499,11 @@ fn scan_of_a_missing_path_exits_2() {
 #[test]
 fn scan_with_a_bad_policy_exits_2_naming_the_line() {
     let ws = Workspace::new();
-    write_policy(&ws, ".resilient_write/policy.yaml", "version: 1\nbogus: 2\n");
+    write_policy(
+        &ws,
+        ".resilient_write/policy.yaml",
+        "version: 1\nbogus: 2\n",
+    );
     std::fs::write(ws.path("a.txt"), "x\n").unwrap();
     let (code, _, err) = scan(&ws, &["a.txt"], None);
     assert_eq!(code, 2);
