@@ -14,6 +14,8 @@ pub(crate) const BASE64_MIN: usize = 200;
 pub(crate) const HEX_MIN: usize = 256;
 /// Non-printable bytes that make a dense run.
 const NONPRINT_MIN: usize = 16;
+/// Bytes tested at once for the absence of non-printables.
+const NONPRINT_BLOCK: usize = 64;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum BinaryKind {
@@ -64,14 +66,19 @@ pub(crate) fn scan(
     mut emit: impl FnMut(BinaryKind, Range<usize>),
 ) {
     let n = s.len();
-    // 1. single-line runs
+    // 1. single-line runs. Only runs of BASE64_MIN bytes matter, so test the last byte of the
+    // candidate window first and scan it backwards: a non-base64 byte at `k` rules out every run
+    // through `k`, and the search jumps past it (sublinear on ordinary text, where spaces and
+    // punctuation are never far apart). `i` is always 0 or just after a non-base64 byte, so a
+    // window that is all base64 starts a run exactly at `i`.
     let mut i = 0;
-    while i < n {
-        if !is_b64(s[i]) {
-            i += 1;
+    while i + BASE64_MIN <= n {
+        if let Some(k) = s[i..i + BASE64_MIN].iter().rposition(|&b| !is_b64(b)) {
+            i += k + 1;
             continue;
         }
         let start = i;
+        i += BASE64_MIN;
         while i < n && is_b64(s[i]) {
             i += 1;
         }
@@ -145,12 +152,24 @@ pub(crate) fn scan(
         pos = line_end + 1;
     }
     finish(block, &mut emit);
-    // 3. dense non-printables (controls other than tab, newline, CR and ESC; U+FFFD)
+    // 3. dense non-printables (controls other than tab, newline, CR and ESC; U+FFFD). Blocks
+    // without any candidate byte are skipped by a branch-free test the compiler vectorises.
     let mut i = 0;
     let mut seg_start = 0;
     let mut count = 0;
     let mut last = 0;
     while i < n {
+        if i % NONPRINT_BLOCK == 0
+            && i + NONPRINT_BLOCK <= n
+            && !s[i..i + NONPRINT_BLOCK].iter().fold(false, |acc, &c| {
+                acc | ((c < 0x20) & (c != b'\t') & (c != b'\n') & (c != b'\r') & (c != 0x1b))
+                    | (c == 0x7f)
+                    | (c == 0xEF)
+            })
+        {
+            i += NONPRINT_BLOCK;
+            continue;
+        }
         let c = s[i];
         let (is_np, width) =
             if (c < 0x20 && !matches!(c, b'\t' | b'\n' | b'\r' | 0x1b)) || c == 0x7f {

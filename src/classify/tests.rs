@@ -860,3 +860,51 @@ fn unquoted_env_password_is_found_when_the_next_line_also_has_a_keyword() {
     );
     assert_eq!(patterns(&s), vec!["password_assignment"]);
 }
+
+#[test]
+fn keyword_hit_filter_only_applies_where_the_keyword_starts_every_match() {
+    use super::keyword_starts_token;
+    let rules = super::rules::builtin();
+    let regex_of = |name: &str| {
+        rules
+            .iter()
+            .find(|r| r.name == name)
+            .map(|r| r.regex.clone())
+            .unwrap()
+    };
+    assert!(keyword_starts_token(
+        &regex_of("github_classic_pat"),
+        "ghp_"
+    ));
+    assert!(keyword_starts_token(&regex_of("sendgrid_api_key"), "SG."));
+    assert!(keyword_starts_token(
+        &regex_of("datadog_client_token"),
+        "pub"
+    ));
+    // the keyword sits inside the token, or the literal is shorter than the keyword
+    assert!(!keyword_starts_token(&regex_of("mailchimp_api_key"), "-us"));
+    assert!(!keyword_starts_token(
+        &regex_of("stripe_secret_key"),
+        "sk_live_"
+    ));
+    assert!(!keyword_starts_token(
+        &regex_of("aws_access_key_id"),
+        "akia"
+    ));
+    assert!(!keyword_starts_token(
+        &regex_of("generic_secret_assignment"),
+        "token"
+    ));
+}
+
+#[test]
+fn a_token_glued_to_a_word_is_not_a_token_but_one_after_punctuation_is() {
+    let token = synth("ghp_", ALNUM, 36);
+    let glued = format!("x = \"prefix{token}\"\n");
+    assert!(score(&glued).detected_patterns.is_empty());
+    let quoted = format!("x = \"{token}\"\n");
+    assert_eq!(
+        score(&quoted).detected_patterns[0].pattern,
+        "github_classic_pat"
+    );
+}
