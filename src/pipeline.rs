@@ -32,8 +32,10 @@
 //!
 //! A crash at any point leaves the target wholly old or wholly new. A crash after step 3 leaves
 //! a temp file named `.<name>.rw-tmp-<pid>-<n>`, which [`sweep_temp_files`] removes at the
-//! next start once process `<pid>` is gone. A crash between steps 5 and 6 (a window of one
-//! system call) can leave a row for a rename that never happened; `doctor` reports such rows.
+//! next start once process `<pid>` is gone. A crash between steps 5 and 6 (the journal's
+//! fdatasync and the rename) can leave a row for a rename that never happened ("orphan row"):
+//! the file on disk, not the row, is the truth; the crash test counts such rows, and
+//! docs/ARCHITECTURE.md explains why this order is the one that never loses an acknowledged row.
 
 use crate::envelope::{Failure, Result};
 use crate::hash::{HashingWriter, sha256_hex};

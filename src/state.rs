@@ -105,7 +105,7 @@ pub fn open_subdir(
                 return Err(Failure::InvalidPath {
                     path: display,
                     reason: "a state directory component is a symlink or not a directory; \
-                        run `resilient-write doctor` or remove it"
+                        remove or rename it by hand"
                         .into(),
                 });
             }
