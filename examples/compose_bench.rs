@@ -116,6 +116,7 @@ fn main() {
                 cleanup: false,
                 extra: BTreeMap::new(),
                 progress: None,
+                classify: None,
             },
             |_| Ok(None::<()>),
         )

@@ -699,6 +699,10 @@ pub struct ComposeOptions {
     /// Extra journal fields (idempotency key and request hash).
     pub extra: BTreeMap<String, Value>,
     pub progress: Option<Progress>,
+    /// Score the composed chunks (separators included, an append's existing content not) as
+    /// they stream, and refuse with blocked/content_filter at this verdict; nothing is
+    /// written then.
+    pub classify: Option<(crate::classify::Classifier, crate::preflight::RejectAt)>,
 }
 
 /// A compose's outcome.
@@ -716,6 +720,8 @@ pub struct Composed {
 struct StreamReport {
     hashes: Vec<String>,
     modified: Vec<ModifiedChunk>,
+    /// The classify refusal, when the composed content reached the verdict.
+    blocked: Option<Failure>,
 }
 
 /// Compose `session` into `target` through the pipeline, streaming. `check` runs under the
@@ -759,6 +765,7 @@ pub fn compose<R>(
     let records = snap.records.clone();
     let separator = opts.separator.clone();
     let progress = opts.progress.clone();
+    let classify = opts.classify;
     let rep = report.clone();
     let journal = svc.pipeline().journal().clone();
     let session_path = session.dir.path.clone();
@@ -820,10 +827,16 @@ pub fn compose<R>(
                 }
             }
             let mut rep = rep.lock().unwrap_or_else(|p| p.into_inner());
+            let mut scorer = classify
+                .as_ref()
+                .map(|(c, _)| crate::classify::stream::StreamScorer::new(c));
             let mut last_tick = 0u64;
             for (k, name) in names.iter().enumerate() {
                 if k > 0 && rep.modified.is_empty() {
                     w.write_all(&separator)?;
+                    if let Some(s) = scorer.as_mut() {
+                        s.feed(&separator);
+                    }
                     done += separator.len() as u64;
                 }
                 let fd = rustix::fs::openat(
@@ -847,6 +860,9 @@ pub fn compose<R>(
                     // hashed, so the report names every modified chunk at once.
                     if rep.modified.is_empty() {
                         w.write_all(&buf[..n])?;
+                        if let Some(s) = scorer.as_mut() {
+                            s.feed(&buf[..n]);
+                        }
                     }
                     done += n as u64;
                     if done - last_tick >= 8 * 1024 * 1024 {
@@ -868,11 +884,17 @@ pub fn compose<R>(
                 rep.hashes.push(actual);
             }
             tick(done);
-            if rep.modified.is_empty() {
-                Ok(())
-            } else {
-                Err(io::Error::other("chunks modified since they were written"))
+            if !rep.modified.is_empty() {
+                return Err(io::Error::other("chunks modified since they were written"));
             }
+            if let (Some(s), Some((_, at))) = (scorer, classify.as_ref()) {
+                let r = s.finish();
+                if r.verdict >= at.verdict() {
+                    rep.blocked = Some(crate::preflight::blocked(r.score, r.verdict, &r.findings));
+                    return Err(io::Error::other("the composed content is blocked"));
+                }
+            }
+            Ok(())
         };
         Ok(Decision::Write(
             Plan {
@@ -886,7 +908,7 @@ pub fn compose<R>(
         ))
     });
 
-    let rep = std::mem::take(&mut *report.lock().unwrap_or_else(|p| p.into_inner()));
+    let mut rep = std::mem::take(&mut *report.lock().unwrap_or_else(|p| p.into_inner()));
     let (outcome, applied) = match committed {
         Ok((_, Err(r))) => return Ok(Err(r)),
         Ok((Some(o), Ok(applied))) => (o, applied),
@@ -894,7 +916,7 @@ pub fn compose<R>(
         Err(_) if !rep.modified.is_empty() => {
             return Err(modified_failure(session_name, &rep.modified));
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(rep.blocked.take().unwrap_or(e)),
     };
     let mut warnings = outcome.warnings.clone();
     let mut cleaned_up = false;

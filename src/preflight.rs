@@ -136,7 +136,7 @@ impl ActivePolicy {
 }
 
 /// The refusal for `found` (already known to reach the threshold).
-fn blocked(score: f64, verdict: Verdict, found: &[Finding]) -> Failure {
+pub(crate) fn blocked(score: f64, verdict: Verdict, found: &[Finding]) -> Failure {
     let families: BTreeSet<&str> = found.iter().map(|f| f.kind.as_str()).collect();
     Failure::ContentBlocked {
         score,

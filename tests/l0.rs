@@ -513,3 +513,179 @@ fn scan_with_a_bad_policy_exits_2_naming_the_line() {
     assert_eq!(code, 2);
     assert!(err.contains("policy.yaml line 2"), "{err}");
 }
+
+// ---- classify on the chunk, compose and transaction tools -------------------------------------
+
+#[test]
+fn classify_on_chunk_write_and_append_refuses_a_secret_chunk_and_writes_nothing() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let content = code_with(&github_token(30));
+    for (tool, extra) in [
+        ("rw_chunk_write", json!({"index": 1})),
+        ("rw_chunk_append", json!({})),
+    ] {
+        let mut args = json!({
+            "session": "doc",
+            "content": content,
+            "classify": true,
+            "classify_reject_at": "medium",
+        });
+        args.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let env = s.err(tool, args);
+        assert_eq!(env["error"], "blocked", "{tool}: {env}");
+        assert_eq!(env["reason_hint"], "content_filter");
+    }
+    assert!(
+        !ws.path(".resilient_write/chunks/doc/part-001.txt").exists(),
+        "a refused chunk was written"
+    );
+    // without classify the same chunk is stored (the caller chose not to check)
+    s.ok(
+        "rw_chunk_append",
+        json!({"session": "doc", "content": content}),
+    );
+}
+
+#[test]
+fn classify_on_compose_finds_a_secret_split_across_chunks_and_writes_nothing() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let doc = code_with(&github_token(31));
+    let cut = doc.find("ghp_").unwrap() + 12;
+    let (a, b) = doc.split_at(cut);
+    for part in [a, b] {
+        // each half alone is clean, even at the strictest threshold
+        s.ok(
+            "rw_chunk_append",
+            json!({"session": "split", "content": part, "classify": true, "classify_reject_at": "low"}),
+        );
+    }
+    let env = s.err(
+        "rw_chunk_compose",
+        json!({"session": "split", "output_path": "client.py", "classify": true,
+               "classify_reject_at": "medium"}),
+    );
+    assert_eq!(env["error"], "blocked", "{env}");
+    let d = &env["context"]["detected"][0];
+    assert_eq!(d["pattern"], "github_classic_pat");
+    assert_eq!(d["line"], 3, "lines count from the start of the document");
+    assert!(!env.to_string().contains(&github_token(31)));
+    assert!(!ws.path("client.py").exists(), "the blocked compose wrote");
+    assert!(
+        common::temp_files(&ws.root).is_empty(),
+        "a temp file was left behind"
+    );
+    // the session is kept, so the agent can fix a chunk and compose again
+    let st = s.ok("rw_chunk_status", json!({"session": "split"}));
+    assert_eq!(st["present_indices"], json!([1, 2]));
+    // clean content composes with classify on
+    s.ok(
+        "rw_chunk_write",
+        json!({"session": "split", "index": 1, "content": "import os\n\nclient = Client(token="}),
+    );
+    s.ok(
+        "rw_chunk_write",
+        json!({"session": "split", "index": 2, "content": "os.environ[\"TOKEN\"])\n"}),
+    );
+    let r = s.ok(
+        "rw_chunk_compose",
+        json!({"session": "split", "output_path": "client.py", "classify": true,
+               "classify_reject_at": "low"}),
+    );
+    assert_eq!(r["chunk_count"], 2);
+    assert!(ws.path("client.py").exists());
+}
+
+#[test]
+fn classify_on_tx_write_and_tx_replace_refuses_before_staging() {
+    let ws = Workspace::new();
+    std::fs::write(ws.path("app.py"), "token = None\n").unwrap();
+    let mut s = ws.server();
+    let tx = s.ok("rw_tx_begin", json!({}))["tx_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let token = github_token(32);
+    let env = s.err(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "client.py", "content": code_with(&token),
+               "classify": true, "classify_reject_at": "medium"}),
+    );
+    assert_eq!(env["error"], "blocked", "{env}");
+    let env = s.err(
+        "rw_tx_replace",
+        json!({"tx_id": tx, "path": "app.py", "old_string": "None",
+               "new_string": format!("\"{token}\""), "classify": true,
+               "classify_reject_at": "medium"}),
+    );
+    assert_eq!(env["error"], "blocked", "{env}");
+    let st = s.ok("rw_tx_status", json!({"tx_id": tx}));
+    assert_eq!(
+        st["files"],
+        json!([]),
+        "a refused operation was staged: {st}"
+    );
+    // the object store never saw the secret either
+    let objects = ws.path(".resilient_write/objects");
+    if objects.exists() {
+        for e in walk(&objects) {
+            let bytes = std::fs::read(&e).unwrap();
+            assert!(
+                !String::from_utf8_lossy(&bytes).contains(&token),
+                "{} holds the refused secret",
+                e.display()
+            );
+        }
+    }
+    // a clean staged write still commits
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "client.py", "content": "print(1)\n", "classify": true}),
+    );
+    s.ok("rw_tx_commit", json!({"tx_id": tx}));
+    assert_eq!(
+        std::fs::read_to_string(ws.path("client.py")).unwrap(),
+        "print(1)\n"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[test]
+fn handoff_screening_uses_the_workspace_policy() {
+    let ws = Workspace::new();
+    write_policy(
+        &ws,
+        ".resilient_write/policy.yaml",
+        "version: 1\nextend_patterns:\n  - family: internal\n    name: acme_token\n    regex: 'acme_[0-9a-f]{16}'\n    weight: 0.6\n",
+    );
+    let mut s = ws.server();
+    let env = s.err(
+        "rw_handoff_write",
+        json!({"envelope": {
+            "task_id": "t1",
+            "status": "partial",
+            "agent": "test",
+            "summary": format!("deploy with acme_{}", chars(10, b"0123456789abcdef", 16)),
+            "next_steps": ["deploy"],
+            "last_good_state": [],
+        }}),
+    );
+    assert_eq!(env["error"], "blocked", "{env}");
+    assert_eq!(env["context"]["detected"][0]["pattern"], "acme_token");
+    assert!(!ws.path("HANDOFF.md").exists());
+}

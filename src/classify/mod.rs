@@ -149,6 +149,7 @@ pub struct RiskReport {
     pub suggested_actions: Vec<SuggestedAction>,
 }
 
+#[derive(Clone)]
 struct CompiledRule {
     name: String,
     family: String,
@@ -164,7 +165,9 @@ struct CompiledRule {
 /// A keyword's rule, and whether the keyword can only matter at the start of a token.
 type KeywordRule = (usize, bool);
 
-/// The compiled rules of a policy; build once ([`Policy::compile`]) and reuse.
+/// The compiled rules of a policy; build once ([`Policy::compile`]) and reuse. Cloning is
+/// cheap (compiled automata are shared), for work that outlives a borrow (a streaming compose).
+#[derive(Clone)]
 pub struct Classifier {
     rules: Vec<CompiledRule>,
     ac_ci: Option<AhoCorasick>,
@@ -1237,6 +1240,8 @@ pub fn risk_score(content: &str, classifier: &Classifier) -> RiskReport {
         suggested_actions: actions,
     }
 }
+
+pub mod stream;
 
 #[cfg(test)]
 mod tests;

@@ -9,6 +9,7 @@ use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::chunks::{self, ComposeMode, ComposeOptions, ModifiedChunk};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
+use crate::preflight::RejectAt;
 use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -55,6 +56,14 @@ pub struct ChunkWriteArgs {
     /// utf-8 (default) or base64 for binary content.
     #[serde(default)]
     pub encoding: ContentEncoding,
+    /// Run the L0 classifier on the chunk first and refuse with blocked/content_filter at
+    /// `classify_reject_at`; nothing is written then. (A secret split across chunks is caught
+    /// by chunk_compose with classify=true.)
+    #[serde(default)]
+    pub classify: bool,
+    /// high (default), medium or low: the verdict at which `classify` refuses.
+    #[serde(default)]
+    pub classify_reject_at: RejectAt,
 }
 
 /// Arguments of `chunk_append`.
@@ -71,6 +80,14 @@ pub struct ChunkAppendArgs {
     /// utf-8 (default) or base64 for binary content.
     #[serde(default)]
     pub encoding: ContentEncoding,
+    /// Run the L0 classifier on the chunk first and refuse with blocked/content_filter at
+    /// `classify_reject_at`; nothing is written then. (A secret split across chunks is caught
+    /// by chunk_compose with classify=true.)
+    #[serde(default)]
+    pub classify: bool,
+    /// high (default), medium or low: the verdict at which `classify` refuses.
+    #[serde(default)]
+    pub classify_reject_at: RejectAt,
 }
 
 /// Result of `chunk_write` and `chunk_append`.
@@ -115,6 +132,14 @@ pub struct ChunkComposeArgs {
     /// writing again; the same key with other arguments is refused.
     #[serde(default)]
     pub idempotency_key: Option<String>,
+    /// Score the composed document (streamed, chunk boundaries included) with the L0
+    /// classifier and refuse with blocked/content_filter at `classify_reject_at`; nothing is
+    /// written then and the session is kept.
+    #[serde(default)]
+    pub classify: bool,
+    /// high (default), medium or low: the verdict at which `classify` refuses.
+    #[serde(default)]
+    pub classify_reject_at: RejectAt,
 }
 
 /// Result of `chunk_compose`.
@@ -245,7 +270,9 @@ pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {
         Refuses a gap (naming the missing indices), a count that differs from total_expected, \
         foreign part files, and chunks edited since they were written. Without `mode` it \
         creates or overwrites; mode=create|overwrite|append, expected_prev_sha256 and \
-        idempotency_key work as in rw_safe_write. cleanup=true removes the session afterwards.",
+        idempotency_key work as in rw_safe_write. classify=true scores the whole document as it \
+        streams (a secret split across chunks included) and refuses at classify_reject_at, \
+        keeping the session. cleanup=true removes the session afterwards.",
     read_only: false,
     destructive: true,
     idempotent: false,
@@ -314,6 +341,7 @@ fn run_chunk_write(svc: &Service, raw: Value) -> Result<Value> {
     let index = index_arg(&args.session, "index", Some(args.index))?;
     let total = index_arg(&args.session, "total_expected", args.total_expected)?;
     let bytes = decode_content(svc, args.content, args.encoding)?;
+    svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
     let w = chunks::write_chunk(
         svc,
         &caller(svc, "chunk_write"),
@@ -330,6 +358,7 @@ fn run_chunk_append(svc: &Service, raw: Value) -> Result<Value> {
     chunks::validate_session(&args.session)?;
     let total = index_arg(&args.session, "total_expected", args.total_expected)?;
     let bytes = decode_content(svc, args.content, args.encoding)?;
+    svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
     let w = chunks::write_chunk(
         svc,
         &caller(svc, "chunk_append"),
@@ -395,6 +424,10 @@ fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
         cleanup: args.cleanup,
         extra: idempotency_extra(key, &request_sha256),
         progress: crate::progress::current(),
+        classify: match args.classify {
+            true => Some((svc.classifier()?.clone(), args.classify_reject_at)),
+            false => None,
+        },
     };
     let done = chunks::compose(
         svc,

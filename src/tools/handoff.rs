@@ -14,7 +14,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::sync::OnceLock;
 
 /// Subdirectory of the state directory that keeps archived envelopes.
 pub const ARCHIVE_DIR: &str = "handoffs";
@@ -128,11 +127,6 @@ pub const HANDOFF_READ: ToolSpec = ToolSpec {
     run: run_handoff_read,
 };
 
-fn classifier() -> &'static crate::classify::Classifier {
-    static C: OnceLock<crate::classify::Classifier> = OnceLock::new();
-    C.get_or_init(crate::classify::Classifier::default)
-}
-
 /// Hash a workspace file now: `Ok(None)` when it does not exist.
 fn hash_file(svc: &Service, path: &str) -> Result<Option<(String, u64)>> {
     let target = match svc.workspaces().resolve(path, false) {
@@ -233,7 +227,8 @@ fn run_handoff_write(svc: &Service, raw: Value) -> Result<Value> {
             *s = s.to_ascii_lowercase();
         }
     }
-    handoff::screen(&h, &args.body, classifier())?;
+    // The workspace policy's classifier: its extra patterns and disabled families apply.
+    handoff::screen(&h, &args.body, svc.classifier()?)?;
     let now = now_rfc3339();
     h.updated_at = Some(now.clone());
 

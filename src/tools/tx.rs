@@ -9,6 +9,7 @@ use super::write::{
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::edit::apply_edits;
 use crate::envelope::{Failure, Result};
+use crate::preflight::RejectAt;
 use crate::service::Service;
 use crate::tx::{self, NewContent, StagedOp};
 use schemars::JsonSchema;
@@ -58,6 +59,13 @@ pub struct TxWriteArgs {
     /// utf-8 (default) or base64.
     #[serde(default)]
     pub encoding: ContentEncoding,
+    /// Run the L0 classifier on the content first and refuse with blocked/content_filter at
+    /// `classify_reject_at`; nothing is staged then.
+    #[serde(default)]
+    pub classify: bool,
+    /// high (default), medium or low: the verdict at which `classify` refuses.
+    #[serde(default)]
+    pub classify_reject_at: RejectAt,
 }
 
 /// Arguments of `tx_replace`.
@@ -79,6 +87,13 @@ pub struct TxReplaceArgs {
     pub edits: Option<Vec<EditArg>>,
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
+    /// Run the L0 classifier on what the edit introduces and refuse with blocked/content_filter at
+    /// `classify_reject_at`; nothing is staged then.
+    #[serde(default)]
+    pub classify: bool,
+    /// high (default), medium or low: the verdict at which `classify` refuses.
+    #[serde(default)]
+    pub classify_reject_at: RejectAt,
 }
 
 /// One staged file, as `tx_write`, `tx_replace` and `tx_status` report it.
@@ -204,7 +219,7 @@ pub const TX_WRITE: ToolSpec = ToolSpec {
     name: "tx_write",
     title: "Stage a file write in a transaction",
     description: "Stage a write (same arguments as safe_write: mode create/overwrite/append, \
-        expected_prev_sha256, encoding) in transaction tx_id. Nothing is written to the file \
+        expected_prev_sha256, encoding, classify) in transaction tx_id. Nothing is written to the file \
         until tx_commit. The file's current hash is recorded: if it changes before the commit, \
         the commit fails with stale_precondition and writes nothing. Staging the same path \
         again builds on the staged content.",
@@ -220,7 +235,7 @@ pub const TX_REPLACE: ToolSpec = ToolSpec {
     name: "tx_replace",
     title: "Stage an exact-match edit in a transaction",
     description: "Stage a replacement (same arguments as safe_replace: old_string/new_string/\
-        count or an edits list, expected_prev_sha256) in transaction tx_id, applied to the file \
+        count or an edits list, expected_prev_sha256, classify) in transaction tx_id, applied to the file \
         as staged so far in the transaction or as it is on disk. Match errors are reported now; \
         nothing is written until tx_commit.",
     read_only: false,
@@ -297,6 +312,7 @@ fn run_tx_write(svc: &Service, raw: Value) -> Result<Value> {
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let bytes = decode_content(svc, args.content, args.encoding)?;
+    svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
     let limit = svc.config().max_write_bytes;
     let path = args.path.clone();
     let op = tx::stage(svc, &args.tx_id, &args.path, "tx_write", |cur| {
@@ -356,6 +372,7 @@ fn run_tx_replace(svc: &Service, raw: Value) -> Result<Value> {
             reason: format!("the file is not valid UTF-8 ({e}); tx_replace edits text files"),
         })?;
         let (new_text, n) = apply_edits(text, &edits, &path)?;
+        svc.preflight_edit(text, &new_text, args.classify, args.classify_reject_at)?;
         if new_text.len() as u64 > limit {
             return Err(Failure::TooLarge {
                 what: "resulting file".into(),
