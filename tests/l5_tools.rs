@@ -655,6 +655,43 @@ fn checkpoint_cleanup_removes_session_and_expired_keeps_permanent_and_reports_co
 }
 
 #[test]
+fn checkpoint_removals_are_journaled_and_the_content_is_kept_for_restore() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let first = s.ok("rw_checkpoint", json!({"name": "notes", "data": {"k": 1}}));
+    // saving the name as yaml removes the json file: journaled too
+    s.ok(
+        "rw_checkpoint",
+        json!({"name": "notes", "data": {"k": 2}, "format": "yaml"}),
+    );
+    assert!(!ws.path(".resilient_write/checkpoints/notes.json").exists());
+    let r = s.ok("rw_checkpoint_cleanup", json!({}));
+    assert_eq!(r["removed"][0]["name"], "notes");
+    assert!(!ws.path(".resilient_write/checkpoints/notes.yaml").exists());
+    let rows = journal_rows(&ws.root);
+    let deletes: Vec<&Value> = rows.iter().filter(|r| r["mode"] == "delete").collect();
+    assert_eq!(deletes.len(), 2, "{rows:?}");
+    assert_eq!(deletes[0]["tool"], "checkpoint");
+    assert_eq!(deletes[0]["reason"], "format_changed");
+    assert_eq!(deletes[0]["prev_sha256"], first["sha256"]);
+    assert_eq!(deletes[1]["tool"], "checkpoint_cleanup");
+    assert_eq!(deletes[1]["reason"], "session_cleanup");
+    assert!(
+        deletes[1]["path"]
+            .as_str()
+            .unwrap()
+            .ends_with(".resilient_write/checkpoints/notes.yaml")
+    );
+    // both removed versions are in the object store, byte for byte
+    for d in &deletes {
+        let sha = d["prev_sha256"].as_str().unwrap();
+        let obj = ws.path(&format!(".resilient_write/objects/{}/{sha}", &sha[..2]));
+        let bytes = std::fs::read(&obj).unwrap_or_else(|e| panic!("{}: {e}", obj.display()));
+        assert_eq!(sha256(&bytes), sha);
+    }
+}
+
+#[test]
 fn checkpoint_cleanup_without_include_session_keeps_session_ones() {
     let ws = Workspace::new();
     let mut s = ws.server();

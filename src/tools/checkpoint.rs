@@ -8,7 +8,7 @@ use crate::checkpoint::{
     CHECKPOINT_DIR, CHUNK_THRESHOLD, Checkpoint, Fate, Format, Ttl, check_name, fate,
 };
 use crate::envelope::{Failure, Result};
-use crate::journal::now_rfc3339;
+use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
 use crate::pipeline::{Body, Caller, Decision, Plan};
 use crate::service::Service;
 use schemars::JsonSchema;
@@ -325,7 +325,9 @@ fn run_checkpoint(svc: &Service, raw: Value) -> Result<Value> {
     for f in Format::ALL {
         if f != args.format {
             let p = dir_path(svc).join(format!("{}.{}", args.name, f.extension()));
-            let _ = std::fs::remove_file(p);
+            if let Ok(old) = read_nofollow(&p) {
+                remove_journaled(svc, &p, &old, "checkpoint", &args.name, "format_changed")?;
+            }
         }
     }
     let path = o.abs_path.display().to_string();
@@ -369,6 +371,67 @@ fn run_checkpoint_read(svc: &Service, raw: Value) -> Result<Value> {
         sha256: crate::hash::sha256_hex(&bytes),
         bytes: bytes.len() as u64,
     })
+}
+
+/// Remove a checkpoint file the way the pipeline writes one: its content goes to the object
+/// store first (so `restore` can bring it back by hash), a `delete` journal row naming that
+/// hash as `prev_sha256` is made durable, then the file is unlinked and its directory
+/// fsynced; if the unlink fails the row is taken back. `Ok(false)` when the file was already
+/// gone.
+fn remove_journaled(
+    svc: &Service,
+    path: &std::path::Path,
+    bytes: &[u8],
+    tool: &str,
+    name: &str,
+    reason: &str,
+) -> Result<bool> {
+    let sha = crate::hash::sha256_hex(bytes);
+    if let Some(objects) = svc.pipeline().objects() {
+        objects
+            .put(bytes, &sha)
+            .map_err(|e| Failure::io("keep the removed checkpoint", path, e))?;
+    }
+    let mut extra = BTreeMap::new();
+    extra.insert("checkpoint".into(), Value::from(name));
+    extra.insert("reason".into(), Value::from(reason));
+    let row = JournalRow {
+        journal_id: new_journal_id(),
+        ts: now_rfc3339(),
+        path: path.display().to_string(),
+        sha256: String::new(),
+        prev_sha256: Some(sha),
+        bytes: 0,
+        mode: "delete".into(),
+        caller: svc.caller(),
+        tool: tool.into(),
+        extra,
+    };
+    let journal = svc.pipeline().journal();
+    let appended = journal
+        .append(&row)
+        .map_err(|e| Failure::io("append journal", journal.path(), e))?;
+    match std::fs::remove_file(path) {
+        Ok(()) => {
+            appended.commit();
+            // The row is durable already; the unlink becomes durable here.
+            if let Some(dir) = path.parent() {
+                let _ = crate::pipeline::fsync_dir(dir);
+            }
+            Ok(true)
+        }
+        Err(e) => {
+            let gone = e.kind() == std::io::ErrorKind::NotFound;
+            appended
+                .rollback()
+                .map_err(|e| Failure::io("roll back journal row", journal.path(), e))?;
+            if gone {
+                Ok(false)
+            } else {
+                Err(Failure::io("remove checkpoint", path, e))
+            }
+        }
+    }
 }
 
 /// A checkpoint file found on disk: name, format, path, and its bytes (or why not).
@@ -465,7 +528,6 @@ fn run_checkpoint_cleanup(svc: &Service, raw: Value) -> Result<Value> {
     let mut removed = Vec::new();
     let mut corrupt = Vec::new();
     let mut kept = 0;
-    let mut any_removed = false;
     for (name, format, path, bytes) in scan(svc)? {
         let checkpoint_path = path.display().to_string();
         let parsed = bytes
@@ -489,23 +551,17 @@ fn run_checkpoint_cleanup(svc: &Service, raw: Value) -> Result<Value> {
                 checkpoint_path,
                 reason,
             }),
-            Fate::Remove(reason) => match std::fs::remove_file(&path) {
-                Ok(()) => {
-                    any_removed = true;
+            Fate::Remove(reason) => {
+                let bytes = read_nofollow(&path).unwrap_or_default();
+                if remove_journaled(svc, &path, &bytes, "checkpoint_cleanup", &name, reason)? {
                     removed.push(Removed {
                         name,
                         ttl: cp.ttl,
                         reason: reason.into(),
                     });
                 }
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                Err(e) => return Err(Failure::io("remove checkpoint", &path, e)),
-            },
+            }
         }
-    }
-    if any_removed {
-        // Make the removals durable; the files are gone either way.
-        let _ = crate::pipeline::fsync_dir(&dir_path(svc));
     }
     to_value(&CheckpointCleanupResult {
         ok: true,
