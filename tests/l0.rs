@@ -4,31 +4,12 @@
 
 mod common;
 
-use common::{Server, Workspace, bin};
+use common::{Server, Workspace, bin, chars, github_token};
 use serde_json::{Value, json};
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/// Deterministic pseudo-random characters from `set`.
-fn chars(seed: u64, set: &[u8], n: usize) -> String {
-    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    (0..n)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            set[(x % set.len() as u64) as usize] as char
-        })
-        .collect()
-}
-
-/// A GitHub classic token of the public format.
-fn github_token(seed: u64) -> String {
-    format!("{}{}", "ghp_", chars(seed, ALNUM, 36))
-}
 
 /// A PKCS#8 private-key block with a random body.
 fn private_key_block() -> String {

@@ -13,21 +13,6 @@ fn b64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-/// A credential-shaped string built at run time (never a literal in the source).
-fn fake_github_token() -> String {
-    const SET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
-    let tail: String = (0..36)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            SET[(x % SET.len() as u64) as usize] as char
-        })
-        .collect();
-    format!("ghp_{tail}")
-}
-
 fn envelope(ws: &Workspace) -> Value {
     std::fs::write(ws.path("src.rs"), "fn main() {}\n").unwrap();
     json!({
@@ -265,7 +250,7 @@ fn handoff_write_refuses_last_good_state_paths_outside_the_workspace() {
 fn handoff_write_refuses_a_secret_in_free_text_and_echoes_only_a_snippet() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let token = fake_github_token();
+    let token = common::github_token(1);
     let mut e = envelope(&ws);
     e["next_steps"] = json!(["deploy", format!("use token = \"{token}\" for the API")]);
     let env = s.err("rw_handoff_write", json!({"envelope": e}));

@@ -124,18 +124,8 @@ mod tests {
     use crate::classify::{findings_score, risk_score};
 
     fn key() -> String {
-        // A GitHub classic token shape, generated rather than typed.
-        let set = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        let mut x: u64 = 0x9E37_79B9_7F4A_7C15;
-        let body: String = (0..36)
-            .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
-                set[(x % set.len() as u64) as usize] as char
-            })
-            .collect();
-        ["gh", "p_", &body].concat()
+        let alnum = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+        crate::classify::tests::synth("ghp_", alnum, 36)
     }
 
     fn score_whole(doc: &str, c: &Classifier) -> f64 {

@@ -27,7 +27,7 @@ impl Rng {
     }
 }
 
-fn synth(prefix: &str, set: &[u8], n: usize) -> String {
+pub(super) fn synth(prefix: &str, set: &[u8], n: usize) -> String {
     let mut r = Rng(prefix.len() as u64 * 7919 + n as u64);
     format!("{prefix}{}", r.chars(set, n))
 }

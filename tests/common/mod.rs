@@ -247,3 +247,25 @@ pub fn temp_files(root: &Path) -> Vec<PathBuf> {
     }
     out
 }
+
+/// Letters and digits, the alphabet of most token formats.
+pub const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+
+/// Deterministic pseudo-random characters from `set` (xorshift): secret-shaped test strings
+/// are generated at run time, never typed into the source.
+pub fn chars(seed: u64, set: &[u8], n: usize) -> String {
+    let mut x = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    (0..n)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            set[(x % set.len() as u64) as usize] as char
+        })
+        .collect()
+}
+
+/// A GitHub classic token of the public format.
+pub fn github_token(seed: u64) -> String {
+    format!("{}{}", "ghp_", chars(seed, ALNUM, 36))
+}
