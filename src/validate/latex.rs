@@ -296,43 +296,44 @@ impl<'a> Scanner<'a> {
         };
         self.pos = start + 2;
         match symbol {
-            b'(' => {
-                if let Some(open) = self.paren_math.replace(start) {
-                    self.findings.push(Finding::error(
-                        start,
-                        format!(
-                            "`\\(` inside math already opened by `\\(` on line {}",
-                            self.line_of(open)
-                        ),
-                    ));
-                }
-            }
-            b')' => {
-                let was_open = self.paren_math.take().is_some();
-                if !was_open {
-                    self.findings
-                        .push(Finding::error(start, "`\\)` without a matching `\\(`"));
-                }
-            }
-            b'[' => {
-                if let Some(open) = self.bracket_math.replace(start) {
-                    self.findings.push(Finding::error(
-                        start,
-                        format!(
-                            "`\\[` inside display math already opened by `\\[` on line {}",
-                            self.line_of(open)
-                        ),
-                    ));
-                }
-            }
-            b']' => {
-                let was_open = self.bracket_math.take().is_some();
-                if !was_open {
-                    self.findings
-                        .push(Finding::error(start, "`\\]` without a matching `\\[`"));
-                }
-            }
+            b'(' => self.open_math(start, Delim::Paren),
+            b')' => self.close_math(start, Delim::Paren),
+            b'[' => self.open_math(start, Delim::Bracket),
+            b']' => self.close_math(start, Delim::Bracket),
             _ => {}
+        }
+    }
+
+    /// `\(` or `\[`: a second opener before the closer is an error naming the first.
+    fn open_math(&mut self, start: usize, d: Delim) {
+        if let Some(open) = self.math_slot(d).replace(start) {
+            let (opener, what) = d.names();
+            self.findings.push(Finding::error(
+                start,
+                format!(
+                    "`\\{opener}` inside {what} already opened by `\\{opener}` on line {}",
+                    self.line_of(open)
+                ),
+            ));
+        }
+    }
+
+    /// `\)` or `\]`: a closer without its opener is an error.
+    fn close_math(&mut self, start: usize, d: Delim) {
+        if self.math_slot(d).take().is_none() {
+            let (opener, _) = d.names();
+            let closer = d.closer();
+            self.findings.push(Finding::error(
+                start,
+                format!("`\\{closer}` without a matching `\\{opener}`"),
+            ));
+        }
+    }
+
+    fn math_slot(&mut self, d: Delim) -> &mut Option<usize> {
+        match d {
+            Delim::Paren => &mut self.paren_math,
+            Delim::Bracket => &mut self.bracket_math,
         }
     }
 
@@ -624,5 +625,31 @@ impl<'a> Scanner<'a> {
             ));
         }
         self.findings
+    }
+}
+
+/// The two LaTeX math delimiter pairs written with a backslash.
+#[derive(Clone, Copy)]
+enum Delim {
+    /// `\(` ... `\)`: inline math.
+    Paren,
+    /// `\[` ... `\]`: display math.
+    Bracket,
+}
+
+impl Delim {
+    /// The opener's character and the kind of math it opens.
+    fn names(self) -> (char, &'static str) {
+        match self {
+            Delim::Paren => ('(', "math"),
+            Delim::Bracket => ('[', "display math"),
+        }
+    }
+
+    fn closer(self) -> char {
+        match self {
+            Delim::Paren => ')',
+            Delim::Bracket => ']',
+        }
     }
 }

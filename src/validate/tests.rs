@@ -461,6 +461,24 @@ fn latex_unclosed_display_math_is_an_error() {
 }
 
 #[test]
+fn latex_backslash_math_delimiters_report_nesting_and_stray_closers() {
+    let d = first_error("\\( a \\( b \\)\n", "latex");
+    assert_eq!(
+        d.message,
+        "`\\(` inside math already opened by `\\(` on line 1"
+    );
+    let d = first_error("x\n\\[ a\n\\[ b \\]\n", "latex");
+    assert_eq!(
+        d.message,
+        "`\\[` inside display math already opened by `\\[` on line 2"
+    );
+    let d = first_error("a \\) b\n", "latex");
+    assert_eq!(d.message, "`\\)` without a matching `\\(`");
+    let d = first_error("a \\] b\n", "latex");
+    assert_eq!(d.message, "`\\]` without a matching `\\[`");
+}
+
+#[test]
 fn latex_escaped_and_commented_specials_are_ignored() {
     assert_valid(
         "costs \\$5 and 50\\% % and { here $\n\\\\[2pt] next\n",
