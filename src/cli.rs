@@ -1,9 +1,13 @@
-//! The command line: `resilient-write [serve]` runs the MCP server over stdio; other
+//! The command line: `resilient-write [serve]` runs the MCP server over stdio, `serve
+//! --transport http|sse` over HTTP (see [`crate::http`]); other
 //! subcommands are for people (`journal`, `analytics`). Flags and environment variables are resolved here
 //! into a [`Config`]; nothing below this module reads the environment for configuration.
 
+use crate::http::HttpOptions;
+use crate::http::guard::Token;
 use crate::mcp::McpServer;
 use crate::service::{Config, DEFAULT_MAX_WRITE_BYTES, Service, ToolNames};
+use crate::shutdown::{Drain, Tracked};
 use crate::workspace::parse_workspace_env;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
@@ -20,7 +24,8 @@ use std::process::ExitCode;
         .resilient_write/journal.jsonl, and every failure is a typed envelope.\n\n\
         Environment: RW_WORKSPACE (a path, a ':'-separated list or a JSON array of workspace \
         roots), RW_STATE_DIR (directory holding .resilient_write/, default the working \
-        directory), RW_MAX_WRITE_BYTES, RW_POLICY_FILE, RUST_LOG."
+        directory), RW_MAX_WRITE_BYTES, RW_POLICY_FILE, RW_AUTH_TOKEN (bearer token for \
+        `serve --transport http|sse`), RUST_LOG."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -49,9 +54,13 @@ pub struct GlobalArgs {
     /// state root (default: .resilient_write/policy.yaml; missing = defaults).
     #[arg(long, env = "RW_POLICY_FILE", global = true, value_name = "FILE")]
     pub policy_file: Option<PathBuf>,
-    /// Log level (logs go to stderr; RUST_LOG overrides).
+    /// Log level: error, warn, info, debug, trace, or a filter like `resilient_write=debug`
+    /// (RUST_LOG overrides).
     #[arg(long, global = true, default_value = "warn")]
     pub log_level: String,
+    /// Append logs to this file instead of stderr (stdout never carries logs).
+    #[arg(long, global = true, value_name = "FILE")]
+    pub log_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -129,14 +138,63 @@ pub struct AnalyticsCliArgs {
 
 #[derive(Debug, Args)]
 pub struct ServeArgs {
-    /// Transport: stdio.
+    /// stdio (default), http (Streamable HTTP at /mcp) or sse (the legacy GET /sse +
+    /// POST /messages/ pair).
     #[arg(long, value_enum, default_value = "stdio")]
     pub transport: Transport,
+    /// Address to listen on (http, sse). Loopback by default; any other address needs a
+    /// bearer token.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (http, sse); 0 picks a free one. The bound address is printed on
+    /// stderr as `listening on http://ADDR/mcp`.
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Also accept this Host header (`name` for any port, or `name:port`; repeatable). The
+    /// localhost forms of the bound address are always accepted; anything else gets 403.
+    #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
+    pub allowed_hosts: Vec<String>,
+    /// Also accept requests carrying this browser Origin (`scheme://host[:port]`;
+    /// repeatable). Requests without Origin are accepted; other Origins get 403.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// File holding the bearer token every HTTP request must carry
+    /// (`Authorization: Bearer <token>`). Also RW_AUTH_TOKEN (the token itself).
+    #[arg(long, value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+    /// Largest HTTP request body accepted (413 beyond). Default: 6 x --max-write-bytes + 1 MiB,
+    /// the same cap as a stdio message (JSON escaping can grow content up to 6x).
+    #[arg(long, value_name = "BYTES")]
+    pub max_body_bytes: Option<u64>,
+    /// After SIGINT/SIGTERM (or stdin EOF), how long calls in flight may run on before the
+    /// server exits.
+    #[arg(long, value_name = "SECS", default_value_t = crate::shutdown::DEFAULT_GRACE.as_secs())]
+    pub shutdown_grace_secs: u64,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
+impl Default for ServeArgs {
+    fn default() -> ServeArgs {
+        ServeArgs {
+            transport: Transport::Stdio,
+            host: "127.0.0.1".into(),
+            port: 8000,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            auth_token_file: None,
+            max_body_bytes: None,
+            shutdown_grace_secs: crate::shutdown::DEFAULT_GRACE.as_secs(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Transport {
+    /// MCP over stdin/stdout.
     Stdio,
+    /// Streamable HTTP at /mcp.
+    Http,
+    /// Legacy HTTP+SSE: GET /sse and POST /messages/.
+    Sse,
 }
 
 #[derive(Debug, Args)]
@@ -155,15 +213,28 @@ pub struct JournalArgs {
     pub json: bool,
 }
 
-fn init_logging(level: &str) {
+/// Logs go to stderr, or appended to `file`; never to stdout, which carries MCP over stdio.
+fn init_logging(level: &str, file: Option<&std::path::Path>) -> Result<(), String> {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
+        .map_err(|e| format!("--log-level {level:?} is not a log filter: {e}"))?;
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .try_init();
+        .with_ansi(false);
+    let _ = match file {
+        None => builder.with_writer(std::io::stderr).try_init(),
+        Some(path) => {
+            // The operator's log, not a workspace file: an append-only stream like the
+            // journal, outside the write pipeline.
+            let f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(path)
+                .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
+            builder.with_writer(std::sync::Mutex::new(f)).try_init()
+        }
+    };
+    Ok(())
 }
 
 /// Build the service configuration from flags and environment.
@@ -189,7 +260,10 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    init_logging(&cli.global.log_level);
+    if let Err(e) = init_logging(&cli.global.log_level, cli.global.log_file.as_deref()) {
+        eprintln!("resilient-write: {e}");
+        return ExitCode::from(2);
+    }
     let config = match config_from(&cli.global) {
         Ok(c) => c,
         Err(e) => {
@@ -198,10 +272,8 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
-        None
-        | Some(Command::Serve(ServeArgs {
-            transport: Transport::Stdio,
-        })) => serve_stdio(config),
+        None => serve(config, ServeArgs::default()),
+        Some(Command::Serve(args)) => serve(config, args),
         Some(Command::Journal(args)) => journal(config, args),
         Some(Command::Scan(args)) => crate::scan::run(&config, &args),
         Some(Command::Analytics(args)) => analytics(config, args),
@@ -212,7 +284,39 @@ pub fn main() -> ExitCode {
     }
 }
 
-fn serve_stdio(config: Config) -> ExitCode {
+/// The largest message a transport accepts for a given write cap: JSON escaping can grow
+/// content up to 6x, plus room for the envelope. Beyond it, stdio answers with a typed size
+/// error and HTTP with 413.
+pub fn message_cap(max_write_bytes: u64) -> usize {
+    let cap = max_write_bytes.saturating_mul(6).saturating_add(1 << 20);
+    usize::try_from(cap).unwrap_or(usize::MAX)
+}
+
+/// The bearer token from `--auth-token-file` or `RW_AUTH_TOKEN` (not both).
+fn load_token(args: &ServeArgs) -> Result<Option<Token>, String> {
+    let env = std::env::var("RW_AUTH_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    match (&args.auth_token_file, env) {
+        (Some(_), Some(_)) => {
+            Err("the token is given twice: use --auth-token-file or RW_AUTH_TOKEN, not both".into())
+        }
+        (Some(path), None) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --auth-token-file {}: {e}", path.display()))?;
+            Token::new(&text)
+                .map(Some)
+                .map_err(|e| format!("--auth-token-file {}: {e}", path.display()))
+        }
+        (None, Some(text)) => Token::new(&text)
+            .map(Some)
+            .map_err(|e| format!("RW_AUTH_TOKEN: {e}")),
+        (None, None) => Ok(None),
+    }
+}
+
+fn serve(config: Config, args: ServeArgs) -> ExitCode {
+    let grace = std::time::Duration::from_secs(args.shutdown_grace_secs);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -224,35 +328,107 @@ fn serve_stdio(config: Config) -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let max_write = config.max_write_bytes;
-    runtime.block_on(async move {
-        use rmcp::ServiceExt;
+    if args.transport == Transport::Stdio {
+        let (code, stdin_closed) = runtime.block_on(serve_stdio(config, grace));
+        if stdin_closed {
+            // Writes whose handler rmcp dropped at EOF still run on blocking threads.
+            runtime.shutdown_timeout(grace);
+        } else {
+            // After a signal every call was answered or its grace period is spent. tokio's
+            // stdin reader is a blocking read that does not return while the client keeps
+            // stdin open: do not wait for it.
+            runtime.shutdown_background();
+        }
+        return code;
+    }
+    let token = match load_token(&args) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("resilient-write: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let max_body = match args.max_body_bytes {
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        None => message_cap(config.max_write_bytes),
+    };
+    let opts = HttpOptions {
+        host: args.host,
+        port: args.port,
+        legacy_sse: args.transport == Transport::Sse,
+        allowed_hosts: args.allowed_hosts,
+        allowed_origins: args.allowed_origins,
+        token,
+        max_body_bytes: max_body,
+        grace,
+    };
+    let result = runtime.block_on(async move {
         let service = Service::start(config);
-        let server = McpServer::new(service);
-        // JSON escaping can grow content up to 6x; the front door answers anything beyond
-        // this with a typed size error instead of letting the transport drop it.
-        let max_line = max_write.saturating_mul(6).saturating_add(1 << 20);
-        let max_line = usize::try_from(max_line).unwrap_or(usize::MAX);
-        let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(
-            crate::stdio::sanitized(tokio::io::stdin(), max_line),
-            tokio::io::stdout(),
-        )
-        .with_max_line_length(usize::MAX);
-        let running = match server.serve(transport).await {
+        crate::http::serve(service, opts, crate::shutdown::signal()).await
+    });
+    // Calls whose client went away still run on blocking threads: let them finish (bounded).
+    runtime.shutdown_timeout(grace);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("resilient-write: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// MCP over stdio until stdin closes or a signal arrives. Returns the exit code and whether
+/// stdin reached its end (rather than a signal stopping the server).
+async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, bool) {
+    use rmcp::ServiceExt;
+    let max_line = message_cap(config.max_write_bytes);
+    let service = Service::start(config);
+    let drain = Drain::new();
+    let server = Tracked::new(McpServer::new(service), drain.clone());
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(
+        crate::stdio::sanitized(tokio::io::stdin(), max_line),
+        tokio::io::stdout(),
+    )
+    .with_max_line_length(usize::MAX);
+    let signal = crate::shutdown::signal();
+    tokio::pin!(signal);
+    let running = tokio::select! {
+        r = server.serve(transport) => match r {
             Ok(r) => r,
             Err(e) => {
                 tracing::error!("MCP initialisation failed: {e}");
-                return ExitCode::FAILURE;
+                return (ExitCode::FAILURE, true);
             }
-        };
-        match running.waiting().await {
-            Ok(_) => ExitCode::SUCCESS,
-            Err(e) => {
-                tracing::error!("MCP server stopped: {e}");
-                ExitCode::FAILURE
+        },
+        () = &mut signal => return (ExitCode::SUCCESS, false),
+    };
+    let stop = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        r = &mut waiting => {
+            // stdin closed: answer what is still running, then exit.
+            drain.begin();
+            drain.idle(grace).await;
+            match r {
+                Ok(_) => (ExitCode::SUCCESS, true),
+                Err(e) => {
+                    tracing::error!("MCP server stopped: {e}");
+                    (ExitCode::FAILURE, true)
+                }
             }
         }
-    })
+        () = &mut signal => {
+            drain.begin();
+            let drained = drain.idle(grace).await;
+            if !drained {
+                tracing::warn!(in_flight = drain.active(), "grace period over; exiting");
+            }
+            stop.cancel();
+            let _ = waiting.await;
+            (ExitCode::SUCCESS, false)
+        }
+    }
 }
 
 fn journal(mut config: Config, args: JournalArgs) -> ExitCode {

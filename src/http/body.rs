@@ -1,0 +1,186 @@
+//! The HTTP front door for JSON-RPC bodies, the counterpart of [`crate::stdio`]. Before a POST
+//! reaches rmcp it checks, in order: the content type (415), the size limit (413, also for
+//! chunked bodies without a `Content-Length`), and that the body is JSON (-32700 Parse error)
+//! holding a JSON-RPC message (-32600 Invalid Request). rmcp itself would answer the last two
+//! with a plain-text 415; JSON-RPC clients expect the standard error objects. Lone UTF-16
+//! surrogates and invalid UTF-8 inside strings are rewritten to the sentinel exactly as on
+//! stdio, so the tool refuses them with a typed `encoding` envelope instead of the message
+//! being dropped.
+
+use axum::body::{Body, Bytes};
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http_body_util::{BodyExt, LengthLimitError, Limited};
+use rmcp::model::ClientJsonRpcMessage;
+use serde_json::{Value, json};
+
+/// JSON-RPC: the body is not JSON.
+pub const PARSE_ERROR: i32 = -32700;
+/// JSON-RPC: the JSON is not a valid request object.
+pub const INVALID_REQUEST: i32 = -32600;
+
+/// A JSON-RPC error object with `id: null`, sent as an HTTP error. Every refusal of the HTTP
+/// layer (401, 403, 413, 415, 503) uses this shape so that a client can always parse it.
+pub fn rpc_error(status: StatusCode, code: i32, message: String, data: Value) -> Response {
+    rpc_error_with_id(status, Value::Null, code, message, data)
+}
+
+fn rpc_error_with_id(
+    status: StatusCode,
+    id: Value,
+    code: i32,
+    message: String,
+    data: Value,
+) -> Response {
+    let body = json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {"code": code, "message": message, "data": data},
+    });
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        body.to_string(),
+    )
+        .into_response()
+}
+
+fn too_large(limit: usize, received: Option<u64>) -> Response {
+    rpc_error(
+        StatusCode::PAYLOAD_TOO_LARGE,
+        INVALID_REQUEST,
+        format!(
+            "request body exceeds the server's limit of {limit} bytes (--max-body-bytes); \
+             nothing was applied. Send large files in pieces with rw_chunk_append and \
+             rw_chunk_compose"
+        ),
+        json!({"limit_bytes": limit, "content_length": received, "reason": "body_too_large"}),
+    )
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            let essence = v.split(';').next().unwrap_or("").trim();
+            essence.eq_ignore_ascii_case("application/json")
+        })
+}
+
+/// Read and check a POST body; on success, the (sanitised) bytes to hand on.
+pub async fn read_message(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Bytes, Response> {
+    if !is_json(headers) {
+        let got = headers
+            .get(header::CONTENT_TYPE)
+            .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+        return Err(rpc_error(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            INVALID_REQUEST,
+            "Content-Type must be application/json".into(),
+            json!({"content_type": got, "reason": "unsupported_media_type"}),
+        ));
+    }
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|n| n > limit as u64) {
+        return Err(too_large(limit, declared));
+    }
+    let bytes = match Limited::new(body, limit).collect().await {
+        Ok(collected) => collected.to_bytes(),
+        Err(e) if e.is::<LengthLimitError>() => return Err(too_large(limit, declared)),
+        Err(e) => {
+            tracing::debug!("request body read failed: {e}");
+            return Err(rpc_error(
+                StatusCode::BAD_REQUEST,
+                INVALID_REQUEST,
+                "the request body could not be read".into(),
+                json!({"reason": "body_read_failed"}),
+            ));
+        }
+    };
+    let bytes = match crate::stdio::sanitize_line(&bytes) {
+        std::borrow::Cow::Borrowed(_) => bytes,
+        std::borrow::Cow::Owned(clean) => Bytes::from(clean),
+    };
+    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        use serde_json::error::Category;
+        return Err(match e.classify() {
+            Category::Syntax | Category::Eof | Category::Io => rpc_error(
+                StatusCode::BAD_REQUEST,
+                PARSE_ERROR,
+                format!("Parse error: the body is not JSON ({e})"),
+                json!({"reason": "parse_error"}),
+            ),
+            Category::Data => {
+                let id = serde_json::from_slice::<Value>(&bytes)
+                    .ok()
+                    .and_then(|v| v.get("id").cloned())
+                    .filter(|id| id.is_string() || id.is_number())
+                    .unwrap_or(Value::Null);
+                rpc_error_with_id(
+                    StatusCode::BAD_REQUEST,
+                    id,
+                    INVALID_REQUEST,
+                    format!("Invalid Request: not a JSON-RPC 2.0 message ({e})"),
+                    json!({"reason": "invalid_request"}),
+                )
+            }
+        });
+    }
+    Ok(bytes)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(ct: &str) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        h.insert(header::CONTENT_TYPE, ct.parse().unwrap());
+        h
+    }
+
+    async fn status_and_code(ct: &str, body: &'static str, limit: usize) -> (StatusCode, i64) {
+        let r = read_message(&headers(ct), Body::from(body), limit)
+            .await
+            .expect_err("refused");
+        let status = r.status();
+        let bytes = r.into_body().collect().await.unwrap().to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        (status, v["error"]["code"].as_i64().unwrap())
+    }
+
+    #[tokio::test]
+    async fn each_bad_body_gets_its_status_and_jsonrpc_code() {
+        let ping = r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#;
+        assert_eq!(
+            status_and_code("text/plain", ping, 1000).await,
+            (StatusCode::UNSUPPORTED_MEDIA_TYPE, -32600)
+        );
+        assert_eq!(
+            status_and_code("application/json", ping, 10).await,
+            (StatusCode::PAYLOAD_TOO_LARGE, -32600)
+        );
+        assert_eq!(
+            status_and_code("application/json", "{\"jsonrpc\":", 1000).await,
+            (StatusCode::BAD_REQUEST, -32700)
+        );
+        assert_eq!(
+            status_and_code("application/json", r#"{"jsonrpc":"1.0","id":3}"#, 1000).await,
+            (StatusCode::BAD_REQUEST, -32600)
+        );
+        let ok = read_message(
+            &headers("application/json; charset=utf-8"),
+            Body::from(ping),
+            1000,
+        );
+        assert_eq!(ok.await.unwrap(), Bytes::from(ping));
+    }
+}

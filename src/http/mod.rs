@@ -1,0 +1,273 @@
+//! The HTTP transports. `serve --transport http` hosts rmcp's Streamable HTTP tower service at
+//! exactly `/mcp` in axum, with stateful sessions (`Mcp-Session-Id`): each session gets its own
+//! [`McpServer`] over one shared [`Service`], whose pipeline locks already make concurrent
+//! writers safe. `serve --transport sse` is the legacy `GET /sse` + `POST /messages/` pair
+//! ([`sse`]). Both sit behind the same layers, outermost first: [`guard`] (Host, Origin,
+//! bearer token), the shutdown [`Drain`], and the body front door ([`body`]).
+
+pub mod body;
+pub mod guard;
+pub mod sse;
+
+use crate::mcp::McpServer;
+use crate::service::Service;
+use crate::shutdown::Drain;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{Method, StatusCode, header};
+use axum::middleware::{Next, from_fn_with_state};
+use axum::response::Response;
+use futures::StreamExt;
+use guard::{Guard, Refusal, Token};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
+use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
+use serde_json::json;
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// How the HTTP server is set up (built by the command line).
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Host name or address to bind; a name is resolved and its first address used.
+    pub host: String,
+    /// Port; 0 picks a free one (the bound address is printed on stderr).
+    pub port: u16,
+    /// The legacy SSE pair instead of Streamable HTTP.
+    pub legacy_sse: bool,
+    /// Extra `Host` values to accept (`host` or `host:port`).
+    pub allowed_hosts: Vec<String>,
+    /// Extra `Origin` values to accept (`scheme://host[:port]`).
+    pub allowed_origins: Vec<String>,
+    /// Bearer token every request must carry.
+    pub token: Option<Token>,
+    /// Largest request body accepted (413 beyond).
+    pub max_body_bytes: usize,
+    /// How long in-flight calls may run on after a shutdown signal.
+    pub grace: Duration,
+}
+
+/// What the layers share.
+#[derive(Clone)]
+struct Shared {
+    guard: Arc<Guard>,
+    drain: Drain,
+    max_body: usize,
+}
+
+/// Resolve the bind address and refuse a non-loopback one without a token.
+async fn bind_address(opts: &HttpOptions) -> Result<SocketAddr, String> {
+    let mut addrs = tokio::net::lookup_host((opts.host.as_str(), opts.port))
+        .await
+        .map_err(|e| format!("cannot resolve --host {}: {e}", opts.host))?;
+    let addr = addrs
+        .next()
+        .ok_or_else(|| format!("--host {} resolves to no address", opts.host))?;
+    if !guard::is_loopback(addr.ip()) && opts.token.is_none() {
+        return Err(format!(
+            "refusing to listen on {addr}, which is not a loopback address, without a bearer \
+             token: set --auth-token-file FILE or RW_AUTH_TOKEN (every request then needs \
+             `Authorization: Bearer <token>`), or bind 127.0.0.1"
+        ));
+    }
+    Ok(addr)
+}
+
+/// Run the HTTP server until `stop` resolves, then drain: refuse new requests, give in-flight
+/// calls up to `opts.grace` to finish and be answered, close every session and return.
+pub async fn serve(
+    service: Arc<Service>,
+    opts: HttpOptions,
+    stop: impl Future<Output = ()> + Send + 'static,
+) -> Result<(), String> {
+    let addr = bind_address(&opts).await?;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| format!("cannot read the bound address: {e}"))?;
+    let guard = Guard::new(
+        bound,
+        &opts.allowed_hosts,
+        &opts.allowed_origins,
+        opts.token.clone(),
+    )?;
+    let shared = Shared {
+        guard: Arc::new(guard),
+        drain: Drain::new(),
+        max_body: opts.max_body_bytes,
+    };
+    let rmcp_config = StreamableHttpServerConfig::default()
+        // Host and Origin are checked by our guard, against the bound port and the operator's
+        // lists; rmcp's own default list would refuse hosts the operator allowed.
+        .disable_allowed_hosts()
+        .with_max_request_body_bytes(opts.max_body_bytes);
+    let sessions_closed = rmcp_config.cancellation_token.clone();
+    let (router, path) = if opts.legacy_sse {
+        let legacy = sse::Legacy::new(
+            service,
+            shared.drain.clone(),
+            opts.max_body_bytes,
+            sessions_closed.clone(),
+        );
+        (legacy.router(), "/sse")
+    } else {
+        let factory = move || Ok(McpServer::new(service.clone()));
+        let mcp = StreamableHttpService::new(
+            factory,
+            Arc::new(LocalSessionManager::default()),
+            rmcp_config,
+        );
+        // Layers run outermost (last added) first: guard, in-flight tracking, front door.
+        let router = Router::new()
+            .route_service("/mcp", mcp)
+            .layer(from_fn_with_state(shared.clone(), front_door))
+            .layer(from_fn_with_state(shared.clone(), track_in_flight));
+        (router, "/mcp")
+    };
+    let router = router.layer(from_fn_with_state(shared.clone(), check_guard));
+    let auth = if shared.guard.has_token() {
+        "bearer token required"
+    } else {
+        "no token (loopback only)"
+    };
+    tracing::info!(%bound, auth, "HTTP server started");
+    // A parseable line for scripts and tests that bind port 0.
+    eprintln!("resilient-write: listening on http://{bound}{path}");
+
+    let drain = shared.drain.clone();
+    let grace = opts.grace;
+    let closer = sessions_closed.clone();
+    tokio::spawn(async move {
+        stop.await;
+        drain.begin();
+        if !drain.idle(grace).await {
+            tracing::warn!(
+                in_flight = drain.active(),
+                "grace period over; closing sessions with calls still running"
+            );
+        }
+        closer.cancel();
+    });
+    let started = shared.drain.clone();
+    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+        started.started().await;
+    });
+    // A client that never finishes its request must not hold the process past the grace
+    // period: once sessions are closed, connections get one more second.
+    let deadline = async move {
+        sessions_closed.cancelled().await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    };
+    tokio::select! {
+        r = server => r.map_err(|e| format!("HTTP server failed: {e}")),
+        () = deadline => {
+            tracing::warn!("connections still open after shutdown; closing them");
+            Ok(())
+        }
+    }
+}
+
+/// The answer to a refused request.
+fn refusal_response(refusal: Refusal) -> Response {
+    match refusal {
+        Refusal::Host(host) => {
+            tracing::warn!(host, "refused a request for a foreign Host (403)");
+            body::rpc_error(
+                StatusCode::FORBIDDEN,
+                body::INVALID_REQUEST,
+                "Forbidden: this Host is not allowed (DNS-rebinding defence); add it with \
+                 --allowed-host"
+                    .into(),
+                json!({"reason": "host_not_allowed"}),
+            )
+        }
+        Refusal::Origin(origin) => {
+            tracing::warn!(origin, "refused a request from a foreign Origin (403)");
+            body::rpc_error(
+                StatusCode::FORBIDDEN,
+                body::INVALID_REQUEST,
+                "Forbidden: this Origin is not allowed; add it with --allowed-origin".into(),
+                json!({"reason": "origin_not_allowed"}),
+            )
+        }
+        Refusal::Token => {
+            tracing::info!("refused a request without the right bearer token (401)");
+            let mut r = body::rpc_error(
+                StatusCode::UNAUTHORIZED,
+                body::INVALID_REQUEST,
+                "Unauthorized: send `Authorization: Bearer <token>`".into(),
+                json!({"reason": "unauthorized"}),
+            );
+            r.headers_mut().insert(
+                header::WWW_AUTHENTICATE,
+                header::HeaderValue::from_static("Bearer realm=\"resilient-write\""),
+            );
+            r
+        }
+    }
+}
+
+/// Layer 1: Host, Origin, token.
+async fn check_guard(State(shared): State<Shared>, req: Request, next: Next) -> Response {
+    let h = req.headers();
+    let host = h
+        .get(header::HOST)
+        .map(|v| v.as_bytes())
+        .or_else(|| req.uri().authority().map(|a| a.as_str().as_bytes()));
+    let checked = shared.guard.check(
+        host,
+        h.get(header::ORIGIN).map(|v| v.as_bytes()),
+        h.get(header::AUTHORIZATION).map(|v| v.as_bytes()),
+    );
+    match checked {
+        Ok(()) => next.run(req).await,
+        Err(refusal) => refusal_response(refusal),
+    }
+}
+
+/// The answer while the server drains.
+pub(crate) fn draining_response() -> Response {
+    body::rpc_error(
+        StatusCode::SERVICE_UNAVAILABLE,
+        -32000,
+        "the server is shutting down; retry against a new instance".into(),
+        json!({"reason": "shutting_down"}),
+    )
+}
+
+/// Layer 2: count each POST until its response stream ends (the answer was sent or the client
+/// went away), and refuse new ones while draining.
+async fn track_in_flight(State(shared): State<Shared>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let Some(in_flight) = shared.drain.enter() else {
+        return draining_response();
+    };
+    let response = next.run(req).await;
+    let (parts, body) = response.into_parts();
+    let stream = body.into_data_stream().map(move |chunk| {
+        let _held = &in_flight;
+        chunk
+    });
+    Response::from_parts(parts, Body::from_stream(stream))
+}
+
+/// Layer 3: content type, size limit, JSON-RPC shape (see [`body`]).
+async fn front_door(State(shared): State<Shared>, req: Request, next: Next) -> Response {
+    if req.method() != Method::POST {
+        return next.run(req).await;
+    }
+    let (mut parts, incoming) = req.into_parts();
+    match body::read_message(&parts.headers, incoming, shared.max_body).await {
+        Ok(bytes) => {
+            parts.headers.remove(header::CONTENT_LENGTH);
+            next.run(Request::from_parts(parts, Body::from(bytes)))
+                .await
+        }
+        Err(refused) => refused,
+    }
+}

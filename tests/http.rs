@@ -1,0 +1,823 @@
+//! The HTTP transports over a real spawned server (`serve --transport http|sse --port 0`),
+//! spoken to with raw HTTP/1.1 so that every header (a forged Host, a foreign Origin, a wrong
+//! token, a chunked oversize body) is exactly what the test says. Also graceful shutdown on
+//! SIGTERM, over HTTP and stdio.
+
+mod common;
+
+use common::{Workspace, bin, journal_rows, sha256, temp_files};
+use serde_json::{Value, json};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+const ACCEPT: (&str, &str) = ("Accept", "application/json, text/event-stream");
+const JSON: (&str, &str) = ("Content-Type", "application/json");
+
+/// A running HTTP server.
+struct HttpServer {
+    child: Child,
+    addr: SocketAddr,
+    stderr: Arc<Mutex<String>>,
+    token: Option<String>,
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn command(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.arg("serve")
+        .args(args)
+        .current_dir(cwd)
+        .env_remove("RW_WORKSPACE")
+        .env_remove("RW_STATE_DIR")
+        .env_remove("RW_AUTH_TOKEN")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd
+}
+
+impl HttpServer {
+    fn start(ws: &Workspace, args: &[&str], env: &[(&str, &str)]) -> HttpServer {
+        let mut all = vec!["--transport", "http", "--port", "0"];
+        all.extend_from_slice(args);
+        HttpServer::spawn(ws, &all, env, "/mcp")
+    }
+
+    fn spawn(ws: &Workspace, args: &[&str], env: &[(&str, &str)], path: &str) -> HttpServer {
+        let mut child = command(&ws.root, args, env).spawn().expect("spawn");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr"));
+        let mut seen = String::new();
+        let addr = loop {
+            let mut line = String::new();
+            let n = lines.read_line(&mut line).expect("read stderr");
+            assert!(n > 0, "server exited before listening: {seen}");
+            seen.push_str(&line);
+            if let Some(rest) = line.trim().split("listening on http://").nth(1) {
+                let addr = rest.strip_suffix(path).expect("bound path");
+                break addr.parse::<SocketAddr>().expect("bound address");
+            }
+        };
+        let stderr = Arc::new(Mutex::new(seen));
+        let sink = stderr.clone();
+        std::thread::spawn(move || {
+            let mut rest = String::new();
+            while lines.read_line(&mut rest).unwrap_or(0) > 0 {
+                sink.lock().unwrap().push_str(&rest);
+                rest.clear();
+            }
+        });
+        let token = env
+            .iter()
+            .find(|(k, _)| *k == "RW_AUTH_TOKEN")
+            .map(|(_, v)| v.to_string());
+        HttpServer {
+            child,
+            addr,
+            stderr,
+            token,
+        }
+    }
+
+    fn host(&self) -> String {
+        self.addr.to_string()
+    }
+
+    /// One HTTP exchange; `Host` defaults to the bound address unless given in `headers`.
+    fn send(&self, method: &str, path: &str, headers: &[(&str, &str)], body: &[u8]) -> Reply {
+        let mut head = format!("{method} {path} HTTP/1.1\r\n");
+        if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+            head.push_str(&format!("Host: {}\r\n", self.host()));
+        }
+        for (k, v) in headers {
+            head.push_str(&format!("{k}: {v}\r\n"));
+        }
+        if !headers
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("transfer-encoding"))
+        {
+            head.push_str(&format!("Content-Length: {}\r\n", body.len()));
+        }
+        head.push_str("Connection: close\r\n\r\n");
+        let mut s = TcpStream::connect(self.addr).expect("connect");
+        s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+        s.write_all(head.as_bytes()).expect("write head");
+        // A server that refuses early may close before the whole body is sent.
+        let _ = s.write_all(body);
+        let mut raw = Vec::new();
+        let _ = s.read_to_end(&mut raw);
+        Reply::parse(&raw)
+    }
+
+    /// A POST of a JSON-RPC message with the usual MCP headers plus `extra`.
+    fn post(&self, session: Option<&str>, message: &Value, extra: &[(&str, &str)]) -> Reply {
+        let mut headers = vec![ACCEPT, JSON];
+        let auth;
+        if let Some(t) = &self.token {
+            auth = format!("Bearer {t}");
+            headers.push(("Authorization", &auth));
+        }
+        if let Some(id) = session {
+            headers.push(("Mcp-Session-Id", id));
+        }
+        headers.extend_from_slice(extra);
+        self.send("POST", "/mcp", &headers, message.to_string().as_bytes())
+    }
+
+    fn session(&self) -> Session<'_> {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "http-test", "version": "0"}}});
+        let r = self.post(None, &init, &[]);
+        assert_eq!(r.status, 200, "initialize: {}", r.text());
+        let id = r
+            .header("mcp-session-id")
+            .expect("Mcp-Session-Id")
+            .to_string();
+        assert_eq!(r.rpc(0)["result"]["serverInfo"]["name"], "resilient-write");
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        assert_eq!(self.post(Some(&id), &note, &[]).status, 202);
+        Session {
+            srv: self,
+            id,
+            next: 1,
+        }
+    }
+
+    fn log(&self) -> String {
+        self.stderr.lock().unwrap().clone()
+    }
+
+    fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill");
+        assert!(status.success());
+    }
+
+    /// Wait for exit (at most `within`); the exit code.
+    fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let start = Instant::now();
+        while start.elapsed() < within {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("the server did not exit within {within:?}");
+    }
+}
+
+/// An HTTP response with its body de-chunked.
+struct Reply {
+    status: u16,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+}
+
+impl Reply {
+    fn parse(raw: &[u8]) -> Reply {
+        let split = raw
+            .windows(4)
+            .position(|w| w == b"\r\n\r\n")
+            .unwrap_or_else(|| panic!("no HTTP head in {:?}", String::from_utf8_lossy(raw)));
+        let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+        let mut lines = head.split("\r\n");
+        let status = lines
+            .next()
+            .and_then(|l| l.split(' ').nth(1))
+            .and_then(|c| c.parse().ok())
+            .expect("status line");
+        let headers: Vec<(String, String)> = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        let mut body = raw[split + 4..].to_vec();
+        let chunked = headers
+            .iter()
+            .any(|(k, v)| k == "transfer-encoding" && v.contains("chunked"));
+        if chunked {
+            body = dechunk(&body);
+        }
+        Reply {
+            status,
+            headers,
+            body,
+        }
+    }
+
+    fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+    }
+
+    fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    fn json(&self) -> Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("body is not JSON ({e}): {}", self.text()))
+    }
+
+    /// The JSON-RPC message answering `id`: the body itself, or the SSE `data:` frame.
+    fn rpc(&self, id: u64) -> Value {
+        if self
+            .header("content-type")
+            .is_some_and(|c| c.starts_with("application/json"))
+        {
+            return self.json();
+        }
+        sse_data(&self.text())
+            .into_iter()
+            .find(|m| m.get("id") == Some(&json!(id)))
+            .unwrap_or_else(|| panic!("no answer to {id} in {}", self.text()))
+    }
+}
+
+fn dechunk(mut body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    loop {
+        let Some(eol) = body.windows(2).position(|w| w == b"\r\n") else {
+            return out;
+        };
+        let size = std::str::from_utf8(&body[..eol]).unwrap_or("0");
+        let size =
+            usize::from_str_radix(size.split(';').next().unwrap_or("0").trim(), 16).unwrap_or(0);
+        if size == 0 || body.len() < eol + 2 + size {
+            return out;
+        }
+        out.extend_from_slice(&body[eol + 2..eol + 2 + size]);
+        body = &body[(eol + 4 + size).min(body.len())..];
+    }
+}
+
+/// The JSON of every SSE `data:` frame (empty priming frames skipped).
+fn sse_data(text: &str) -> Vec<Value> {
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: String = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                .collect::<Vec<_>>()
+                .join("\n");
+            serde_json::from_str(&data).ok()
+        })
+        .collect()
+}
+
+/// An initialised MCP session.
+struct Session<'a> {
+    srv: &'a HttpServer,
+    id: String,
+    next: u64,
+}
+
+impl Session<'_> {
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        let id = self.next;
+        self.next += 1;
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        let r = self.srv.post(Some(&self.id), &msg, &[]);
+        assert_eq!(r.status, 200, "{method}: {}", r.text());
+        r.rpc(id)
+    }
+
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        r["result"].clone()
+    }
+
+    fn ok(&mut self, tool: &str, args: Value) -> Value {
+        let r = self.call(tool, args);
+        assert_eq!(r["isError"], false, "{tool}: {r}");
+        r["structuredContent"].clone()
+    }
+}
+
+/// A secret-shaped token built at run time (never typed into a file).
+fn generated_token() -> String {
+    let seed = std::process::id() as u64 ^ 0x9e37_79b9_7f4a_7c15;
+    let mut x = seed;
+    let body: String = (0..40)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            char::from(b"abcdefghijklmnopqrstuvwxyz0123456789"[(x % 36) as usize])
+        })
+        .collect();
+    format!("rwtest_{body}")
+}
+
+#[test]
+fn initialize_list_write_and_journal_over_http() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let mut s = srv.session();
+    let tools = s.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert!(names.contains(&"rw_safe_write"), "{names:?}");
+    let w = s.ok(
+        "rw_safe_write",
+        json!({"path": "hello.txt", "content": "over http\n"}),
+    );
+    assert_eq!(w["sha256"], sha256(b"over http\n"));
+    assert_eq!(
+        std::fs::read_to_string(ws.path("hello.txt")).unwrap(),
+        "over http\n"
+    );
+    let tail = s.ok("rw_journal_tail", json!({"n": 5}));
+    let rows = tail["entries"].as_array().expect("entries");
+    assert!(
+        rows.iter().any(|r| r["path"]
+            .as_str()
+            .is_some_and(|p| p.ends_with("/hello.txt"))),
+        "{tail}"
+    );
+    // Served at /mcp itself (above), and nothing redirects between /mcp and /mcp/.
+    let r = srv.send("POST", "/mcp/", &[ACCEPT, JSON], b"{}");
+    assert!(!(300..400).contains(&r.status), "{} {}", r.status, r.text());
+    assert!(r.header("location").is_none());
+}
+
+#[test]
+fn two_sessions_appending_to_one_file_lose_nothing() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    const N: usize = 15;
+    std::thread::scope(|scope| {
+        for who in ["a", "b"] {
+            let srv = &srv;
+            scope.spawn(move || {
+                let mut s = srv.session();
+                for i in 0..N {
+                    s.ok(
+                        "rw_safe_write",
+                        json!({"path": "log.txt", "content": format!("{who}{i}\n"), "mode": "append"}),
+                    );
+                }
+            });
+        }
+    });
+    let text = std::fs::read_to_string(ws.path("log.txt")).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 2 * N, "{text}");
+    lines.sort();
+    lines.dedup();
+    assert_eq!(lines.len(), 2 * N, "every append landed once: {text}");
+    assert_eq!(journal_rows(&ws.root).len(), 2 * N);
+}
+
+#[test]
+fn forged_host_and_foreign_origin_are_refused_with_403() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--allowed-origin", "https://app.example.org"], &[]);
+    let write = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "evil", "version": "0"}}});
+    let forged_host = format!("evil.example:{}", srv.addr.port());
+    let r = srv.post(None, &write, &[("Host", &forged_host)]);
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["reason"], "host_not_allowed");
+    let r = srv.post(None, &write, &[("Origin", "http://evil.example")]);
+    assert_eq!(r.status, 403, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["reason"], "origin_not_allowed");
+    assert!(r.header("mcp-session-id").is_none());
+    // The localhost Origin of the bound port and the operator's extra one pass.
+    let local = format!("http://localhost:{}", srv.addr.port());
+    for origin in [local.as_str(), "https://app.example.org"] {
+        let r = srv.post(None, &write, &[("Origin", origin)]);
+        assert_eq!(r.status, 200, "{origin}: {}", r.text());
+    }
+    let localhost = format!("localhost:{}", srv.addr.port());
+    assert_eq!(srv.post(None, &write, &[("Host", &localhost)]).status, 200);
+}
+
+#[test]
+fn a_token_is_required_when_set_and_never_logged() {
+    let ws = Workspace::new();
+    let token = generated_token();
+    let mut srv = HttpServer::start(
+        &ws,
+        &["--log-level", "debug"],
+        &[("RW_AUTH_TOKEN", token.as_str())],
+    );
+    let ping = json!({"jsonrpc": "2.0", "id": 1, "method": "ping"});
+    let no_token = srv.send("POST", "/mcp", &[ACCEPT, JSON], ping.to_string().as_bytes());
+    assert_eq!(no_token.status, 401, "{}", no_token.text());
+    assert!(
+        no_token
+            .header("www-authenticate")
+            .is_some_and(|v| v.starts_with("Bearer")),
+        "{:?}",
+        no_token.headers
+    );
+    let wrong = format!("Bearer {token}x");
+    let r = srv.send(
+        "POST",
+        "/mcp",
+        &[ACCEPT, JSON, ("Authorization", &wrong)],
+        ping.to_string().as_bytes(),
+    );
+    assert_eq!(r.status, 401);
+    // With the right token everything works (srv.post sends it).
+    let mut s = srv.session();
+    s.ok("rw_safe_write", json!({"path": "t.txt", "content": "x"}));
+    srv.terminate();
+    assert_eq!(srv.wait_exit(Duration::from_secs(20)), Some(0));
+    let log = srv.log();
+    assert!(log.contains("401"), "refusals are logged: {log}");
+    assert!(!log.contains(&token), "the token must never be logged");
+
+    // The same from a token file.
+    let file = ws.path("token.txt");
+    std::fs::write(&file, format!("{token}\n")).unwrap();
+    let file_arg = file.to_string_lossy().into_owned();
+    let mut srv = HttpServer::start(&ws, &["--auth-token-file", &file_arg], &[]);
+    let r = srv.send("POST", "/mcp", &[ACCEPT, JSON], ping.to_string().as_bytes());
+    assert_eq!(r.status, 401);
+    srv.token = Some(token);
+    srv.session();
+}
+
+#[test]
+fn a_non_loopback_bind_without_a_token_refuses_to_start() {
+    let ws = Workspace::new();
+    let out = command(
+        &ws.root,
+        &["--transport", "http", "--host", "0.0.0.0", "--port", "0"],
+        &[],
+    )
+    .output()
+    .expect("run");
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("not a loopback address") && err.contains("RW_AUTH_TOKEN"),
+        "{err}"
+    );
+    // A token makes it start.
+    let token = generated_token();
+    let srv = HttpServer::spawn(
+        &ws,
+        &["--transport", "http", "--host", "0.0.0.0", "--port", "0"],
+        &[("RW_AUTH_TOKEN", token.as_str())],
+        "/mcp",
+    );
+    assert!(srv.addr.ip().is_unspecified());
+}
+
+#[test]
+fn an_oversize_body_gets_413_and_writes_nothing() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--max-body-bytes", "4096"], &[]);
+    let mut s = srv.session();
+    let big = "x".repeat(10_000);
+    let msg = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": {
+        "name": "rw_safe_write", "arguments": {"path": "big.txt", "content": big}}});
+    let r = srv.post(Some(&s.id), &msg, &[]);
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["limit_bytes"], 4096);
+    // Chunked, without a Content-Length, is cut off the same way.
+    let body = msg.to_string();
+    let chunked = format!("{:x}\r\n{body}\r\n0\r\n\r\n", body.len());
+    let r = srv.send(
+        "POST",
+        "/mcp",
+        &[
+            ACCEPT,
+            JSON,
+            ("Mcp-Session-Id", &s.id),
+            ("Transfer-Encoding", "chunked"),
+        ],
+        chunked.as_bytes(),
+    );
+    assert_eq!(r.status, 413, "{}", r.text());
+    assert!(!ws.path("big.txt").exists());
+    assert!(journal_rows(&ws.root).is_empty());
+    // The session still works.
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "small.txt", "content": "ok"}),
+    );
+}
+
+#[test]
+fn a_tool_payload_over_the_write_cap_is_a_typed_quota_exceeded_envelope() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--max-write-bytes", "1000"], &[]);
+    let mut s = srv.session();
+    let r = s.call(
+        "rw_safe_write",
+        json!({"path": "big.txt", "content": "y".repeat(5000)}),
+    );
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(r["structuredContent"]["error"], "quota_exceeded");
+    assert!(!ws.path("big.txt").exists());
+}
+
+#[test]
+fn malformed_json_invalid_requests_and_unknown_methods_get_jsonrpc_errors() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let mut s = srv.session();
+    let id = s.id.clone();
+    let sid = ("Mcp-Session-Id", id.as_str());
+    let r = srv.send(
+        "POST",
+        "/mcp",
+        &[ACCEPT, JSON, sid],
+        b"{\"jsonrpc\": \"2.0\", ",
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -32700);
+    let r = srv.send(
+        "POST",
+        "/mcp",
+        &[ACCEPT, JSON, sid],
+        br#"{"jsonrpc":"2.0","id":7}"#,
+    );
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["code"], -32600);
+    assert_eq!(r.json()["id"], 7);
+    let unknown = s.request("no/such_method", json!({}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
+    let tool = s.request(
+        "tools/call",
+        json!({"name": "rw_no_such_tool", "arguments": {}}),
+    );
+    assert_eq!(tool["error"]["code"], -32602, "{tool}");
+    // Wrong content type: 415 before the body is looked at.
+    let r = srv.send(
+        "POST",
+        "/mcp",
+        &[ACCEPT, ("Content-Type", "text/plain"), sid],
+        br#"{"jsonrpc":"2.0","id":8,"method":"ping"}"#,
+    );
+    assert_eq!(r.status, 415, "{}", r.text());
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "still.txt", "content": "serving"}),
+    );
+}
+
+#[test]
+fn a_missing_session_id_is_400_and_an_unknown_one_404() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let list = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/list"});
+    assert_eq!(srv.post(None, &list, &[]).status, 400);
+    assert_eq!(srv.post(Some("not-a-session"), &list, &[]).status, 404);
+}
+
+#[test]
+fn a_client_disconnecting_mid_call_leaves_the_server_serving_others() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let a = srv.session();
+    let content = "z".repeat(8 << 20);
+    let msg = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "rw_safe_write", "arguments": {"path": "gone.txt", "content": content}}});
+    let body = msg.to_string();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nMcp-Session-Id: {}\r\nContent-Length: {}\r\n\r\n",
+        srv.host(),
+        a.id,
+        body.len()
+    );
+    let mut conn = TcpStream::connect(srv.addr).unwrap();
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.write_all(body.as_bytes()).unwrap();
+    drop(conn);
+    let mut b = srv.session();
+    b.ok(
+        "rw_safe_write",
+        json!({"path": "other.txt", "content": "fine"}),
+    );
+    // The abandoned write ends whole or not at all, and leaves no temp file.
+    let start = Instant::now();
+    while !temp_files(&ws.root).is_empty() && start.elapsed() < Duration::from_secs(20) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(temp_files(&ws.root).is_empty());
+    if let Ok(got) = std::fs::read(ws.path("gone.txt")) {
+        assert_eq!(sha256(&got), sha256(content.as_bytes()));
+    }
+    b.ok("rw_journal_tail", json!({}));
+}
+
+#[test]
+fn sigterm_during_a_large_write_exits_0_with_the_target_whole() {
+    let ws = Workspace::new();
+    std::fs::write(ws.path("big.txt"), "old\n").unwrap();
+    let mut srv = HttpServer::start(&ws, &[], &[]);
+    let s = srv.session();
+    let new = "n".repeat(32 << 20);
+    let msg = json!({"jsonrpc": "2.0", "id": 5, "method": "tools/call", "params": {
+        "name": "rw_safe_write",
+        "arguments": {"path": "big.txt", "content": new, "mode": "overwrite"}}});
+    let answer = std::thread::scope(|scope| {
+        let caller = scope.spawn(|| srv.post(Some(&s.id), &msg, &[]));
+        // Signal once the write is under way (its temp file exists), or after 5 s regardless.
+        let start = Instant::now();
+        while temp_files(&ws.root).is_empty() && start.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        srv.terminate();
+        caller.join().unwrap()
+    });
+    assert_eq!(
+        srv.wait_exit(Duration::from_secs(30)),
+        Some(0),
+        "{}",
+        srv.log()
+    );
+    let got = std::fs::read(ws.path("big.txt")).unwrap();
+    let digest = sha256(&got);
+    assert!(
+        digest == sha256(new.as_bytes()) || got == b"old\n",
+        "the target is whole-old or whole-new"
+    );
+    assert!(
+        temp_files(&ws.root).is_empty(),
+        "{:?}",
+        temp_files(&ws.root)
+    );
+    for row in journal_rows(&ws.root) {
+        assert!(row["sha256"].is_string(), "{row}");
+    }
+    // An in-flight call is answered before the server exits.
+    eprintln!("answer to the in-flight write: HTTP {}", answer.status);
+    if answer.status == 200 {
+        let r = answer.rpc(5);
+        assert_eq!(r["result"]["structuredContent"]["sha256"], digest, "{r}");
+    }
+}
+
+#[test]
+fn stdio_exits_0_on_sigterm_while_stdin_stays_open() {
+    let ws = Workspace::new();
+    let mut s = common::Server::start(&ws.root, &[], &[]);
+    s.ok("rw_safe_write", json!({"path": "a.txt", "content": "a"}));
+    let pid = s.child.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let start = Instant::now();
+    let status = loop {
+        if let Some(st) = s.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(0));
+}
+
+/// A streaming reader of one SSE response (the legacy GET /sse).
+struct EventStream {
+    reader: BufReader<TcpStream>,
+    buffer: String,
+}
+
+impl EventStream {
+    fn open(srv: &HttpServer) -> EventStream {
+        let mut s = TcpStream::connect(srv.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        let head = format!(
+            "GET /sse HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+            srv.host()
+        );
+        s.write_all(head.as_bytes()).unwrap();
+        let mut reader = BufReader::new(s);
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line == "\r\n" {
+                break;
+            }
+        }
+        EventStream {
+            reader,
+            buffer: String::new(),
+        }
+    }
+
+    /// The next event as (name, data), reading chunk by chunk.
+    fn next(&mut self) -> (String, String) {
+        loop {
+            if let Some(end) = self.buffer.find("\n\n") {
+                let event: String = self.buffer.drain(..end + 2).collect();
+                let mut name = String::from("message");
+                let mut data = Vec::new();
+                for line in event.lines() {
+                    if let Some(v) = line.strip_prefix("event:") {
+                        name = v.trim().to_string();
+                    } else if let Some(v) = line.strip_prefix("data:") {
+                        data.push(v.strip_prefix(' ').unwrap_or(v).to_string());
+                    }
+                }
+                if data.is_empty() {
+                    continue; // keep-alive comment
+                }
+                return (name, data.join("\n"));
+            }
+            let mut size = String::new();
+            self.reader.read_line(&mut size).unwrap();
+            let n = usize::from_str_radix(size.trim(), 16).expect("chunk size");
+            assert!(n > 0, "the event stream ended");
+            let mut chunk = vec![0; n + 2];
+            self.reader.read_exact(&mut chunk).unwrap();
+            self.buffer
+                .push_str(&String::from_utf8_lossy(&chunk[..n]).replace("\r\n", "\n"));
+        }
+    }
+}
+
+#[test]
+fn the_legacy_sse_pair_serves_a_session() {
+    let ws = Workspace::new();
+    let srv = HttpServer::spawn(&ws, &["--transport", "sse", "--port", "0"], &[], "/sse");
+    let mut events = EventStream::open(&srv);
+    let (name, endpoint) = events.next();
+    assert_eq!(name, "endpoint");
+    assert!(endpoint.starts_with("/messages/?session_id="), "{endpoint}");
+    let post = |msg: Value| srv.send("POST", &endpoint, &[JSON], msg.to_string().as_bytes());
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2024-11-05", "capabilities": {},
+        "clientInfo": {"name": "sse-test", "version": "0"}}});
+    assert_eq!(post(init).status, 202);
+    let (_, data) = events.next();
+    let v: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(v["result"]["serverInfo"]["name"], "resilient-write");
+    assert_eq!(
+        post(json!({"jsonrpc": "2.0", "method": "notifications/initialized"})).status,
+        202
+    );
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "rw_safe_write", "arguments": {"path": "sse.txt", "content": "legacy"}}});
+    assert_eq!(post(call).status, 202);
+    let (_, data) = events.next();
+    let v: Value = serde_json::from_str(&data).unwrap();
+    assert_eq!(v["id"], 2);
+    assert_eq!(v["result"]["isError"], false, "{v}");
+    assert_eq!(
+        std::fs::read_to_string(ws.path("sse.txt")).unwrap(),
+        "legacy"
+    );
+    // Unknown session, missing session, bad body.
+    let ping = json!({"jsonrpc": "2.0", "id": 3, "method": "ping"}).to_string();
+    let r = srv.send(
+        "POST",
+        "/messages/?session_id=nope",
+        &[JSON],
+        ping.as_bytes(),
+    );
+    assert_eq!(r.status, 404);
+    assert_eq!(
+        srv.send("POST", "/messages/", &[JSON], ping.as_bytes())
+            .status,
+        400
+    );
+    assert_eq!(
+        srv.send("POST", &endpoint, &[JSON], b"{oops").json()["error"]["code"],
+        -32700
+    );
+    // Forged Host is refused here too.
+    let forged = format!("evil.example:{}", srv.addr.port());
+    assert_eq!(
+        srv.send("GET", "/sse", &[("Host", &forged)], b"").status,
+        403
+    );
+}
