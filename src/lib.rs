@@ -29,5 +29,6 @@ pub mod validate;
 pub mod workspace;
 
 pub mod cli;
+pub mod client;
 pub mod mcp;
 pub mod scan;
