@@ -569,6 +569,88 @@ pub fn write_chunk(
     })
 }
 
+/// How a session's manifest compares with its chunk files (`doctor`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ManifestDrift {
+    /// ok, missing or corrupt.
+    pub manifest: String,
+    /// Chunk files the manifest has no record of.
+    pub unrecorded: Vec<u64>,
+    /// Records of chunks whose file is gone.
+    pub stale_records: Vec<u64>,
+}
+
+impl ManifestDrift {
+    /// Whether [`rebuild_manifest`] would change the manifest.
+    pub fn needs_rebuild(&self, has_chunks: bool) -> bool {
+        (self.manifest != "ok" && has_chunks)
+            || !self.unrecorded.is_empty()
+            || !self.stale_records.is_empty()
+    }
+}
+
+/// Compare session `name`'s manifest with its files (shared lock; writes nothing).
+pub fn manifest_drift(svc: &Service, name: &str) -> Result<Option<(ManifestDrift, Listing)>> {
+    let Some(session) = open_session(svc, name, false, false)? else {
+        return Ok(None);
+    };
+    let listing = session.list()?;
+    let state = session.manifest()?;
+    let mut drift = ManifestDrift {
+        manifest: state.label().into(),
+        ..ManifestDrift::default()
+    };
+    if let Some(m) = state.manifest() {
+        drift.unrecorded = listing
+            .parts
+            .keys()
+            .filter(|i| !m.chunks.contains_key(i))
+            .copied()
+            .collect();
+        drift.stale_records = m
+            .chunks
+            .keys()
+            .filter(|i| !listing.parts.contains_key(i))
+            .copied()
+            .collect();
+    }
+    Ok(Some((drift, listing)))
+}
+
+/// Bring session `name`'s manifest in step with its files, as the next chunk write would:
+/// records of vanished chunks are dropped, chunks without a record are hashed as they are
+/// now, and existing records are kept (so a chunk edited by hand is still reported as
+/// modified). Returns whether the manifest was written.
+pub fn rebuild_manifest(svc: &Service, who: &Caller, name: &str) -> Result<bool> {
+    let Some(session) = open_session(svc, name, false, true)? else {
+        return Ok(false);
+    };
+    let listing = session.list()?;
+    let state = session.manifest()?;
+    let mut manifest = state.manifest().cloned().unwrap_or_default();
+    let before = manifest.chunks.clone();
+    manifest.chunks.retain(|i, _| listing.parts.contains_key(i));
+    for (i, part) in &listing.parts {
+        if !manifest.chunks.contains_key(i) {
+            manifest.chunks.insert(*i, session.hash_part(part)?);
+        }
+    }
+    if state.manifest().is_some() && manifest.chunks == before {
+        return Ok(false);
+    }
+    if state.manifest().is_none() && listing.parts.is_empty() {
+        return Ok(false);
+    }
+    manifest.session = Some(name.to_string());
+    let now = crate::journal::now_rfc3339();
+    if manifest.created_at.is_none() {
+        manifest.created_at = Some(now.clone());
+    }
+    manifest.updated_at = Some(now);
+    write_manifest(svc, who, &session, &manifest)?;
+    Ok(true)
+}
+
 fn write_manifest(svc: &Service, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
     // Through a Value so that keys come out sorted, as the original writes them.
     let value = serde_json::to_value(m)

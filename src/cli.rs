@@ -1,6 +1,7 @@
 //! The command line: `resilient-write [serve]` runs the MCP server over stdio, `serve
-//! --transport http|sse` over HTTP (see [`crate::http`]); other
-//! subcommands are for people (`journal`, `analytics`). Flags and environment variables are resolved here
+//! --transport http|sse` over HTTP (see [`crate::http`]); other subcommands are for people
+//! (`demo`, `init`, `doctor`, `validate`, `journal`, `analytics`, ...). Flags and environment
+//! variables are resolved here
 //! into a [`Config`]; nothing below this module reads the environment for configuration.
 
 use crate::http::HttpOptions;
@@ -87,6 +88,18 @@ pub enum Command {
     Scan(crate::scan::ScanArgs),
     /// Summarise the journal: writes, bytes, modes, callers, hot paths, sessions, velocity.
     Analytics(AnalyticsCliArgs),
+    /// Replay the paper's motivating incident against the real server, step by step
+    /// (start here: it shows every layer work in one command).
+    Demo(crate::demo::DemoArgs),
+    /// Set up a project for agents: the instruction block in CLAUDE.md/AGENTS.md, the MCP
+    /// config of the chosen clients, and .resilient_write/ in .gitignore (idempotent).
+    Init(crate::init::InitArgs),
+    /// Check the configuration and the state directory; print each problem with its fix;
+    /// repair what is safe with --fix. Exit 0 healthy, 1 problems remain.
+    Doctor(crate::doctor::DoctorArgs),
+    /// Check files' syntax (json, jsonl, yaml, toml, python, latex, markdown, xml, html):
+    /// each error with line:col; exit 1 when any file is invalid.
+    Validate(crate::validate::cli::ValidateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -281,6 +294,10 @@ pub fn main() -> ExitCode {
         Some(Command::Restore(args)) => crate::history::cli::restore(config, args),
         Some(Command::Gc(args)) => crate::history::cli::gc(config, args),
         Some(Command::Recover) => crate::history::cli::recover(config),
+        Some(Command::Demo(args)) => crate::demo::run(&config, &args),
+        Some(Command::Init(args)) => crate::init::run(&config, &args),
+        Some(Command::Doctor(args)) => crate::doctor::run(&config, &args),
+        Some(Command::Validate(args)) => crate::validate::cli::run(&args),
     }
 }
 

@@ -112,6 +112,19 @@ impl Appended {
     }
 }
 
+/// What a line-by-line read of the whole journal found (`doctor`).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct LineCheck {
+    /// Lines that parsed as rows.
+    pub rows: usize,
+    /// 1-based numbers of complete lines that are not JSON objects (readers skip them).
+    pub corrupt: Vec<usize>,
+    /// 1-based number of a last line without its newline: an append that never finished,
+    /// which [`Journal::repair`] cuts off.
+    pub torn_tail: Option<usize>,
+    pub bytes: u64,
+}
+
 /// What reading the journal found besides rows.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ReadStats {
@@ -305,6 +318,45 @@ impl Journal {
         }
         out.reverse();
         Ok((out, stats))
+    }
+
+    /// Read every line, noting which do not parse; `progress(bytes_read, total)` is called as
+    /// it goes. A missing journal is empty.
+    pub fn check_lines(&self, mut progress: impl FnMut(u64, u64)) -> io::Result<LineCheck> {
+        use std::io::BufRead;
+        let mut check = LineCheck::default();
+        let file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(check),
+            Err(e) => return Err(e),
+        };
+        let total = file.metadata()?.len();
+        let mut reader = io::BufReader::with_capacity(1 << 16, file);
+        let mut line = Vec::new();
+        let mut number = 0;
+        loop {
+            line.clear();
+            let n = reader.read_until(b'\n', &mut line)?;
+            if n == 0 {
+                break;
+            }
+            number += 1;
+            check.bytes += n as u64;
+            if line.last() != Some(&b'\n') {
+                check.torn_tail = Some(number);
+            } else if line.iter().all(u8::is_ascii_whitespace) {
+                // Blank lines are skipped by every reader and are not damage.
+            } else if serde_json::from_slice::<Map<String, Value>>(&line).is_ok() {
+                check.rows += 1;
+            } else {
+                check.corrupt.push(number);
+            }
+            if number % 4096 == 0 {
+                progress(check.bytes, total);
+            }
+        }
+        progress(check.bytes, total);
+        Ok(check)
     }
 
     /// Every row from byte `offset` to the end, with the offset just past the last full line.

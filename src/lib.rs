@@ -31,5 +31,9 @@ pub mod validate;
 pub mod workspace;
 
 pub mod cli;
+pub mod client;
+pub mod demo;
+pub mod doctor;
+pub mod init;
 pub mod mcp;
 pub mod scan;

@@ -783,6 +783,16 @@ const SWEEP_SKIP: &[&str] = &[".git", "node_modules", ".hg", ".svn"];
 /// [`TEMP_MARKER`] whose writer process is gone. Visits at most `max_entries` entries.
 /// Returns the paths removed.
 pub fn sweep_temp_files(root: &Path, max_entries: usize) -> Vec<PathBuf> {
+    scan_temp_files(root, max_entries, true)
+}
+
+/// The temp files beneath `root` whose writer process is gone, as [`sweep_temp_files`]
+/// would remove them, without removing anything (`doctor`).
+pub fn stale_temp_files(root: &Path, max_entries: usize) -> Vec<PathBuf> {
+    scan_temp_files(root, max_entries, false)
+}
+
+fn scan_temp_files(root: &Path, max_entries: usize, remove: bool) -> Vec<PathBuf> {
     let mut removed = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     let mut seen = 0usize;
@@ -808,7 +818,7 @@ pub fn sweep_temp_files(root: &Path, max_entries: usize) -> Vec<PathBuf> {
             }
             if let Some(pid) = temp_owner_pid(name.as_bytes())
                 && !process_alive(pid)
-                && std::fs::remove_file(entry.path()).is_ok()
+                && (!remove || std::fs::remove_file(entry.path()).is_ok())
             {
                 removed.push(entry.path());
             }

@@ -264,6 +264,54 @@ pub fn read_index(svc: &Service) -> Result<(Vec<IndexRow>, Vec<SkippedLine>)> {
     Ok((rows, skipped))
 }
 
+/// Rewrite `index.jsonl` without the lines [`read_index`] skips (torn or corrupt), through
+/// the pipeline and under its lock, so a concurrent deposit is never lost. Blobs are not
+/// touched. Returns how many lines were dropped.
+pub fn drop_unreadable_index_lines(svc: &Service, who: &Caller) -> Result<usize> {
+    let Some(dir) = open_scratch(svc, false)? else {
+        return Ok(0);
+    };
+    let target = dir.target(INDEX_FILE)?;
+    let mut extra = BTreeMap::new();
+    extra.insert("scratch".to_string(), json!(true));
+    let (_, dropped) = svc.pipeline().commit(&target, who, |existing| {
+        let Some(existing) = existing else {
+            return Ok(Decision::Skip(0));
+        };
+        let mut body = Vec::with_capacity(existing.bytes.len());
+        let mut dropped = 0;
+        for raw in existing.bytes.split(|&b| b == b'\n') {
+            if raw.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let readable = matches!(
+                serde_json::from_slice::<Value>(raw),
+                Ok(Value::Object(m)) if m.get("sha256").and_then(Value::as_str).is_some_and(is_sha256_hex)
+            );
+            if readable {
+                body.extend_from_slice(raw);
+                body.push(b'\n');
+            } else {
+                dropped += 1;
+            }
+        }
+        if dropped == 0 {
+            return Ok(Decision::Skip(0));
+        }
+        Ok(Decision::Write(
+            Plan {
+                body: Body::Bytes(body),
+                mode_label: "overwrite".into(),
+                create_only: false,
+                extra,
+                new_file_mode: Some(0o600),
+            },
+            dropped,
+        ))
+    })?;
+    Ok(dropped)
+}
+
 /// Parse a hash argument: 64 hex digits, compared in lowercase.
 pub fn parse_sha256(v: &str) -> Result<String> {
     if is_sha256_hex(v) {

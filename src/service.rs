@@ -50,6 +50,9 @@ pub struct Config {
     pub tool_names: ToolNames,
     /// Sweep stale temp files at start (tests of the sweep itself turn it off).
     pub sweep_on_start: bool,
+    /// Repair at start: cut a torn journal tail and recover transactions. `doctor` turns it
+    /// off to report the state as it is before `--fix` repairs it.
+    pub repair_on_start: bool,
     /// RW_POLICY_FILE: absolute, or relative to the state root; `None` reads
     /// `.resilient_write/policy.yaml`. The policy's `retry_budget.default` replaces
     /// `retry_budget` when the file is usable.
@@ -68,6 +71,7 @@ impl Config {
             retry_budget: 3,
             tool_names: ToolNames::default(),
             sweep_on_start: true,
+            repair_on_start: true,
             policy_file: None,
         }
     }
@@ -141,7 +145,9 @@ impl Service {
         let state_dir = state_root.join(STATE_DIR_NAME);
         ws.set_state_dir(&state_dir);
         let journal = Journal::new(&state_dir);
-        if let Err(e) = journal.repair() {
+        if config.repair_on_start
+            && let Err(e) = journal.repair()
+        {
             tracing::warn!("journal repair at {}: {e}", journal.path().display());
         }
         let mut notes = Vec::new();
@@ -193,6 +199,9 @@ impl Service {
             policy,
             recovery: std::sync::OnceLock::new(),
         });
+        if !svc.config.repair_on_start {
+            return svc;
+        }
         // Transactions: finish committed ones, roll back dead ones (tx.rs), before serving.
         let report = crate::tx::recover(&svc);
         for line in report.summary() {
@@ -297,26 +306,27 @@ impl Service {
     }
 }
 
+/// Whether a `.gitignore`'s text has a line naming the state directory (`.resilient_write`,
+/// with or without leading and trailing slashes).
+pub fn gitignore_mentions_state(gitignore: &str) -> bool {
+    gitignore
+        .lines()
+        .any(|l| l.trim().trim_start_matches('/').trim_end_matches('/') == STATE_DIR_NAME)
+}
+
+/// Whether `state_root` is inside a git work tree (a `.git` in it or an ancestor).
+pub fn in_git_work_tree(state_root: &Path) -> bool {
+    state_root.ancestors().any(|d| d.join(".git").exists())
+}
+
 /// A warning when `.resilient_write/` would be committed: the state root is in a git work
 /// tree whose `.gitignore` files do not mention it.
 fn gitignore_note(state_root: &Path) -> Option<String> {
-    let mut dir = Some(state_root);
-    let mut in_git = false;
-    while let Some(d) = dir {
-        if d.join(".git").exists() {
-            in_git = true;
-            break;
-        }
-        dir = d.parent();
-    }
-    if !in_git {
+    if !in_git_work_tree(state_root) {
         return None;
     }
     let ignored = std::fs::read_to_string(state_root.join(".gitignore"))
-        .map(|s| {
-            s.lines()
-                .any(|l| l.trim().trim_start_matches('/').trim_end_matches('/') == STATE_DIR_NAME)
-        })
+        .map(|s| gitignore_mentions_state(&s))
         .unwrap_or(false);
     (!ignored).then(|| {
         format!(

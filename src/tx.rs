@@ -565,6 +565,49 @@ fn process_alive(pid: u32) -> bool {
     crate::pipeline::process_alive(pid as i32)
 }
 
+/// What recovery would do with a transaction in the WAL, found without acting on it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TxState {
+    /// Its `COMMIT` record exists: recovery rolls it forward.
+    Committed,
+    /// Being worked on by a live process (locked, or its owner alive and not expired).
+    Open,
+    /// Never committed and its owner is gone (or it has no readable manifest): rolled back.
+    Abandoned,
+    /// Never committed and past its timeout: discarded.
+    Expired,
+}
+
+/// Every transaction in the WAL and what [`recover`] would do with it (oldest first). Reads
+/// only: `doctor` reports these, and `doctor --fix` runs [`recover`].
+pub fn inspect(svc: &Service) -> Vec<(String, TxState)> {
+    let Ok(entries) = fs::read_dir(wal_root(svc)) else {
+        return Vec::new();
+    };
+    let mut out: Vec<(String, TxState)> = entries
+        .flatten()
+        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
+        .map(|e| (e.file_name().to_string_lossy().to_string(), e.path()))
+        .filter(|(n, _)| valid_tx_id(n))
+        .map(|(id, dir)| {
+            let state = if dir.join(COMMIT).exists() {
+                TxState::Committed
+            } else if matches!(lock_dir(&dir, false), Ok(None)) {
+                TxState::Open
+            } else {
+                match read_manifest(&dir) {
+                    Ok(m) if expired(&m) => TxState::Expired,
+                    Ok(m) if process_alive(m.owner_pid) => TxState::Open,
+                    _ => TxState::Abandoned,
+                }
+            };
+            (id, state)
+        })
+        .collect();
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
 /// Recovery of every transaction in the WAL (see the module doc).
 pub fn recover(svc: &Service) -> RecoveryReport {
     let mut report = RecoveryReport::default();
