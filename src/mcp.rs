@@ -242,8 +242,9 @@ impl McpServer {
     }
 
     /// The client's session for one call: its roots (after any refresh under way has been
-    /// answered, or [`ROOTS_WAIT`] has passed) and its name.
-    async fn session(&self, peer: &Peer<RoleServer>) -> Arc<Session> {
+    /// answered, or [`ROOTS_WAIT`] has passed) and its name (from `initialize`, or from the
+    /// request's `_meta` under the handshake-less protocol).
+    async fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
         let mut rx = self.client.roots.subscribe();
         if tokio::time::timeout(ROOTS_WAIT, rx.wait_for(|s| s.pending == 0))
             .await
@@ -256,17 +257,17 @@ impl McpServer {
         let workspaces = self.client.roots.borrow().workspaces.clone();
         Arc::new(Session {
             workspaces,
-            caller: peer.peer_info().map(|i| i.client_info.name.clone()),
+            caller: context.client_info().map(|i| i.name),
         })
     }
 
     /// Run `f` on a blocking thread inside the client's session.
     async fn blocking<R: Send + 'static>(
         &self,
-        peer: &Peer<RoleServer>,
+        context: &RequestContext<RoleServer>,
         f: impl FnOnce(&Service) -> R + Send + 'static,
     ) -> Result<R, McpError> {
-        let session = self.session(peer).await;
+        let session = self.session(context).await;
         let service = self.service.clone();
         tokio::task::spawn_blocking(move || with_session(Some(session), || f(&service)))
             .await
@@ -549,7 +550,7 @@ impl ServerHandler for McpServer {
             ));
         }
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let session = self.session(&context.peer).await;
+        let session = self.session(&context).await;
         let service = self.service.clone();
         // Progress (long composes): when the client sent a progressToken, the tool reports
         // through a channel drained by one task, so notifications keep their order and all
@@ -639,7 +640,7 @@ impl ServerHandler for McpServer {
             .to_string();
         let shown = path.clone();
         let text = self
-            .blocking(&context.peer, move |service| {
+            .blocking(&context, move |service| {
                 crate::tools::handoff::resume_prompt(service, &path)
             })
             .await?
@@ -659,7 +660,7 @@ impl ServerHandler for McpServer {
     ) -> Result<ListResourcesResult, McpError> {
         let this = self.clone();
         let resources = self
-            .blocking(&context.peer, move |service| this.resources(service))
+            .blocking(&context, move |service| this.resources(service))
             .await?;
         Ok(ListResourcesResult::with_all_items(resources))
     }
@@ -696,7 +697,7 @@ impl ServerHandler for McpServer {
         let uri = request.uri;
         let contents = if uri == HANDOFF_URI {
             let loaded = self
-                .blocking(&context.peer, |service| {
+                .blocking(&context, |service| {
                     crate::tools::handoff::load(service, crate::handoff::DEFAULT_HANDOFF_PATH)
                 })
                 .await?
@@ -707,7 +708,7 @@ impl ServerHandler for McpServer {
         {
             let args = journal_tail_args(rest.trim_start_matches('?'))?;
             let tail = self
-                .blocking(&context.peer, move |service| {
+                .blocking(&context, move |service| {
                     tools::journal_tail::tail(service, &args)
                 })
                 .await?
@@ -721,7 +722,7 @@ impl ServerHandler for McpServer {
                 .into_owned();
             let shown = name.clone();
             let stored = self
-                .blocking(&context.peer, move |service| {
+                .blocking(&context, move |service| {
                     tools::checkpoint::stored(service, &name)
                 })
                 .await?
