@@ -9,6 +9,7 @@
 
 use crate::envelope::{Envelope, Failure, Result};
 use crate::journal::Journal;
+use crate::notices::{Level, Notices};
 use crate::objects::ObjectStore;
 use crate::pipeline::{Pipeline, sweep_temp_files};
 use crate::preflight::ActivePolicy;
@@ -108,7 +109,8 @@ impl IdempotencyIndex {
 
 /// A running service.
 pub struct Service {
-    workspaces: RwLock<Workspaces>,
+    /// The static roots (flags, environment, CWD). Client roots live in each session.
+    workspaces: Arc<Workspaces>,
     pipeline: Pipeline,
     state_dir: PathBuf,
     config: Config,
@@ -116,6 +118,7 @@ pub struct Service {
     pub(crate) idempotency: Mutex<IdempotencyIndex>,
     caller: RwLock<String>,
     notes: Vec<String>,
+    notices: Arc<Notices>,
     policy: ActivePolicy,
     /// What transaction recovery did at start (tx.rs).
     recovery: std::sync::OnceLock<crate::tx::RecoveryReport>,
@@ -125,9 +128,13 @@ impl Service {
     /// Build the service and do the start-up repairs. Never fails: configuration problems are
     /// logged and reported by every tool call that they affect.
     pub fn start(config: Config) -> Arc<Service> {
+        let notices = Arc::new(Notices::default());
         let mut ws = Workspaces::new(&config.workspaces, &config.cwd, config.home.as_deref());
         for (path, reason) in ws.refused() {
-            tracing::warn!("workspace {} refused: {reason}", path.display());
+            notices.record(
+                Level::Warning,
+                format!("workspace {} refused: {reason}", path.display()),
+            );
         }
         let state_root = config.state_root.clone().unwrap_or_else(|| {
             // Default: the CWD, unless the CWD itself was refused (a client that starts
@@ -148,11 +155,14 @@ impl Service {
         if config.repair_on_start
             && let Err(e) = journal.repair()
         {
-            tracing::warn!("journal repair at {}: {e}", journal.path().display());
+            notices.record(
+                Level::Warning,
+                format!("journal repair at {}: {e}", journal.path().display()),
+            );
         }
         let mut notes = Vec::new();
         if let Some(note) = gitignore_note(&state_root) {
-            tracing::warn!("{note}");
+            notices.record(Level::Warning, note.clone());
             notes.push(note);
         }
         let policy = ActivePolicy::load(ActivePolicy::path_for(
@@ -160,9 +170,12 @@ impl Service {
             &state_root,
         ));
         if let Err(p) = &policy.state {
-            tracing::error!(
-                "policy file unusable, tools that classify will refuse: {}",
-                p.message
+            notices.record(
+                Level::Error,
+                format!(
+                    "policy file unusable, tools that classify will refuse: {}",
+                    p.message
+                ),
             );
             notes.push(format!(
                 "the policy file is unusable ({}); risk_score, redact and classify=true writes \
@@ -175,19 +188,31 @@ impl Service {
             .map_or(config.retry_budget, |p| p.retry_budget.default);
         if config.sweep_on_start {
             let roots: Vec<PathBuf> = ws.roots().map(Path::to_path_buf).collect();
+            let notices = notices.clone();
             std::thread::Builder::new()
                 .name("rw-sweep".into())
                 .spawn(move || {
                     for root in roots {
-                        for p in sweep_temp_files(&root, 200_000) {
-                            tracing::info!("removed stale temp file {}", p.display());
+                        let removed = sweep_temp_files(&root, 200_000);
+                        for p in &removed {
+                            tracing::debug!("removed stale temp file {}", p.display());
+                        }
+                        if !removed.is_empty() {
+                            notices.record(
+                                Level::Info,
+                                format!(
+                                    "removed {} stale temp file(s) of crashed writers under {}",
+                                    removed.len(),
+                                    root.display()
+                                ),
+                            );
                         }
                     }
                 })
                 .ok();
         }
         let svc = Arc::new(Service {
-            workspaces: RwLock::new(ws),
+            workspaces: Arc::new(ws),
             // History: every replaced content is kept in the object store (objects.rs).
             pipeline: Pipeline::new(journal).with_objects(ObjectStore::new(&state_dir)),
             state_dir,
@@ -196,6 +221,7 @@ impl Service {
             idempotency: Mutex::new(IdempotencyIndex::default()),
             caller: RwLock::new("unknown".into()),
             notes,
+            notices,
             policy,
             recovery: std::sync::OnceLock::new(),
         });
@@ -205,7 +231,7 @@ impl Service {
         // Transactions: finish committed ones, roll back dead ones (tx.rs), before serving.
         let report = crate::tx::recover(&svc);
         for line in report.summary() {
-            tracing::warn!("{line}");
+            svc.notices.record(Level::Warning, line);
         }
         let _ = svc.recovery.set(report);
         svc
@@ -238,22 +264,49 @@ impl Service {
         &self.notes
     }
 
-    pub fn workspaces(&self) -> std::sync::RwLockReadGuard<'_, Workspaces> {
-        self.workspaces.read().unwrap_or_else(|p| p.into_inner())
+    /// Noteworthy events so far and a way to follow later ones (notices.rs).
+    pub fn notices(&self) -> &Notices {
+        &self.notices
     }
 
-    /// Add a root announced by the client (MCP roots). Returns whether it was accepted.
-    pub fn add_root(&self, path: &Path) -> bool {
-        let mut ws = self.workspaces.write().unwrap_or_else(|p| p.into_inner());
-        ws.add_root(path, self.config.home.as_deref())
+    /// The roots tool paths resolve beneath: the current session's (static roots plus the
+    /// client's, session.rs) inside a session, else the static ones.
+    pub fn workspaces(&self) -> Arc<Workspaces> {
+        crate::session::current()
+            .and_then(|s| s.workspaces.clone())
+            .unwrap_or_else(|| self.workspaces.clone())
     }
 
-    /// Record who is calling (the MCP client's name), for journal rows.
+    /// The static roots plus `client_roots`, for one session; also the client roots that were
+    /// refused (deny-list, missing, unreadable) with the reason. The static set is unchanged.
+    pub fn with_client_roots(
+        &self,
+        client_roots: &[PathBuf],
+    ) -> (Workspaces, Vec<(PathBuf, String)>) {
+        let mut ws = (*self.workspaces).clone();
+        let home = self
+            .config
+            .home
+            .as_ref()
+            .and_then(|h| h.canonicalize().ok());
+        let before = ws.refused().len();
+        for root in client_roots {
+            ws.add_root(root, home.as_deref());
+        }
+        let refused = ws.refused()[before..].to_vec();
+        (ws, refused)
+    }
+
+    /// Record who is calling outside a session (the CLI), for journal rows.
     pub fn set_caller(&self, caller: &str) {
         *self.caller.write().unwrap_or_else(|p| p.into_inner()) = caller.to_string();
     }
 
+    /// Who is calling: the current session's client, else the name set with `set_caller`.
     pub fn caller(&self) -> String {
+        if let Some(name) = crate::session::current().and_then(|s| s.caller.clone()) {
+            return name;
+        }
         self.caller
             .read()
             .unwrap_or_else(|p| p.into_inner())
@@ -267,7 +320,13 @@ impl Service {
             return Err(Failure::UnknownTool { name: name.into() }.envelope(name, 0));
         };
         let shown = tools::listed_name(spec.name, self.config.tool_names);
-        let key = RetryBudgets::key(spec.name, &args);
+        let mut key = RetryBudgets::key(spec.name, &args);
+        // A client's roots are part of what a call means: once they change, a call refused
+        // outside every root may succeed, so it counts against a budget of its own.
+        if let Some(ws) = crate::session::current().and_then(|s| s.workspaces.clone()) {
+            let roots: Vec<String> = ws.roots().map(|r| r.display().to_string()).collect();
+            key = crate::hash::sha256_hex(format!("{key}\0{}", roots.join("\0")).as_bytes());
+        }
         if self.budgets.exhausted(&key) {
             let f = Failure::RetryBudgetExhausted {
                 last_error: crate::envelope::ErrorKind::Blocked,

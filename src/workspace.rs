@@ -24,6 +24,7 @@ use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
 
 /// Directories that are never accepted as a workspace root, whatever the configuration says.
 const DENIED_ROOTS: &[&str] = &[
@@ -65,10 +66,11 @@ pub struct Root {
     dir: Dir,
 }
 
-/// The set of workspace roots the server may write beneath.
-#[derive(Debug)]
+/// The set of workspace roots the server may write beneath. Cloning is cheap (roots are
+/// shared), so a client session can hold its own set: the static roots plus its MCP roots.
+#[derive(Debug, Clone)]
 pub struct Workspaces {
-    roots: Vec<Root>,
+    roots: Vec<Arc<Root>>,
     /// Candidates that were refused, with the reason (reported by tools and logged at start).
     refused: Vec<(PathBuf, String)>,
     /// The anchor for relative tool paths.
@@ -202,10 +204,10 @@ impl Workspaces {
         }
         match Dir::open_ambient_dir(&canonical, ambient_authority()) {
             Ok(dir) => {
-                self.roots.push(Root {
+                self.roots.push(Arc::new(Root {
                     path: canonical,
                     dir,
-                });
+                }));
                 // Longest root first, so the most specific root wins a prefix match.
                 self.roots
                     .sort_by_key(|r| std::cmp::Reverse(r.path.as_os_str().len()));

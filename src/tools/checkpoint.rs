@@ -465,6 +465,11 @@ fn scan(svc: &Service) -> Result<Vec<ScannedCheckpoint>> {
 
 fn run_checkpoint_list(svc: &Service, raw: Value) -> Result<Value> {
     let _: CheckpointListArgs = parse_args(raw)?;
+    to_value(&list(svc)?)
+}
+
+/// Every checkpoint, sorted by name, corrupt ones flagged (shared with the MCP resources).
+pub fn list(svc: &Service) -> Result<CheckpointListResult> {
     let mut checkpoints = Vec::new();
     for (name, format, path, bytes) in scan(svc)? {
         let checkpoint_path = path.display().to_string();
@@ -515,11 +520,18 @@ fn run_checkpoint_list(svc: &Service, raw: Value) -> Result<Value> {
         };
         checkpoints.push(entry);
     }
-    to_value(&CheckpointListResult {
+    Ok(CheckpointListResult {
         ok: true,
         count: checkpoints.len(),
         checkpoints,
     })
+}
+
+/// The stored file of checkpoint `name` as it is on disk: its format and bytes. `None` when
+/// there is no such checkpoint; an invalid name is `invalid_path`.
+pub fn stored(svc: &Service, name: &str) -> Result<Option<(Format, Vec<u8>)>> {
+    check_name(name)?;
+    Ok(find(svc, name)?.map(|(_, format, bytes)| (format, bytes)))
 }
 
 fn run_checkpoint_cleanup(svc: &Service, raw: Value) -> Result<Value> {

@@ -58,6 +58,11 @@ pub const JOURNAL_TAIL: ToolSpec = ToolSpec {
 
 fn run_journal_tail(svc: &Service, raw: Value) -> Result<Value> {
     let args: JournalTailArgs = parse_args(raw)?;
+    to_value(&tail(svc, &args)?)
+}
+
+/// The rows `args` asks for (shared with the journal-tail MCP resource).
+pub fn tail(svc: &Service, args: &JournalTailArgs) -> Result<JournalTailResult> {
     if args.n > MAX_TAIL {
         return Err(Failure::InvalidArguments {
             message: format!("n must be at most {MAX_TAIL}"),
@@ -84,7 +89,7 @@ fn run_journal_tail(svc: &Service, raw: Value) -> Result<Value> {
             path_ok && mode_ok
         })
         .map_err(|e| Failure::io("read journal", journal.path(), e))?;
-    to_value(&JournalTailResult {
+    Ok(JournalTailResult {
         ok: true,
         count: entries.len(),
         entries,

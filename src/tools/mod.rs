@@ -8,7 +8,7 @@ use crate::envelope::{Failure, Result};
 use crate::service::{Service, ToolNames};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 pub mod analytics;
 pub mod checkpoint;
@@ -43,7 +43,46 @@ pub fn schema<T: JsonSchema>() -> Value {
         // Some clients reject a `$schema` they do not know; the dialect is 2020-12 either way.
         m.remove("$schema");
     }
+    objects_for_boolean_subschemas(&mut v);
     v
+}
+
+/// schemars writes "any value" (`serde_json::Value` fields) as the boolean schema `true`. That
+/// is valid JSON Schema, but the MCP TypeScript SDK (and the conformance suite's `tools-list`
+/// check) require every property schema to be an object, so clients built on it refuse the
+/// whole tool list. Write `{}` (and `{"not": {}}` for `false`) instead: same meaning.
+fn objects_for_boolean_subschemas(v: &mut Value) {
+    fn as_object(s: &mut Value) {
+        if let Value::Bool(b) = *s {
+            *s = if b {
+                Value::Object(Map::new())
+            } else {
+                serde_json::json!({"not": {}})
+            };
+        }
+    }
+    // Only schema positions are touched: `default`, `examples` or `const` values stay as they are.
+    let Value::Object(m) = v else { return };
+    for (key, sub) in m.iter_mut() {
+        let subschemas: Vec<&mut Value> = match (key.as_str(), sub) {
+            ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(map)) => {
+                map.values_mut().collect()
+            }
+            ("prefixItems" | "anyOf" | "oneOf" | "allOf", Value::Array(list)) => {
+                list.iter_mut().collect()
+            }
+            ("items" | "additionalItems" | "contains" | "not" | "additionalProperties", s) => {
+                vec![s]
+            }
+            _ => Vec::new(),
+        };
+        for s in subschemas {
+            if key != "additionalProperties" {
+                as_object(s);
+            }
+            objects_for_boolean_subschemas(s);
+        }
+    }
 }
 
 /// Every tool, in listing order.
@@ -199,6 +238,70 @@ mod tests {
             let n = listed_name(t.name, ToolNames::Underscore);
             assert!(re.is_match(&n), "{n}");
         }
+    }
+
+    /// Every subschema in a schema position (properties, items, ...) of `v`, with its path.
+    fn boolean_subschemas(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                for (k, sub) in m {
+                    let p = format!("{path}/{k}");
+                    if let ("properties" | "$defs", Value::Object(map)) = (k.as_str(), sub) {
+                        for (name, s) in map {
+                            if s.is_boolean() {
+                                out.push(format!("{p}/{name}"));
+                            }
+                        }
+                    }
+                    if k == "items" && sub.is_boolean() {
+                        out.push(p.clone());
+                    }
+                    boolean_subschemas(sub, &p, out);
+                }
+            }
+            Value::Array(list) => {
+                for (i, s) in list.iter().enumerate() {
+                    boolean_subschemas(s, &format!("{path}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn published_schemas_have_no_boolean_property_schemas() {
+        let mut found = Vec::new();
+        for t in catalog() {
+            boolean_subschemas(
+                &(t.input_schema)(),
+                &format!("{}/input", t.name),
+                &mut found,
+            );
+            boolean_subschemas(
+                &(t.output_schema)(),
+                &format!("{}/output", t.name),
+                &mut found,
+            );
+        }
+        assert!(found.is_empty(), "boolean subschemas: {found:?}");
+    }
+
+    #[test]
+    fn boolean_subschemas_become_equivalent_objects_and_values_stay() {
+        let mut v = serde_json::json!({
+            "properties": {"data": true, "never": false, "d": {"default": true}},
+            "items": true,
+            "additionalProperties": false
+        });
+        objects_for_boolean_subschemas(&mut v);
+        assert_eq!(
+            v,
+            serde_json::json!({
+                "properties": {"data": {}, "never": {"not": {}}, "d": {"default": true}},
+                "items": {},
+                "additionalProperties": false
+            })
+        );
     }
 
     #[test]

@@ -60,6 +60,19 @@ impl Server {
         env: &[(&str, &str)],
         ids: Option<(u32, u32)>,
     ) -> Server {
+        Server::start_client(cwd, args, env, ids, json!({}))
+    }
+
+    /// Start the binary as a client declaring `capabilities` (e.g. `{"roots": {"listChanged":
+    /// true}}`), and complete the handshake. A client offering roots must then answer the
+    /// server's `roots/list` with [`Server::expect_request`] and [`Server::respond`].
+    pub fn start_client(
+        cwd: &Path,
+        args: &[&str],
+        env: &[(&str, &str)],
+        ids: Option<(u32, u32)>,
+        capabilities: Value,
+    ) -> Server {
         let mut cmd = Command::new(bin());
         if let Some((uid, gid)) = ids {
             use std::os::unix::process::CommandExt;
@@ -90,7 +103,7 @@ impl Server {
             "initialize",
             json!({
                 "protocolVersion": "2025-06-18",
-                "capabilities": {},
+                "capabilities": capabilities,
                 "clientInfo": {"name": "integration-test", "version": "0"}
             }),
         );
@@ -110,20 +123,58 @@ impl Server {
         self.send_raw(&msg.to_string());
     }
 
-    /// Read messages until the response with `id` (skipping notifications).
+    /// Read messages until the response with `id` (skipping notifications; a request of
+    /// the server is not a response even when its id is the same number).
     pub fn read_response(&mut self, id: u64) -> Value {
         loop {
-            let mut line = String::new();
-            let n = self.stdout.read_line(&mut line).expect("read");
-            assert!(
-                n > 0,
-                "server closed stdout while waiting for response {id}"
-            );
-            let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
-            if v.get("id") == Some(&json!(id)) {
+            let v = self.next_message();
+            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
                 return v;
             }
         }
+    }
+
+    /// The next message the server sends.
+    pub fn next_message(&mut self) -> Value {
+        let mut line = String::new();
+        let n = self.stdout.read_line(&mut line).expect("read");
+        assert!(n > 0, "server closed stdout");
+        serde_json::from_str(&line).expect("server sent invalid JSON")
+    }
+
+    /// Read messages until the server's request `method`; returns it (notifications before
+    /// it are dropped).
+    pub fn expect_request(&mut self, method: &str) -> Value {
+        loop {
+            let v = self.next_message();
+            if v.get("method") == Some(&json!(method)) && v.get("id").is_some() {
+                return v;
+            }
+        }
+    }
+
+    /// Answer a request of the server.
+    pub fn respond(&mut self, request: &Value, result: Value) {
+        let msg = json!({"jsonrpc": "2.0", "id": request["id"], "result": result});
+        self.send_raw(&msg.to_string());
+    }
+
+    /// Send pings until a notification satisfying `want` arrives, up to `rounds` pings
+    /// (with a short pause each) for events the server sends in the background. Returns the
+    /// notification, or `None` when none came.
+    pub fn wait_for_notification(
+        &mut self,
+        rounds: usize,
+        want: impl Fn(&Value) -> bool,
+    ) -> Option<Value> {
+        for _ in 0..rounds {
+            let (_, notes) = self.request_with_notifications("ping", json!({}));
+            if let Some(n) = notes.into_iter().find(|n| want(n)) {
+                return Some(n);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        None
     }
 
     /// A JSON-RPC request; returns the response and the notifications received before it.
@@ -145,7 +196,7 @@ impl Server {
                 "server closed stdout while waiting for response {id}"
             );
             let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
-            if v.get("id") == Some(&json!(id)) {
+            if v.get("id") == Some(&json!(id)) && v.get("method").is_none() {
                 return (v, notes);
             }
             if v.get("id").is_none() {

@@ -1,0 +1,422 @@
+//! MCP beyond tools, over stdio: resources (handoff, journal tail, checkpoints), client roots
+//! as per-session workspaces, the `logging` capability, `ping`.
+
+mod common;
+
+use common::{Server, Workspace};
+use serde_json::{Value, json};
+use std::path::Path;
+
+fn roots_client(ws: &Workspace) -> Server {
+    Server::start_client(
+        &ws.root,
+        &[],
+        &[],
+        None,
+        json!({"roots": {"listChanged": true}}),
+    )
+}
+
+fn file_uri(p: &Path) -> String {
+    format!("file://{}", p.display())
+}
+
+/// Answer the server's next `roots/list` with `roots`.
+fn answer_roots(s: &mut Server, roots: &[String]) {
+    let req = s.expect_request("roots/list");
+    let list: Vec<Value> = roots.iter().map(|u| json!({"uri": u})).collect();
+    s.respond(&req, json!({"roots": list}));
+}
+
+/// Notifications that arrive before the answer to a tool call (which waits for the roots).
+fn notifications_before_a_call(s: &mut Server) -> Vec<Value> {
+    let (r, notes) = s.request_with_notifications(
+        "tools/call",
+        json!({"name": "rw_journal_tail", "arguments": {"n": 1}}),
+    );
+    assert_eq!(r["result"]["isError"], false, "{r}");
+    notes
+}
+
+/// The envelope of a path outside every root this client may write beneath.
+fn assert_outside(env: &Value) {
+    assert_eq!(env["error"], "policy_violation", "{env}");
+    assert_eq!(env["reason_hint"], "permission", "{env}");
+    assert!(
+        env["context"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("outside every workspace root")),
+        "{env}"
+    );
+}
+
+fn is_log_containing(n: &Value, needle: &str) -> bool {
+    n["method"] == "notifications/message"
+        && n["params"]["data"]
+            .as_str()
+            .is_some_and(|d| d.contains(needle))
+}
+
+// ---- resources ----
+
+#[test]
+fn resources_list_names_handoff_journal_tail_and_each_checkpoint() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    s.ok(
+        "rw_checkpoint",
+        json!({"name": "plan", "data": {"step": 2}}),
+    );
+    let list = s.request("resources/list", json!({}));
+    let uris: Vec<&str> = list["result"]["resources"]
+        .as_array()
+        .expect("resources")
+        .iter()
+        .filter_map(|r| r["uri"].as_str())
+        .collect();
+    assert!(uris.contains(&"resilient-write://handoff"), "{uris:?}");
+    assert!(uris.contains(&"resilient-write://journal/tail"), "{uris:?}");
+    assert!(
+        uris.contains(&"resilient-write://checkpoint/plan"),
+        "{uris:?}"
+    );
+    let templates = s.request("resources/templates/list", json!({}));
+    let t: Vec<&str> = templates["result"]["resourceTemplates"]
+        .as_array()
+        .expect("templates")
+        .iter()
+        .filter_map(|r| r["uriTemplate"].as_str())
+        .collect();
+    assert!(
+        t.contains(&"resilient-write://journal/tail{?n,path,mode}"),
+        "{t:?}"
+    );
+    assert!(t.contains(&"resilient-write://checkpoint/{name}"), "{t:?}");
+}
+
+#[test]
+fn journal_tail_resource_returns_the_newest_rows_and_filters_by_path() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    for name in ["a.txt", "b.txt", "c.txt"] {
+        s.ok("rw_safe_write", json!({"path": name, "content": name}));
+    }
+    let r = s.request(
+        "resources/read",
+        json!({"uri": "resilient-write://journal/tail?n=2"}),
+    );
+    let c = &r["result"]["contents"][0];
+    assert_eq!(c["mimeType"], "application/json");
+    let tail: Value = serde_json::from_str(c["text"].as_str().expect("text")).expect("JSON");
+    let paths: Vec<String> = tail["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|e| e["path"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(paths.len(), 2);
+    assert!(
+        paths[0].ends_with("b.txt") && paths[1].ends_with("c.txt"),
+        "{paths:?}"
+    );
+
+    let r = s.request(
+        "resources/read",
+        json!({"uri": "resilient-write://journal/tail?path=a.txt"}),
+    );
+    let tail: Value =
+        serde_json::from_str(r["result"]["contents"][0]["text"].as_str().expect("text"))
+            .expect("JSON");
+    assert_eq!(tail["count"], 1, "{tail}");
+    assert!(
+        tail["entries"][0]["path"]
+            .as_str()
+            .unwrap_or_default()
+            .ends_with("a.txt")
+    );
+}
+
+#[test]
+fn checkpoint_resource_is_the_stored_file() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    s.ok(
+        "rw_checkpoint",
+        json!({"name": "notes", "data": "# Notes\nhalf done\n", "format": "markdown"}),
+    );
+    let r = s.request(
+        "resources/read",
+        json!({"uri": "resilient-write://checkpoint/notes"}),
+    );
+    let c = &r["result"]["contents"][0];
+    assert_eq!(c["mimeType"], "text/markdown");
+    let on_disk =
+        std::fs::read_to_string(ws.path(".resilient_write/checkpoints/notes.md")).expect("file");
+    assert_eq!(c["text"].as_str(), Some(on_disk.as_str()));
+    assert!(on_disk.contains("half done"));
+}
+
+#[test]
+fn unknown_resources_are_resource_not_found_and_bad_parameters_invalid_params() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    for uri in [
+        "resilient-write://nothing",
+        "resilient-write://checkpoint/absent",
+        "resilient-write://checkpoint/..%2F..%2Fetc%2Fpasswd",
+        "resilient-write://journal/tailx",
+        "file:///etc/passwd",
+    ] {
+        let r = s.request("resources/read", json!({"uri": uri}));
+        assert_eq!(r["error"]["code"], -32002, "{uri}: {r}");
+    }
+    let r = s.request(
+        "resources/read",
+        json!({"uri": "resilient-write://journal/tail?n=lots"}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    let r = s.request(
+        "resources/read",
+        json!({"uri": "resilient-write://journal/tail?n=10001"}),
+    );
+    assert_eq!(r["error"]["code"], -32602, "{r}");
+    assert_eq!(
+        r["error"]["data"]["context"]["reason"], "invalid_arguments",
+        "{r}"
+    );
+    // The server keeps serving.
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "still.txt", "content": "ok"}),
+    );
+}
+
+// ---- client roots ----
+
+#[test]
+fn a_client_root_outside_the_static_workspace_becomes_writable_for_that_client() {
+    let ws = Workspace::new();
+    let extra = Workspace::new();
+    let target = extra.path("from-root.txt");
+    let target_s = target.display().to_string();
+
+    // Without roots, the other directory is outside the workspace.
+    let mut plain = ws.server();
+    let env = plain.err("rw_safe_write", json!({"path": target_s, "content": "x"}));
+    assert_outside(&env);
+    drop(plain);
+
+    let mut s = roots_client(&ws);
+    answer_roots(&mut s, &[file_uri(&extra.root)]);
+    let r = s.ok(
+        "rw_safe_write",
+        json!({"path": target_s, "content": "landed"}),
+    );
+    assert_eq!(r["bytes"], 6);
+    assert_eq!(std::fs::read_to_string(&target).expect("written"), "landed");
+    // The boundary still applies beneath the new root.
+    let escape = format!("{}/../escape.txt", extra.root.display());
+    let env = s.err("rw_safe_write", json!({"path": escape, "content": "x"}));
+    assert_outside(&env);
+    // The static workspace still works.
+    s.ok("rw_safe_write", json!({"path": "home.txt", "content": "h"}));
+    // The journal names the client.
+    let rows = common::journal_rows(&ws.root);
+    assert!(
+        rows.iter().all(|r| r["caller"] == "integration-test"),
+        "{rows:?}"
+    );
+}
+
+#[test]
+fn denied_roots_are_ignored_and_logged_and_the_session_keeps_working() {
+    let ws = Workspace::new();
+    let home = Workspace::new();
+    let home_s = home.root.display().to_string();
+    let mut s = Server::start_client(
+        &ws.root,
+        &[],
+        &[("HOME", home_s.as_str())],
+        None,
+        json!({"roots": {}}),
+    );
+    answer_roots(
+        &mut s,
+        &[
+            "file:///".to_string(),
+            "file:///etc".to_string(),
+            file_uri(&home.root),
+            "https://example.com/repo".to_string(),
+        ],
+    );
+    // The refusals arrive as warnings (the default level) before the next call's answer.
+    let notes = notifications_before_a_call(&mut s);
+    let home_refused = format!("client root {home_s} refused");
+    for needle in [
+        "client root / refused",
+        "client root /etc refused",
+        home_refused.as_str(),
+        "https://example.com/repo",
+    ] {
+        assert!(
+            notes
+                .iter()
+                .any(|n| is_log_containing(n, needle) && n["params"]["level"] == "warning"),
+            "no warning naming {needle}: {notes:?}"
+        );
+    }
+    let env = s.err(
+        "rw_safe_write",
+        json!({"path": "/etc/rw-denied-root-test", "content": "x"}),
+    );
+    assert_outside(&env);
+    assert!(!Path::new("/etc/rw-denied-root-test").exists());
+    let in_home = home.path("not-here.txt").display().to_string();
+    let env = s.err("rw_safe_write", json!({"path": in_home, "content": "x"}));
+    assert_outside(&env);
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "fine.txt", "content": "ok"}),
+    );
+}
+
+#[test]
+fn roots_list_changed_removing_a_root_removes_access() {
+    let ws = Workspace::new();
+    let extra = Workspace::new();
+    let first = extra.path("first.txt").display().to_string();
+    let second = extra.path("second.txt").display().to_string();
+    let mut s = roots_client(&ws);
+    answer_roots(&mut s, &[file_uri(&extra.root)]);
+    s.ok("rw_safe_write", json!({"path": first, "content": "1"}));
+
+    s.notify("notifications/roots/list_changed", json!({}));
+    answer_roots(&mut s, &[]);
+    let env = s.err("rw_safe_write", json!({"path": second, "content": "2"}));
+    assert_outside(&env);
+    assert!(!extra.path("second.txt").exists());
+    assert_eq!(
+        std::fs::read_to_string(extra.path("first.txt")).expect("kept"),
+        "1"
+    );
+
+    // Announcing it again restores access.
+    s.notify("notifications/roots/list_changed", json!({}));
+    answer_roots(&mut s, &[file_uri(&extra.root)]);
+    s.ok("rw_safe_write", json!({"path": second, "content": "2"}));
+}
+
+#[test]
+fn roots_of_one_client_are_not_seen_by_another() {
+    let ws = Workspace::new();
+    let extra = Workspace::new();
+    let mut with_roots = roots_client(&ws);
+    answer_roots(&mut with_roots, &[file_uri(&extra.root)]);
+    with_roots.ok(
+        "rw_safe_write",
+        json!({"path": extra.path("a.txt").display().to_string(), "content": "a"}),
+    );
+    let mut other = ws.server();
+    let env = other.err(
+        "rw_safe_write",
+        json!({"path": extra.path("b.txt").display().to_string(), "content": "b"}),
+    );
+    assert_outside(&env);
+}
+
+// ---- logging, ping, server info ----
+
+#[test]
+fn initialize_declares_logging_and_ping_answers() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    assert!(
+        s.init["result"]["capabilities"]["logging"].is_object(),
+        "{}",
+        s.init
+    );
+    assert!(s.init["result"]["capabilities"]["resources"].is_object());
+    assert_eq!(s.init["result"]["serverInfo"]["name"], "resilient-write");
+    assert_eq!(
+        s.init["result"]["serverInfo"]["version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert!(
+        s.init["result"]["instructions"]
+            .as_str()
+            .is_some_and(|i| i.contains("rw_safe_write"))
+    );
+    let pong = s.request("ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "{pong}");
+    let r = s.request("logging/setLevel", json!({"level": "debug"}));
+    assert_eq!(r["result"], json!({}), "{r}");
+    // rmcp cannot parse an unknown level as logging/setLevel and answers "method not found".
+    let bad = s.request("logging/setLevel", json!({"level": "loud"}));
+    assert!(bad["error"]["code"].is_i64(), "{bad}");
+    let pong = s.request("ping", json!({}));
+    assert_eq!(pong["result"], json!({}), "{pong}");
+}
+
+#[test]
+fn the_gitignore_warning_is_sent_as_a_log_message() {
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.path(".git")).expect("fake git dir");
+    let mut s = ws.server();
+    let n = s
+        .wait_for_notification(80, |n| is_log_containing(n, "not git-ignored"))
+        .expect("a notifications/message about .gitignore");
+    assert_eq!(n["params"]["level"], "warning");
+    assert_eq!(n["params"]["logger"], "resilient-write");
+}
+
+#[test]
+fn the_temp_file_sweep_is_logged_at_info_once_the_client_asks_for_info() {
+    let ws = Workspace::new();
+    // A temp file of a writer pid that cannot exist (above any pid_max).
+    let stale = ws.path(".a.txt.rw-tmp-2147483000-0-deadbeef");
+    std::fs::write(&stale, "debris").expect("stale temp file");
+    let mut s = ws.server();
+    // At the default level (warning) the info-level sweep notice is held back ...
+    let early = s.wait_for_notification(20, |n| is_log_containing(n, "stale temp file"));
+    assert!(early.is_none(), "info sent at warning level: {early:?}");
+    assert!(!stale.exists(), "the sweep did not run");
+    // ... and sent once the client lowers the level.
+    let sweep = |n: &Value| is_log_containing(n, "stale temp file");
+    let (_, notes) = s.request_with_notifications("logging/setLevel", json!({"level": "info"}));
+    let n = notes
+        .into_iter()
+        .find(sweep)
+        .or_else(|| s.wait_for_notification(80, sweep))
+        .expect("the sweep notice after setLevel info");
+    assert_eq!(n["params"]["level"], "info");
+    // Sent once, not again on the next level change.
+    let (_, notes) = s.request_with_notifications("logging/setLevel", json!({"level": "debug"}));
+    let again = notes
+        .into_iter()
+        .find(sweep)
+        .or_else(|| s.wait_for_notification(10, sweep));
+    assert!(again.is_none(), "sent twice: {again:?}");
+}
+
+#[test]
+fn messages_below_the_set_level_are_not_sent() {
+    let ws = Workspace::new();
+    let mut s = roots_client(&ws);
+    answer_roots(&mut s, &[]);
+    s.request("logging/setLevel", json!({"level": "error"}));
+    s.notify("notifications/roots/list_changed", json!({}));
+    answer_roots(&mut s, &["file:///etc".to_string()]);
+    let notes = notifications_before_a_call(&mut s);
+    assert!(
+        !notes.iter().any(|n| is_log_containing(n, "/etc")),
+        "warning sent at level error: {notes:?}"
+    );
+    s.request("logging/setLevel", json!({"level": "warning"}));
+    s.notify("notifications/roots/list_changed", json!({}));
+    answer_roots(&mut s, &["file:///etc".to_string()]);
+    let notes = notifications_before_a_call(&mut s);
+    assert!(
+        notes.iter().any(|n| is_log_containing(n, "/etc")),
+        "no warning at level warning: {notes:?}"
+    );
+}
