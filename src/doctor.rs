@@ -622,23 +622,7 @@ fn repair(svc: &Service, what: &Repair) -> Result<(), String> {
                 Err(e) => return Err(e.to_string()),
             };
             let new = crate::init::with_gitignore_entry(old.as_deref().unwrap_or(""));
-            let mut args = json!({"path": path.display().to_string(), "content": new});
-            match &old {
-                Some(o) => {
-                    args["mode"] = "overwrite".into();
-                    args["expected_prev_sha256"] = crate::hash::sha256_hex(o.as_bytes()).into();
-                }
-                None => args["mode"] = "create".into(),
-            }
-            svc.call("safe_write", args).map(drop).map_err(|env| {
-                let v = serde_json::to_value(&env).unwrap_or_default();
-                format!(
-                    "{}/{}: {}",
-                    v["error"].as_str().unwrap_or("?"),
-                    v["reason_hint"].as_str().unwrap_or("?"),
-                    v["context"]["message"].as_str().unwrap_or("")
-                )
-            })
+            crate::init::write_text(svc, path, old.as_deref(), &new)
         }
     }
 }

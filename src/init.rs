@@ -426,31 +426,39 @@ fn diff(file: &PlannedFile) -> String {
         .to_string()
 }
 
-/// Write the planned files through the service (the write pipeline).
+/// Replace `path`'s content `old` (`None`: the file does not exist) with `new` through the
+/// service's `safe_write` (the write pipeline): `create` for a new file, else `overwrite`
+/// guarded by `old`'s hash, so a file changed since it was read is never clobbered. The
+/// error is the envelope in one line.
+pub fn write_text(
+    service: &Service,
+    path: &Path,
+    old: Option<&str>,
+    new: &str,
+) -> Result<(), String> {
+    let mut args = json!({"path": path.display().to_string(), "content": new, "mode": "create"});
+    if let Some(old) = old {
+        args["mode"] = "overwrite".into();
+        args["expected_prev_sha256"] = sha256_hex(old.as_bytes()).into();
+    }
+    service.call("safe_write", args).map(drop).map_err(|env| {
+        let env = serde_json::to_value(&env).unwrap_or_default();
+        format!(
+            "{}/{}: {}",
+            env["error"].as_str().unwrap_or("?"),
+            env["reason_hint"].as_str().unwrap_or("?"),
+            env["context"]["message"]
+                .as_str()
+                .unwrap_or("see the envelope")
+        )
+    })
+}
+
+/// Write the planned files that change.
 fn apply(service: &Service, files: &[PlannedFile]) -> Result<(), String> {
-    for f in files {
-        let args = match (f.change(), &f.old) {
-            (Change::Unchanged, _) => continue,
-            (Change::Create, _) | (_, None) => json!({
-                "path": f.path.display().to_string(), "content": f.new, "mode": "create"
-            }),
-            (Change::Update, Some(old)) => json!({
-                "path": f.path.display().to_string(), "content": f.new, "mode": "overwrite",
-                "expected_prev_sha256": sha256_hex(old.as_bytes())
-            }),
-        };
-        service.call("safe_write", args).map_err(|env| {
-            let env = serde_json::to_value(&env).unwrap_or_default();
-            format!(
-                "writing {} failed: {}/{}: {}",
-                f.shown,
-                env["error"].as_str().unwrap_or("?"),
-                env["reason_hint"].as_str().unwrap_or("?"),
-                env["context"]["message"]
-                    .as_str()
-                    .unwrap_or("see the envelope")
-            )
-        })?;
+    for f in files.iter().filter(|f| f.change() != Change::Unchanged) {
+        write_text(service, &f.path, f.old.as_deref(), &f.new)
+            .map_err(|e| format!("writing {} failed: {e}", f.shown))?;
     }
     Ok(())
 }
