@@ -13,9 +13,9 @@
 mod common;
 
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Write};
+use common::Killable;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 struct Rng(u64);
@@ -47,76 +47,6 @@ fn chunk(i: u64) -> String {
 
 fn composed(n: u64) -> Vec<u8> {
     (1..=n).flat_map(|i| chunk(i).into_bytes()).collect()
-}
-
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn start(root: &Path) -> Client {
-        let mut child = Command::new(common::bin())
-            .current_dir(root)
-            .env_remove("RW_WORKSPACE")
-            .env_remove("RW_STATE_DIR")
-            .env_remove("RW_FAULT_INJECT")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn resilient-write");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut c = Client {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        c.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "chunk-crash", "version": "0"}}),
-        )
-        .expect("initialize answered");
-        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .expect("initialized sent");
-        c
-    }
-
-    fn send(&mut self, msg: &Value) -> Option<()> {
-        let mut line = msg.to_string().into_bytes();
-        line.push(b'\n');
-        self.stdin.write_all(&line).ok()?;
-        self.stdin.flush().ok()
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        loop {
-            let mut line = String::new();
-            if self.stdout.read_line(&mut line).ok()? == 0 {
-                return None;
-            }
-            let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
-            if v.get("id") == Some(&json!(id)) {
-                return Some(v);
-            }
-        }
-    }
-
-    /// A tool call: Some(structuredContent) when answered, None when the server died.
-    fn call(&mut self, tool: &str, args: Value) -> Option<Value> {
-        let r = self.request("tools/call", json!({"name": tool, "arguments": args}))?;
-        let result = &r["result"];
-        assert_eq!(result["isError"], json!(false), "{tool} failed: {r}");
-        Some(result["structuredContent"].clone())
-    }
 }
 
 fn present_chunks(root: &Path) -> Vec<u64> {
@@ -153,8 +83,8 @@ fn killed_chunk_sessions_stay_consistent_and_compose() {
     let mut kills_mid_call = 0u64;
     let mut composes = 0u64;
     for trial in 0..trials {
-        let mut c = Client::start(&root);
-        let pid = c.child.id();
+        let mut c = Killable::start(&root, None).expect("server starts");
+        let pid = c.pid();
         let delay = Duration::from_micros(rng.range(2_000, 250_000));
         let killer = std::thread::spawn(move || {
             std::thread::sleep(delay);
@@ -186,7 +116,7 @@ fn killed_chunk_sessions_stay_consistent_and_compose() {
             }
         }
         killer.join().unwrap();
-        let _ = c.child.wait();
+        c.wait();
 
         let present = present_chunks(&root);
         let k = present.len() as u64;
@@ -208,7 +138,7 @@ fn killed_chunk_sessions_stay_consistent_and_compose() {
                 "trial {trial}: composed file is not a composition of a prefix"
             );
         }
-        let mut check = Client::start(&root);
+        let mut check = Killable::start(&root, None).expect("server starts");
         let st = check
             .call("rw_chunk_status", json!({"session": "crash"}))
             .expect("status answered");
@@ -216,10 +146,9 @@ fn killed_chunk_sessions_stay_consistent_and_compose() {
             assert_eq!(st["modified_chunks"], json!([]), "trial {trial}: {st}");
             assert_eq!(st["ready"], json!(true), "trial {trial}: {st}");
         }
-        drop(check.stdin);
-        let _ = check.child.wait();
+        check.close();
     }
-    let mut c = Client::start(&root);
+    let mut c = Killable::start(&root, None).expect("server starts");
     if acked > 0 {
         c.call(
             "rw_chunk_compose",
@@ -231,6 +160,5 @@ fn killed_chunk_sessions_stay_consistent_and_compose() {
     eprintln!(
         "{trials} trials, {acked} chunks, {composes} composes acknowledged, {kills_mid_call} kills during a call"
     );
-    let _ = c.child.kill();
-    let _ = c.child.wait();
+    c.kill();
 }

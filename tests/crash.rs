@@ -19,9 +19,8 @@ mod common;
 
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Write};
+use common::Killable;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// SplitMix64: a tiny seeded PRNG, so a failing trial can be replayed with its seed.
@@ -112,74 +111,6 @@ struct Outcomes {
     torn_line_after_kill: u64,
     torn_line_injected: u64,
     temp_files_swept: u64,
-}
-
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn start(root: &Path) -> Client {
-        let mut child = Command::new(common::bin())
-            .current_dir(root)
-            .env_remove("RW_WORKSPACE")
-            .env_remove("RW_STATE_DIR")
-            .env_remove("RW_FAULT_INJECT")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn resilient-write");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut c = Client {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        let init = c
-            .request(
-                "initialize",
-                json!({
-                    "protocolVersion": "2025-06-18",
-                    "capabilities": {},
-                    "clientInfo": {"name": "crash-test", "version": "0"}
-                }),
-            )
-            .expect("initialize answered");
-        assert!(init.get("result").is_some(), "initialize failed: {init}");
-        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))
-            .expect("initialized sent");
-        c
-    }
-
-    fn send(&mut self, msg: &Value) -> Option<()> {
-        let mut line = msg.to_string().into_bytes();
-        line.push(b'\n');
-        self.stdin.write_all(&line).ok()?;
-        self.stdin.flush().ok()
-    }
-
-    /// A request; None when the server died before answering.
-    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        loop {
-            let mut line = String::new();
-            if self.stdout.read_line(&mut line).ok()? == 0 {
-                return None;
-            }
-            let v: Value = serde_json::from_str(&line).expect("server sent invalid JSON");
-            if v.get("id") == Some(&json!(id)) {
-                return Some(v);
-            }
-        }
-    }
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -331,7 +262,7 @@ fn check_targets_after_kill(
 
 /// Send writes until the server dies. Updates the model with each acknowledged write and
 /// returns the write in flight when it died.
-fn write_until_killed(c: &mut Client, model: &mut Model, rng: &mut Rng) -> Option<Pending> {
+fn write_until_killed(c: &mut Killable, model: &mut Model, rng: &mut Rng) -> Option<Pending> {
     let total: u64 = TARGETS.iter().map(|t| t.3).sum::<u64>() + APPEND_WEIGHT;
     loop {
         model.seq += 1;
@@ -366,19 +297,9 @@ fn write_until_killed(c: &mut Client, model: &mut Model, rng: &mut Rng) -> Optio
                 (Pending::Append { rec }, args)
             }
         };
-        let Some(resp) = c.request(
-            "tools/call",
-            json!({"name": "rw_safe_write", "arguments": args}),
-        ) else {
+        let Some(sc) = c.call("rw_safe_write", args) else {
             return Some(pending);
         };
-        let result = &resp["result"];
-        assert_eq!(
-            result["isError"],
-            json!(false),
-            "write {seq} failed: {resp}"
-        );
-        let sc = &result["structuredContent"];
         let id = sc["journal_id"].as_str().expect("journal_id").to_string();
         match pending {
             Pending::Overwrite { idx, content } => {
@@ -417,7 +338,7 @@ fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_clea
     for trial in 0..=trials {
         // The next start: journal repaired before `initialize` is answered, temp files swept
         // in the background (poll with a generous bound).
-        let mut c = Client::start(&root);
+        let mut c = Killable::start(&root, None).expect("server starts");
         let journal_len = std::fs::metadata(journal_path(&root)).map_or(0, |m| m.len() as usize);
         assert_eq!(
             journal_len, model.journal_ok_len,
@@ -438,14 +359,13 @@ fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_clea
         }
         if trial == trials {
             // The last start only checks the cleanup of the previous trial.
-            let _ = c.child.kill();
-            let _ = c.child.wait();
+            c.kill();
             break;
         }
 
         // Kill after a random delay. The child is not waited for before the killer is
         // joined, so its pid cannot be reused in between.
-        let pid = c.child.id() as i32;
+        let pid = c.pid() as i32;
         let delay = Duration::from_micros(rng.range(0, max_delay_us));
         let killer = std::thread::spawn(move || {
             std::thread::sleep(delay);
@@ -454,7 +374,7 @@ fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_clea
         });
         let pending = write_until_killed(&mut c, &mut model, &mut rng);
         killer.join().expect("killer thread");
-        let status = c.child.wait().expect("wait");
+        let status = c.wait();
         assert!(
             !status.success(),
             "trial {trial}: the server was not killed"

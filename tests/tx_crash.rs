@@ -14,9 +14,8 @@ mod common;
 
 use serde_json::{Value, json};
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
+use common::Killable;
 use std::path::Path;
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Duration;
 
 const FILES: &[&str] = &["a.txt", "b.txt", "sub/dir/c.txt"];
@@ -35,76 +34,6 @@ impl Rng {
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
         z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
         z ^ (z >> 31)
-    }
-}
-
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    next_id: u64,
-}
-
-impl Client {
-    fn start(root: &Path, fault: Option<&str>) -> Option<Client> {
-        let mut cmd = Command::new(common::bin());
-        cmd.current_dir(root)
-            .env_remove("RW_WORKSPACE")
-            .env_remove("RW_STATE_DIR")
-            .env_remove("RW_FAULT_INJECT")
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null());
-        if let Some(f) = fault {
-            cmd.env("RW_FAULT_INJECT", f);
-        }
-        let mut child = cmd.spawn().expect("spawn");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut c = Client {
-            child,
-            stdin,
-            stdout,
-            next_id: 1,
-        };
-        c.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "tx-crash", "version": "0"}}),
-        )?;
-        c.send(&json!({"jsonrpc": "2.0", "method": "notifications/initialized"}))?;
-        Some(c)
-    }
-
-    fn send(&mut self, msg: &Value) -> Option<()> {
-        let mut line = msg.to_string().into_bytes();
-        line.push(b'\n');
-        self.stdin.write_all(&line).ok()?;
-        self.stdin.flush().ok()
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Option<Value> {
-        let id = self.next_id;
-        self.next_id += 1;
-        self.send(&json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}))?;
-        loop {
-            let mut line = String::new();
-            if self.stdout.read_line(&mut line).ok()? == 0 {
-                return None;
-            }
-            let v: Value = serde_json::from_str(&line).ok()?;
-            if v.get("id") == Some(&json!(id)) {
-                return Some(v);
-            }
-        }
-    }
-
-    /// A successful tool call's structuredContent; None if the server died.
-    fn call(&mut self, tool: &str, args: Value) -> Option<Value> {
-        let r = self.request("tools/call", json!({"name": tool, "arguments": args}))?;
-        let sc = r["result"]["structuredContent"].clone();
-        assert_eq!(r["result"]["isError"], json!(false), "{tool} failed: {r}");
-        Some(sc)
     }
 }
 
@@ -153,7 +82,7 @@ fn transactions_are_wholly_applied_or_wholly_absent_after_kills() {
             .is_multiple_of(3)
             .then(|| FAULTS[(rng.next() % 3) as usize]);
         // A plain start recovers (a server with a fault point set would abort in recovery).
-        let Some(mut c) = Client::start(&root, None) else {
+        let Some(mut c) = Killable::start(&root, None) else {
             panic!("trial {trial}: server did not start");
         };
         // The start recovered: check the invariant before anything else happens.
@@ -190,12 +119,11 @@ fn transactions_are_wholly_applied_or_wholly_absent_after_kills() {
         );
 
         if fault.is_some() {
-            let _ = c.child.kill();
-            let _ = c.child.wait();
-            c = Client::start(&root, fault).expect("server with a fault point starts");
+            c.kill();
+            c = Killable::start(&root, fault).expect("server with a fault point starts");
         }
         // Kill at a random moment (a fault point may abort the server first).
-        let pid = c.child.id();
+        let pid = c.pid();
         let delay = Duration::from_micros(rng.next() % 150_000);
         let killer = std::thread::spawn(move || {
             std::thread::sleep(delay);
@@ -233,12 +161,11 @@ fn transactions_are_wholly_applied_or_wholly_absent_after_kills() {
             }
         }
         let _ = killer.join();
-        let _ = c.child.kill();
-        let _ = c.child.wait();
+        c.kill();
     }
     // One last start recovers the final kill; then every landed transaction has one row per
     // file and no transaction has more.
-    let c = Client::start(&root, None).expect("final start");
+    let c = Killable::start(&root, None).expect("final start");
     drop(c);
     let mut rows_per_tx: HashMap<String, usize> = HashMap::new();
     for row in common::journal_rows(&root) {

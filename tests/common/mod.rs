@@ -320,3 +320,74 @@ pub fn chars(seed: u64, set: &[u8], n: usize) -> String {
 pub fn github_token(seed: u64) -> String {
     format!("{}{}", "ghp_", chars(seed, ALNUM, 36))
 }
+
+/// A server a crash test may kill at any moment (the library's [`McpClient`] underneath):
+/// a call answers `None` once the server is gone instead of failing the test, while a tool
+/// failure of a live server still fails it.
+///
+/// [`McpClient`]: resilient_write::client::McpClient
+pub struct Killable(resilient_write::client::McpClient);
+
+impl Killable {
+    /// Start a server in `root` (its CWD, workspace and state root), with `RW_FAULT_INJECT`
+    /// set to `fault` if given. `None` when the server died before the handshake finished.
+    pub fn start(root: &Path, fault: Option<&str>) -> Option<Killable> {
+        let mut launch = resilient_write::client::Launch::new(bin())
+            .cwd(root)
+            .client_name("crash-test");
+        if let Some(f) = fault {
+            launch = launch.env("RW_FAULT_INJECT", f);
+        }
+        match launch.spawn() {
+            Ok(c) => Some(Killable(c)),
+            Err(e) if e.server_gone() => None,
+            Err(e) => panic!("starting the server: {e}"),
+        }
+    }
+
+    /// A tool call's structuredContent; `None` when the server died before answering (a line
+    /// torn by the kill counts as no answer).
+    pub fn call(&mut self, tool: &str, args: Value) -> Option<Value> {
+        match self.0.call(tool, args) {
+            Ok(v) => Some(v),
+            Err(e) if e.server_gone() => None,
+            Err(e @ resilient_write::client::ClientError::BadMessage { .. }) => {
+                assert!(self.exits_soon(), "{tool}: a live server sent a bad line: {e}");
+                None
+            }
+            Err(e) => panic!("{tool} failed: {e}"),
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.0.pid()
+    }
+
+    /// Whether the server exits within two seconds (a killed one does at once).
+    fn exits_soon(&mut self) -> bool {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+        while std::time::Instant::now() < deadline {
+            if let Ok(Some(_)) = self.0.child_mut().try_wait() {
+                return true;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        false
+    }
+
+    /// Wait for the server to exit (after a kill).
+    pub fn wait(&mut self) -> std::process::ExitStatus {
+        self.0.child_mut().wait().expect("wait for the server")
+    }
+
+    /// Kill the server and reap it.
+    pub fn kill(mut self) {
+        let _ = self.0.child_mut().kill();
+        let _ = self.0.child_mut().wait();
+    }
+
+    /// Close stdin and wait for a clean exit.
+    pub fn close(self) {
+        let _ = self.0.close();
+    }
+}
