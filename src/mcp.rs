@@ -23,6 +23,7 @@ use rmcp::model::{
     ReadResourceResponse, ReadResourceResult, Resource, ResourceContents, ResourceTemplate, Role,
     ServerCapabilities, Tool, ToolAnnotations,
 };
+use rmcp::model::{CompleteRequestParams, CompleteResult, CompletionInfo, Reference};
 #[allow(deprecated)] // MCP logging: deprecated by SEP-2577 yet still in the protocol we serve.
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam, SetLevelRequestParams};
 use rmcp::service::{NotificationContext, Peer, RequestContext};
@@ -478,6 +479,7 @@ impl ServerHandler for McpServer {
                 .enable_prompts()
                 .enable_resources()
                 .enable_logging()
+                .enable_completions()
                 .build(),
         )
         .with_server_info(
@@ -527,6 +529,40 @@ impl ServerHandler for McpServer {
             let _ = tx.send(LogEvent::LevelChanged);
         }
         Ok(())
+    }
+
+    /// Completes checkpoint names for the `resilient-write://checkpoint/{name}` template;
+    /// anything else gets an empty list (MCP: "no suggestions" is a valid answer).
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        let template = format!("{CHECKPOINT_URI_PREFIX}{{name}}");
+        let wants_checkpoint = matches!(&request.r#ref, Reference::Resource(r) if r.uri == template)
+            && request.argument.name == "name";
+        if !wants_checkpoint {
+            return Ok(CompleteResult::default());
+        }
+        let prefix = request.argument.value;
+        let names: Vec<String> = self
+            .blocking(&context, tools::checkpoint::list)
+            .await?
+            .map(|l| l.checkpoints.into_iter().map(|c| c.name).collect())
+            .unwrap_or_default();
+        let matching: Vec<String> = names
+            .into_iter()
+            .filter(|n| n.starts_with(&prefix))
+            .collect();
+        let total = matching.len();
+        let shown: Vec<String> = matching
+            .into_iter()
+            .take(CompletionInfo::MAX_VALUES)
+            .collect();
+        let has_more = total > shown.len();
+        let info = CompletionInfo::with_pagination(shown, u32::try_from(total).ok(), has_more)
+            .map_err(|e| McpError::internal_error(e, None))?;
+        Ok(CompleteResult::new(info))
     }
 
     async fn list_tools(

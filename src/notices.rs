@@ -31,14 +31,18 @@ pub struct Notice {
     pub text: String,
 }
 
-/// Receives events; must not block (the MCP adapter pushes into an unbounded channel).
-pub type Sink = Arc<dyn Fn(&Notice) + Send + Sync>;
+/// What a subscriber does with an event; must not block (the MCP adapter pushes into an
+/// unbounded channel).
+pub type SinkFn = dyn Fn(&Notice) + Send + Sync;
+
+/// Receives events.
+pub type Sink = Arc<SinkFn>;
 
 #[derive(Default)]
 struct Inner {
     next: u64,
     kept: Vec<Notice>,
-    sinks: Vec<Weak<dyn Fn(&Notice) + Send + Sync>>,
+    sinks: Vec<Weak<SinkFn>>,
 }
 
 /// The event log of one service.

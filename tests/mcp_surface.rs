@@ -191,6 +191,37 @@ fn unknown_resources_are_resource_not_found_and_bad_parameters_invalid_params() 
     );
 }
 
+#[test]
+fn checkpoint_names_complete_for_the_template_and_other_refs_get_no_suggestions() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    assert!(s.init["result"]["capabilities"]["completions"].is_object());
+    for name in ["plan", "plot", "notes"] {
+        s.ok("rw_checkpoint", json!({"name": name, "data": 1}));
+    }
+    let r = s.request(
+        "completion/complete",
+        json!({
+            "ref": {"type": "ref/resource", "uri": "resilient-write://checkpoint/{name}"},
+            "argument": {"name": "name", "value": "pl"}
+        }),
+    );
+    assert_eq!(
+        r["result"]["completion"]["values"],
+        json!(["plan", "plot"]),
+        "{r}"
+    );
+    assert_eq!(r["result"]["completion"]["total"], 2, "{r}");
+    let r = s.request(
+        "completion/complete",
+        json!({
+            "ref": {"type": "ref/prompt", "name": "no_such_prompt"},
+            "argument": {"name": "x", "value": "y"}
+        }),
+    );
+    assert_eq!(r["result"]["completion"]["values"], json!([]), "{r}");
+}
+
 // ---- client roots ----
 
 #[test]
