@@ -821,3 +821,30 @@ fn the_legacy_sse_pair_serves_a_session() {
         403
     );
 }
+
+#[test]
+fn logs_go_to_the_log_file_when_given_and_a_bad_level_is_refused() {
+    let ws = Workspace::new();
+    let log = ws.path("server.log");
+    let log_arg = log.to_string_lossy().into_owned();
+    let srv = HttpServer::start(&ws, &["--log-level", "info", "--log-file", &log_arg], &[]);
+    srv.session();
+    let start = Instant::now();
+    while !std::fs::read_to_string(&log).is_ok_and(|t| t.contains("HTTP server started")) {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "no log line in the file"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(!srv.log().contains("HTTP server started"), "{}", srv.log());
+    let out = command(&ws.root, &["--log-level", "info,[", "--port", "0"], &[])
+        .output()
+        .expect("run");
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
