@@ -713,10 +713,15 @@ struct EventStream {
 
 impl EventStream {
     fn open(srv: &HttpServer) -> EventStream {
+        EventStream::get(srv, "/sse", "")
+    }
+
+    /// GET `path` as an event stream; `extra` is more header lines, each ending in CRLF.
+    fn get(srv: &HttpServer, path: &str, extra: &str) -> EventStream {
         let mut s = TcpStream::connect(srv.addr).unwrap();
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
         let head = format!(
-            "GET /sse HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\r\n",
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n{extra}\r\n",
             srv.host()
         );
         s.write_all(head.as_bytes()).unwrap();
@@ -819,6 +824,26 @@ fn the_legacy_sse_pair_serves_a_session() {
     assert_eq!(
         srv.send("GET", "/sse", &[("Host", &forged)], b"").status,
         403
+    );
+    // An open event stream does not keep the server from exiting on SIGTERM.
+    let mut srv = srv;
+    srv.terminate();
+    assert_eq!(srv.wait_exit(Duration::from_secs(15)), Some(0));
+    drop(events);
+}
+
+#[test]
+fn an_open_standalone_stream_does_not_hold_off_sigterm() {
+    let ws = Workspace::new();
+    let mut srv = HttpServer::start(&ws, &[], &[]);
+    let s = srv.session();
+    let _stream = EventStream::get(&srv, "/mcp", &format!("Mcp-Session-Id: {}\r\n", s.id));
+    srv.terminate();
+    assert_eq!(
+        srv.wait_exit(Duration::from_secs(15)),
+        Some(0),
+        "{}",
+        srv.log()
     );
 }
 
