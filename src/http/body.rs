@@ -176,11 +176,8 @@ mod tests {
             status_and_code("application/json", r#"{"jsonrpc":"1.0","id":3}"#, 1000).await,
             (StatusCode::BAD_REQUEST, -32600)
         );
-        let ok = read_message(
-            &headers("application/json; charset=utf-8"),
-            Body::from(ping),
-            1000,
-        );
-        assert_eq!(ok.await.unwrap(), Bytes::from(ping));
+        let json_utf8 = headers("application/json; charset=utf-8");
+        let ok = read_message(&json_utf8, Body::from(ping), 1000).await;
+        assert_eq!(ok.unwrap(), Bytes::from(ping));
     }
 }
