@@ -43,6 +43,12 @@ pub const CHUNKS_DIR: &str = "chunks";
 pub const MANIFEST_FILE: &str = "manifest.json";
 /// The session's lock file (ignored by the original, which lists `part-NNN.txt` only).
 pub const LOCK_FILE: &str = ".lock";
+/// Chunk records not yet folded into the manifest, one JSON line per chunk write (ignored by
+/// the original, like the lock file).
+pub const RECORDS_FILE: &str = ".records.jsonl";
+/// The records log is folded into the manifest once it outgrows the manifest (so appends
+/// cost O(1) amortised) or this many bytes, whichever is larger.
+const FOLD_AT_BYTES: u64 = 4096;
 /// Highest chunk index (and `total_expected`) accepted.
 pub const MAX_INDEX: u64 = 100_000;
 
@@ -98,6 +104,37 @@ fn validate_index(session: &str, field: &str, index: u64) -> Result<()> {
 pub struct ChunkRecord {
     pub sha256: String,
     pub bytes: u64,
+    /// Device, inode and change time (`dev:ino:sec.nsec`) of the chunk file when its hash
+    /// was recorded. While they are unchanged (no write, rename or chmod can keep a ctime, and
+    /// no process can set one), `chunk_status` trusts the hash without reading the file.
+    /// Absent in the original's manifests, which ignore it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stamp: Option<String>,
+}
+
+/// One line of the records log.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+struct LogLine {
+    index: u64,
+    #[serde(flatten)]
+    record: ChunkRecord,
+}
+
+/// The manifest's fields a chunk write needs; the chunk records are skipped unparsed.
+#[derive(Debug, Default, Deserialize)]
+struct ManifestHead {
+    #[serde(default)]
+    total_expected: Option<u64>,
+}
+
+/// The manifest's head as found: `Ok(None)` missing, `Err` corrupt (the parse error).
+type HeadState = std::result::Result<Option<ManifestHead>, String>;
+
+fn stamp_of(st: &rustix::fs::Stat) -> String {
+    format!(
+        "{}:{}:{}.{:09}",
+        st.st_dev, st.st_ino, st.st_ctime, st.st_ctime_nsec
+    )
 }
 
 /// `manifest.json`. Unknown keys are kept, so a manifest of another version round-trips.
@@ -316,21 +353,109 @@ impl Session {
         Ok(File::from(fd))
     }
 
-    /// SHA-256 and size of a chunk file.
+    /// SHA-256, size and stamp of a chunk file.
     pub fn hash_part(&self, name: &str) -> Result<ChunkRecord> {
         let path = self.dir.path.join(name);
         let f = self
             .open_part(name)
             .map_err(|e| Failure::io("read chunk", &path, e))?;
+        let st = rustix::fs::fstat(&f).map_err(|e| Failure::io("stat chunk", &path, errno(e)))?;
         let (sha256, bytes) =
             crate::hash::sha256_reader(f).map_err(|e| Failure::io("read chunk", &path, e))?;
-        Ok(ChunkRecord { sha256, bytes })
+        Ok(ChunkRecord {
+            sha256,
+            bytes,
+            stamp: Some(stamp_of(&st)),
+        })
+    }
+
+    fn stat_part(&self, name: &str) -> Result<rustix::fs::Stat> {
+        rustix::fs::statat(&self.dir.dir, name, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(|e| Failure::io("stat chunk", self.dir.path.join(name), errno(e)))
+    }
+
+    /// The manifest's head (`Ok(None)`: missing; `Err`: corrupt) and its size in bytes.
+    fn manifest_head(&self) -> Result<(HeadState, u64)> {
+        let found = read_existing(&self.dir.dir, std::ffi::OsStr::new(MANIFEST_FILE))
+            .map_err(|e| Failure::io("read manifest", self.dir.path.join(MANIFEST_FILE), e))?;
+        Ok(match found {
+            None => (Ok(None), 0),
+            Some(f) => (
+                serde_json::from_slice::<ManifestHead>(&f.bytes)
+                    .map(Some)
+                    .map_err(|e| e.to_string()),
+                f.bytes.len() as u64,
+            ),
+        })
+    }
+
+    /// The records log, oldest first (a line torn by a crash is skipped), and its size.
+    fn read_log(&self) -> Result<(Vec<LogLine>, u64)> {
+        let found = read_existing(&self.dir.dir, std::ffi::OsStr::new(RECORDS_FILE))
+            .map_err(|e| Failure::io("read chunk records", self.dir.path.join(RECORDS_FILE), e))?;
+        let Some(found) = found else {
+            return Ok((Vec::new(), 0));
+        };
+        let lines = found
+            .bytes
+            .split(|&b| b == b'\n')
+            .filter_map(|l| serde_json::from_slice::<LogLine>(l).ok())
+            .collect();
+        Ok((lines, found.bytes.len() as u64))
+    }
+
+    /// The size of the records log (0: none), from one `stat`.
+    fn log_size(&self) -> Result<u64> {
+        match rustix::fs::statat(&self.dir.dir, RECORDS_FILE, AtFlags::SYMLINK_NOFOLLOW) {
+            Ok(st) => Ok(st.st_size.max(0) as u64),
+            Err(rustix::io::Errno::NOENT) => Ok(0),
+            Err(e) => Err(Failure::io(
+                "stat chunk records",
+                self.dir.path.join(RECORDS_FILE),
+                errno(e),
+            )),
+        }
+    }
+
+    fn open_log(&self, flags: OFlags) -> io::Result<File> {
+        rustix::fs::openat(
+            &self.dir.dir,
+            RECORDS_FILE,
+            flags | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .map(File::from)
+        .map_err(errno)
+    }
+
+    /// Append a record with one `write`. Not fsynced: the chunk itself is durable (it went
+    /// through the pipeline) and the files are the truth; a record lost to a crash leaves the
+    /// chunk unrecorded, as if written by another tool, and its journal row vouches for it.
+    fn append_log(&self, index: u64, record: &ChunkRecord) -> io::Result<()> {
+        let mut line = serde_json::to_vec(&LogLine {
+            index,
+            record: record.clone(),
+        })
+        .map_err(io::Error::other)?;
+        line.push(b'\n');
+        let mut f = self.open_log(OFlags::WRONLY | OFlags::APPEND)?;
+        f.write_all(&line)
+    }
+
+    /// Every recorded chunk: the manifest's records, then the log's (newer) on top.
+    fn records(&self, manifest: &ManifestState) -> Result<BTreeMap<u64, ChunkRecord>> {
+        let mut records = manifest
+            .manifest()
+            .map(|m| m.chunks.clone())
+            .unwrap_or_default();
+        for line in self.read_log()?.0 {
+            records.insert(line.index, line.record);
+        }
+        Ok(records)
     }
 
     fn size_of(&self, name: &str) -> Result<u64> {
-        rustix::fs::statat(&self.dir.dir, name, AtFlags::SYMLINK_NOFOLLOW)
-            .map(|st| st.st_size.max(0) as u64)
-            .map_err(|e| Failure::io("stat chunk", self.dir.path.join(name), errno(e)))
+        self.stat_part(name).map(|st| st.st_size.max(0) as u64)
     }
 
     /// Display path of a file in the session (`.resilient_write/chunks/<s>/<name>`).
@@ -353,7 +478,7 @@ fn journaled_in(
 ) -> bool {
     let path = abs_path.display().to_string();
     journal
-        .tail(1, |row| {
+        .tail_containing(1, &crate::journal::json_string_forms(sha256), |row| {
             row.get("path").and_then(Value::as_str) == Some(path.as_str())
                 && row.get("sha256").and_then(Value::as_str) == Some(sha256)
         })
@@ -435,23 +560,9 @@ pub fn write_chunk(
     let session = open_session(svc, session_name, true, true)?
         .ok_or_else(|| Failure::Internal("session directory vanished".into()))?;
     let listing = session.list()?;
-    let manifest_state = session.manifest()?;
-    let mut warnings = Vec::new();
-    let mut manifest = match &manifest_state {
-        ManifestState::Ok(m) => m.clone(),
-        ManifestState::Missing => {
-            if !listing.parts.is_empty() {
-                warnings.push("manifest.json was missing; rebuilt from the chunk files".into());
-            }
-            Manifest::default()
-        }
-        ManifestState::Corrupt(e) => {
-            warnings.push(format!(
-                "manifest.json was corrupt ({e}); rebuilt from the chunk files"
-            ));
-            Manifest::default()
-        }
-    };
+    // Only the manifest's head is parsed here: the chunk records are folded in lazily.
+    let (head, manifest_bytes) = session.manifest_head()?;
+    let recorded_total = head.as_ref().ok().and_then(|h| h.as_ref()?.total_expected);
     let index = match index {
         Some(i) => i,
         None => {
@@ -461,7 +572,7 @@ pub fn write_chunk(
         }
     };
     let highest_after = listing.highest().max(index);
-    let effective_total = total_expected.or(manifest.total_expected);
+    let effective_total = total_expected.or(recorded_total);
     if let Some(t) = effective_total {
         let given = total_expected.is_some();
         if t < highest_after {
@@ -496,21 +607,13 @@ pub fn write_chunk(
             ));
         }
     }
+    let mut warnings = Vec::new();
     if listing.parts.contains_key(&index) && listing.highest() > index {
         warnings.push(format!(
             "replaced chunk {index} while chunks up to {} exist; if this is a new attempt, \
              chunk_reset the session first so old chunks do not end up in the composed file",
             listing.highest()
         ));
-    }
-
-    // Records for chunks the manifest does not know (written by the original, or before a
-    // crash cut the manifest update): taken from the files as they are now.
-    manifest.chunks.retain(|i, _| listing.parts.contains_key(i));
-    for (i, name) in &listing.parts {
-        if *i != index && !manifest.chunks.contains_key(i) {
-            manifest.chunks.insert(*i, session.hash_part(name)?);
-        }
     }
 
     let name = part_name(index);
@@ -536,26 +639,51 @@ pub fn write_chunk(
         ))
     })?;
     let outcome = outcome.ok_or_else(|| Failure::Internal("chunk write skipped".into()))?;
-    manifest.chunks.insert(
-        index,
-        ChunkRecord {
-            sha256: outcome.sha256.clone(),
-            bytes: outcome.bytes,
-        },
-    );
-    let now = crate::journal::now_rfc3339();
-    manifest.session = Some(session_name.into());
-    if manifest.created_at.is_none() {
-        manifest.created_at = Some(now.clone());
+    // The stamp is taken under the session lock, right after the rename.
+    let record = ChunkRecord {
+        sha256: outcome.sha256.clone(),
+        bytes: outcome.bytes,
+        stamp: session.stat_part(&name).ok().map(|st| stamp_of(&st)),
+    };
+
+    // The record goes to the log (one append); the manifest is rewritten only when it must
+    // change (first chunk, new total_expected, missing or corrupt) or when the log has
+    // outgrown it.
+    let log_bytes = session.log_size()?;
+    let fold = match &head {
+        Ok(None) | Err(_) => true,
+        Ok(Some(_)) => {
+            total_expected.is_some_and(|t| Some(t) != recorded_total)
+                || log_bytes >= manifest_bytes.max(FOLD_AT_BYTES)
+        }
+    };
+    let mut saved = false;
+    if fold {
+        match &head {
+            Ok(None) if !listing.parts.is_empty() => {
+                warnings.push("manifest.json was missing; rebuilt from the chunk files".into())
+            }
+            Err(e) => warnings.push(format!(
+                "manifest.json was corrupt ({e}); rebuilt from the chunk files"
+            )),
+            _ => {}
+        }
+        match fold_manifest(
+            svc,
+            who,
+            &session,
+            &listing,
+            (index, &record),
+            total_expected,
+        ) {
+            Ok(()) => saved = true,
+            // The chunk is durable and the files are the source of truth: a manifest that
+            // could not be updated is rebuilt or healed later, never a lost chunk.
+            Err(e) => warnings.push(format!("manifest.json was not updated: {e}")),
+        }
     }
-    manifest.updated_at = Some(now);
-    if total_expected.is_some() {
-        manifest.total_expected = total_expected;
-    }
-    if let Err(e) = write_manifest(svc, who, &session, &manifest) {
-        // The chunk is durable and the files are the source of truth: a manifest that
-        // could not be updated is rebuilt or healed later, never a lost chunk.
-        warnings.push(format!("manifest.json was not updated: {e}"));
+    if !saved && let Err(e) = session.append_log(index, &record) {
+        warnings.push(format!("the chunk's hash was not recorded: {e}"));
     }
     warnings.extend(outcome.warnings);
     Ok(ChunkWritten {
@@ -564,7 +692,7 @@ pub fn write_chunk(
         sha256: outcome.sha256,
         bytes: outcome.bytes,
         journal_id: outcome.journal_id,
-        total_expected: manifest.total_expected,
+        total_expected: effective_total,
         warnings,
     })
 }
@@ -574,7 +702,7 @@ pub fn write_chunk(
 pub struct ManifestDrift {
     /// ok, missing or corrupt.
     pub manifest: String,
-    /// Chunk files the manifest has no record of.
+    /// Chunk files neither the manifest nor the records log has a record of.
     pub unrecorded: Vec<u64>,
     /// Records of chunks whose file is gone.
     pub stale_records: Vec<u64>,
@@ -589,7 +717,8 @@ impl ManifestDrift {
     }
 }
 
-/// Compare session `name`'s manifest with its files (shared lock; writes nothing).
+/// Compare session `name`'s records (manifest plus records log) with its files (shared
+/// lock; writes nothing).
 pub fn manifest_drift(svc: &Service, name: &str) -> Result<Option<(ManifestDrift, Listing)>> {
     let Some(session) = open_session(svc, name, false, false)? else {
         return Ok(None);
@@ -600,15 +729,15 @@ pub fn manifest_drift(svc: &Service, name: &str) -> Result<Option<(ManifestDrift
         manifest: state.label().into(),
         ..ManifestDrift::default()
     };
-    if let Some(m) = state.manifest() {
+    if state.manifest().is_some() {
+        let records = session.records(&state)?;
         drift.unrecorded = listing
             .parts
             .keys()
-            .filter(|i| !m.chunks.contains_key(i))
+            .filter(|i| !records.contains_key(i))
             .copied()
             .collect();
-        drift.stale_records = m
-            .chunks
+        drift.stale_records = records
             .keys()
             .filter(|i| !listing.parts.contains_key(i))
             .copied()
@@ -618,28 +747,30 @@ pub fn manifest_drift(svc: &Service, name: &str) -> Result<Option<(ManifestDrift
 }
 
 /// Bring session `name`'s manifest in step with its files, as the next chunk write would:
-/// records of vanished chunks are dropped, chunks without a record are hashed as they are
-/// now, and existing records are kept (so a chunk edited by hand is still reported as
-/// modified). Returns whether the manifest was written.
+/// the records log is folded in, records of vanished chunks are dropped, chunks without a
+/// record are hashed as they are now, and existing records are kept (so a chunk edited by
+/// hand is still reported as modified). Returns whether the manifest was written.
 pub fn rebuild_manifest(svc: &Service, who: &Caller, name: &str) -> Result<bool> {
     let Some(session) = open_session(svc, name, false, true)? else {
         return Ok(false);
     };
     let listing = session.list()?;
     let state = session.manifest()?;
+    let records = session.records(&state)?;
+    let in_step = records.keys().eq(listing.parts.keys());
+    if state.manifest().is_some() && in_step {
+        return Ok(false);
+    }
+    if state.manifest().is_none() && listing.parts.is_empty() {
+        return Ok(false);
+    }
     let mut manifest = state.manifest().cloned().unwrap_or_default();
-    let before = manifest.chunks.clone();
+    manifest.chunks = records;
     manifest.chunks.retain(|i, _| listing.parts.contains_key(i));
     for (i, part) in &listing.parts {
         if !manifest.chunks.contains_key(i) {
             manifest.chunks.insert(*i, session.hash_part(part)?);
         }
-    }
-    if state.manifest().is_some() && manifest.chunks == before {
-        return Ok(false);
-    }
-    if state.manifest().is_none() && listing.parts.is_empty() {
-        return Ok(false);
     }
     manifest.session = Some(name.to_string());
     let now = crate::journal::now_rfc3339();
@@ -647,8 +778,59 @@ pub fn rebuild_manifest(svc: &Service, who: &Caller, name: &str) -> Result<bool>
         manifest.created_at = Some(now.clone());
     }
     manifest.updated_at = Some(now);
-    write_manifest(svc, who, &session, &manifest)?;
+    store_manifest(svc, who, &session, &manifest)?;
     Ok(true)
+}
+
+/// Rewrite the manifest with every record (manifest, log, and the chunk just written) for
+/// the chunk files that exist, hashing any chunk nobody recorded (written by the original,
+/// or before a crash cut its record), then empty the log. A crash between the two leaves
+/// log lines the manifest already holds, which fold again harmlessly.
+fn fold_manifest(
+    svc: &Service,
+    who: &Caller,
+    session: &Session,
+    listing: &Listing,
+    (index, record): (u64, &ChunkRecord),
+    total_expected: Option<u64>,
+) -> Result<()> {
+    let state = session.manifest()?;
+    let mut manifest = state.manifest().cloned().unwrap_or_default();
+    manifest.chunks = session.records(&state)?;
+    manifest.chunks.insert(index, record.clone());
+    manifest
+        .chunks
+        .retain(|i, _| *i == index || listing.parts.contains_key(i));
+    for (i, name) in &listing.parts {
+        if !manifest.chunks.contains_key(i) {
+            manifest.chunks.insert(*i, session.hash_part(name)?);
+        }
+    }
+    let now = crate::journal::now_rfc3339();
+    manifest.session = Some(session.name.clone());
+    if manifest.created_at.is_none() {
+        manifest.created_at = Some(now.clone());
+    }
+    manifest.updated_at = Some(now);
+    if total_expected.is_some() {
+        manifest.total_expected = total_expected;
+    }
+    store_manifest(svc, who, session, &manifest)
+}
+
+/// Write the manifest (which now holds every record), then empty the records log.
+fn store_manifest(svc: &Service, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
+    write_manifest(svc, who, session, m)?;
+    session
+        .open_log(OFlags::WRONLY)
+        .and_then(|f| f.set_len(0))
+        .map_err(|e| {
+            Failure::io(
+                "empty chunk records",
+                session.dir.path.join(RECORDS_FILE),
+                e,
+            )
+        })
 }
 
 fn write_manifest(svc: &Service, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
@@ -744,11 +926,8 @@ pub fn snapshot(session: &Session) -> Result<Snapshot> {
                     "chunk_count": count }),
         ));
     }
-    let records = listing
-        .parts
-        .keys()
-        .map(|i| manifest.manifest().and_then(|m| m.chunks.get(i)).cloned())
-        .collect();
+    let mut all = session.records(&manifest)?;
+    let records = listing.parts.keys().map(|i| all.remove(i)).collect();
     let names: Vec<String> = listing.parts.into_values().collect();
     let sizes = names
         .iter()
@@ -913,49 +1092,71 @@ pub fn compose<R>(
                 .as_ref()
                 .map(|(c, _)| crate::classify::stream::StreamScorer::new(c));
             let mut last_tick = 0u64;
-            for (k, name) in names.iter().enumerate() {
-                if k > 0 && rep.modified.is_empty() {
-                    w.write_all(&separator)?;
-                    if let Some(s) = scorer.as_mut() {
-                        s.feed(&separator);
-                    }
-                    done += separator.len() as u64;
+            // Each chunk is hashed on a second thread while this one writes it (and the
+            // pipeline hashes the output): two SHA-256 streams on two cores. Buffers go
+            // round a small pool, so memory stays constant.
+            let hashes = std::thread::scope(|scope| -> io::Result<Vec<String>> {
+                let (to_hasher, for_hasher) = std::sync::mpsc::sync_channel::<Block>(POOL);
+                let (recycle, pool) = std::sync::mpsc::channel::<Vec<u8>>();
+                for _ in 0..POOL {
+                    let _ = recycle.send(vec![0u8; BLOCK]);
                 }
-                let fd = rustix::fs::openat(
-                    &session_dir,
-                    name.as_str(),
-                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(errno)?;
-                let mut f = File::from(fd);
-                let mut hasher = Sha256::new();
-                loop {
-                    let n = match f.read(&mut buf) {
-                        Ok(0) => break,
-                        Ok(n) => n,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) => return Err(e),
-                    };
-                    hasher.update(&buf[..n]);
-                    // After a modified chunk nothing more is written: the rest is only
-                    // hashed, so the report names every modified chunk at once.
-                    if rep.modified.is_empty() {
-                        w.write_all(&buf[..n])?;
-                        if let Some(s) = scorer.as_mut() {
-                            s.feed(&buf[..n]);
+                let give_back = recycle.clone();
+                let hasher = scope.spawn(move || hash_blocks(for_hasher, recycle));
+                let streamed = (|| -> io::Result<()> {
+                    for (k, name) in names.iter().enumerate() {
+                        if k > 0 {
+                            w.write_all(&separator)?;
+                            if let Some(s) = scorer.as_mut() {
+                                s.feed(&separator);
+                            }
+                            done += separator.len() as u64;
                         }
+                        let fd = rustix::fs::openat(
+                            &session_dir,
+                            name.as_str(),
+                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                            Mode::empty(),
+                        )
+                        .map_err(errno)?;
+                        let mut f = File::from(fd);
+                        loop {
+                            let mut buf = pool.recv().map_err(|_| hasher_gone())?;
+                            let n = loop {
+                                match f.read(&mut buf) {
+                                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                    other => break other?,
+                                }
+                            };
+                            if n == 0 {
+                                let _ = give_back.send(buf);
+                                break;
+                            }
+                            w.write_all(&buf[..n])?;
+                            if let Some(s) = scorer.as_mut() {
+                                s.feed(&buf[..n]);
+                            }
+                            to_hasher
+                                .send(Block::Data(buf, n))
+                                .map_err(|_| hasher_gone())?;
+                            done += n as u64;
+                            if done - last_tick >= 8 * 1024 * 1024 {
+                                last_tick = done;
+                                tick(done);
+                            }
+                        }
+                        to_hasher.send(Block::End).map_err(|_| hasher_gone())?;
                     }
-                    done += n as u64;
-                    if done - last_tick >= 8 * 1024 * 1024 {
-                        last_tick = done;
-                        tick(done);
-                    }
-                }
-                let actual = hex::encode(hasher.finalize());
+                    Ok(())
+                })();
+                drop(to_hasher);
+                let hashes = hasher.join().map_err(|_| hasher_gone())?;
+                streamed.map(|()| hashes)
+            })?;
+            for (k, actual) in hashes.into_iter().enumerate() {
                 if let Some(rec) = &records[k]
                     && rec.sha256 != actual
-                    && !journaled_in(&journal, &session_path.join(name), &actual)
+                    && !journaled_in(&journal, &session_path.join(&names[k]), &actual)
                 {
                     rep.modified.push(ModifiedChunk {
                         index: k as u64 + 1,
@@ -967,6 +1168,7 @@ pub fn compose<R>(
             }
             tick(done);
             if !rep.modified.is_empty() {
+                // The pipeline drops the temp file: nothing is renamed into place.
                 return Err(io::Error::other("chunks modified since they were written"));
             }
             if let (Some(s), Some((_, at))) = (scorer, classify.as_ref()) {
@@ -1018,8 +1220,43 @@ pub fn compose<R>(
     }))
 }
 
+/// Read size and count of the buffers compose passes to its hashing thread.
+const BLOCK: usize = 1024 * 1024;
+const POOL: usize = 4;
+
+/// What compose hands its hashing thread: a buffer and how much of it is a chunk's data, or
+/// the end of a chunk.
+enum Block {
+    Data(Vec<u8>, usize),
+    End,
+}
+
+/// The hashing thread of compose: one SHA-256 per chunk, in order; buffers go back to the
+/// pool once hashed.
+fn hash_blocks(
+    blocks: std::sync::mpsc::Receiver<Block>,
+    recycle: std::sync::mpsc::Sender<Vec<u8>>,
+) -> Vec<String> {
+    let mut hashes = Vec::new();
+    let mut hasher = Sha256::new();
+    for block in blocks {
+        match block {
+            Block::Data(buf, n) => {
+                hasher.update(&buf[..n]);
+                let _ = recycle.send(buf);
+            }
+            Block::End => hashes.push(hex::encode(hasher.finalize_reset())),
+        }
+    }
+    hashes
+}
+
+fn hasher_gone() -> io::Error {
+    io::Error::other("the hashing thread of compose stopped")
+}
+
 /// Remove every file of a locked session, then the session directory. Returns how many
-/// files were removed (the lock file not counted, as the original has none).
+/// files were removed (the lock file and records log not counted).
 fn remove_session(session: &Session) -> Result<u64> {
     let path = &session.dir.path;
     let mut names = Vec::new();
@@ -1037,10 +1274,12 @@ fn remove_session(session: &Session) -> Result<u64> {
     // The lock file goes last: until then, a waiter that wakes up still finds it linked.
     names.sort_by_key(|n| n.as_slice() == LOCK_FILE.as_bytes());
     for name in names {
-        let is_lock = name.as_slice() == LOCK_FILE.as_bytes();
+        // Our own bookkeeping is not counted, as the original has none.
+        let ours =
+            name.as_slice() == LOCK_FILE.as_bytes() || name.as_slice() == RECORDS_FILE.as_bytes();
         match rustix::fs::unlinkat(&session.dir.dir, name.as_slice(), AtFlags::empty()) {
             Ok(()) => {
-                if !is_lock {
+                if !ours {
                     removed += 1;
                 }
             }
@@ -1093,8 +1332,10 @@ pub struct Status {
     pub ready: bool,
 }
 
-/// Inspect a session (shared lock: concurrent appends wait, other readers do not).
-pub fn status(svc: &Service, name: &str) -> Result<(Status, String)> {
+/// Inspect a session (shared lock: concurrent appends wait, other readers do not). A chunk
+/// whose file is unchanged since its hash was recorded (same inode, ctime and size) is not
+/// read again unless `verify`; compose and preview always hash every chunk.
+pub fn status(svc: &Service, name: &str, verify: bool) -> Result<(Status, String)> {
     validate_session(name)?;
     let dir_display = format!("{}/{CHUNKS_DIR}/{name}", crate::service::STATE_DIR_NAME);
     let Some(session) = open_session(svc, name, false, false)? else {
@@ -1120,19 +1361,23 @@ pub fn status(svc: &Service, name: &str) -> Result<(Status, String)> {
     let manifest = session.manifest()?;
     let m = manifest.manifest();
     let total_expected = m.and_then(|m| m.total_expected);
+    let records = session.records(&manifest)?;
     let mut modified = Vec::new();
     let mut total_bytes = 0;
     for (i, part) in &listing.parts {
+        let st = session.stat_part(part)?;
+        let size = st.st_size.max(0) as u64;
+        total_bytes += size;
+        let Some(rec) = records.get(i) else {
+            continue; // nothing recorded: nothing to compare with
+        };
+        // Unchanged since recorded (same file, same ctime, same size): its hash stands.
+        let unchanged = rec.bytes == size && rec.stamp.as_deref() == Some(&stamp_of(&st));
+        if unchanged && !verify {
+            continue;
+        }
         let actual = session.hash_part(part)?;
-        total_bytes += actual.bytes;
-        if let Some(x) = check_record(
-            svc,
-            &session,
-            *i,
-            part,
-            m.and_then(|m| m.chunks.get(i)),
-            &actual.sha256,
-        ) {
+        if let Some(x) = check_record(svc, &session, *i, part, Some(rec), &actual.sha256) {
             modified.push(x);
         }
     }

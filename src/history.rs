@@ -2,9 +2,11 @@
 //! to one of them or of a whole transaction, and retention (`gc`) of the object store.
 //!
 //! - [`versions`] reads the journal backwards in large blocks and parses only the lines that
-//!   contain the path's JSON-encoded `"path":` field (a substring search), so listing the
-//!   versions of one path costs a scan of raw bytes plus the rows it returns, not a parse of
-//!   the whole journal.
+//!   contain the path's JSON-encoded form (a substring search, [`Journal::scan_back`]), and of
+//!   those only the fields it reports, so listing the versions of one path costs a scan of
+//!   raw bytes plus the rows it returns, not a parse of the whole journal. Whether each
+//!   version's content is stored is answered from one listing per object fan-out directory
+//!   ([`ObjectStore::presence`]), not one `stat` per version.
 //! - A version's content is available (`stored`) when it is the file's current content or its
 //!   pre-image is in the object store ([`crate::objects`]): every overwrite keeps the content
 //!   it replaces, so every journaled version but the current one is a pre-image of a later
@@ -17,16 +19,16 @@
 //!   first while the store is over `max_bytes`.
 
 use crate::envelope::{Failure, Result};
-use crate::journal::{Journal, Row};
+use crate::journal::{Journal, Row, json_string_forms};
 use crate::objects::ObjectStore;
 use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::service::Service;
 use crate::tx::{self, NewContent};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap, HashSet};
-use std::fs::File;
-use std::io::{self, Read, Seek, SeekFrom};
+use std::io;
 use std::time::{Duration, SystemTime};
 
 /// One journaled version of a path.
@@ -43,69 +45,42 @@ pub struct Version {
     pub stored: bool,
 }
 
-/// Scan the journal backwards for lines containing `needle`, newest first; `visit` gets each
-/// parsed row and returns false to stop.
+/// Scan the journal backwards for rows containing the string `value` (JSON-encoded, so a
+/// field equal to it), newest first; `visit` gets each parsed row and returns false to stop.
+/// The caller checks which field matched.
 pub fn scan_back(
     journal: &Journal,
-    needle: &str,
+    value: &str,
     mut visit: impl FnMut(Row) -> bool,
 ) -> io::Result<()> {
-    let finder = aho_corasick::AhoCorasick::new([needle]).map_err(io::Error::other)?;
-    let mut file = match File::open(journal.path()) {
-        Ok(f) => f,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    };
-    let mut pos = file.seek(SeekFrom::End(0))?;
-    const BLOCK: u64 = 1 << 20;
-    let mut carry: Vec<u8> = Vec::new();
-    let mut buf: Vec<u8> = Vec::new();
-    while pos > 0 {
-        let start = pos.saturating_sub(BLOCK);
-        buf.clear();
-        buf.resize((pos - start) as usize, 0);
-        file.seek(SeekFrom::Start(start))?;
-        file.read_exact(&mut buf)?;
-        buf.extend_from_slice(&carry);
-        // The first (partial) line continues in the previous block: carry it back.
-        let first_nl = if start > 0 {
-            match buf.iter().position(|&b| b == b'\n') {
-                Some(p) => p + 1,
-                None => {
-                    carry = std::mem::take(&mut buf);
-                    pos = start;
-                    continue;
-                }
-            }
-        } else {
-            0
-        };
-        let body = &buf[first_nl..];
-        // Matches in this block, newest last; walk them newest first.
-        let hits: Vec<usize> = finder.find_iter(body).map(|m| m.start()).collect();
-        let mut last_line_start = usize::MAX;
-        for &h in hits.iter().rev() {
-            let ls = body[..h]
-                .iter()
-                .rposition(|&b| b == b'\n')
-                .map_or(0, |p| p + 1);
-            if ls == last_line_start {
-                continue;
-            }
-            last_line_start = ls;
-            let Some(le) = body[h..].iter().position(|&b| b == b'\n').map(|p| h + p) else {
-                continue; // a torn last line
-            };
-            if let Ok(row) = serde_json::from_slice::<Row>(&body[ls..le])
-                && !visit(row)
-            {
-                return Ok(());
-            }
-        }
-        carry = buf[..first_nl].to_vec();
-        pos = start;
-    }
+    journal.scan_back(
+        &json_string_forms(value),
+        |line| match serde_json::from_slice::<Row>(line) {
+            Ok(row) => visit(row),
+            Err(_) => true,
+        },
+    )?;
     Ok(())
+}
+
+/// The fields of a journal row that [`versions`] reports, borrowed from the line where the
+/// JSON allows it (the other fields are skipped unparsed).
+#[derive(Deserialize)]
+struct VersionRow<'a> {
+    #[serde(borrow)]
+    path: Cow<'a, str>,
+    #[serde(borrow, default)]
+    journal_id: Cow<'a, str>,
+    #[serde(borrow, default)]
+    ts: Cow<'a, str>,
+    #[serde(borrow, default)]
+    sha256: Cow<'a, str>,
+    #[serde(default)]
+    bytes: Option<u64>,
+    #[serde(borrow, default)]
+    mode: Cow<'a, str>,
+    #[serde(borrow, default)]
+    tx_id: Option<Cow<'a, str>>,
 }
 
 fn s(row: &Row, k: &str) -> String {
@@ -124,23 +99,26 @@ pub fn versions(
     current_sha256: Option<&str>,
     limit: usize,
 ) -> io::Result<Vec<Version>> {
-    let needle = format!("\"path\":{}", json!(abs_path));
     let mut out = Vec::new();
-    scan_back(journal, &needle, |row| {
-        if row.get("path").and_then(Value::as_str) != Some(abs_path) {
+    let mut stored = objects.map(ObjectStore::presence);
+    journal.scan_back(&json_string_forms(abs_path), |line| {
+        let Ok(row) = serde_json::from_slice::<VersionRow>(line) else {
+            return true; // a corrupt line, or one whose `path` is not a string
+        };
+        if row.path != abs_path {
             return true;
         }
-        let sha256 = s(&row, "sha256");
-        let stored =
-            current_sha256 == Some(sha256.as_str()) || objects.is_some_and(|o| o.contains(&sha256));
+        let sha256 = row.sha256.into_owned();
+        let is_stored = current_sha256 == Some(sha256.as_str())
+            || stored.as_mut().is_some_and(|p| p.contains(&sha256));
         out.push(Version {
-            journal_id: s(&row, "journal_id"),
-            ts: s(&row, "ts"),
-            bytes: row.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-            mode: s(&row, "mode"),
-            tx_id: row.get("tx_id").and_then(Value::as_str).map(str::to_string),
+            journal_id: row.journal_id.into_owned(),
+            ts: row.ts.into_owned(),
+            bytes: row.bytes.unwrap_or(0),
+            mode: row.mode.into_owned(),
+            tx_id: row.tx_id.map(Cow::into_owned),
             sha256,
-            stored,
+            stored: is_stored,
         });
         out.len() < limit
     })?;
@@ -149,9 +127,8 @@ pub fn versions(
 
 /// The journal row with `journal_id`.
 pub fn find_row(journal: &Journal, journal_id: &str) -> io::Result<Option<Row>> {
-    let needle = format!("\"journal_id\":{}", json!(journal_id));
     let mut found = None;
-    scan_back(journal, &needle, |row| {
+    scan_back(journal, journal_id, |row| {
         if row.get("journal_id").and_then(Value::as_str) == Some(journal_id) {
             found = Some(row);
             false
@@ -165,9 +142,8 @@ pub fn find_row(journal: &Journal, journal_id: &str) -> io::Result<Option<Row>> 
 /// The journal rows of transaction `tx_id` (all land in one append, so the scan stops at the
 /// first row of another transaction after them).
 pub fn tx_rows(journal: &Journal, tx_id: &str) -> io::Result<Vec<Row>> {
-    let needle = format!("\"tx_id\":{}", json!(tx_id));
     let mut rows = Vec::new();
-    scan_back(journal, &needle, |row| {
+    scan_back(journal, tx_id, |row| {
         if row.get("tx_id").and_then(Value::as_str) == Some(tx_id) {
             rows.push(row);
         }
@@ -225,9 +201,8 @@ pub fn restore(
         }
         RestoreTo::Sha256(h) => {
             // Only a version this path had: its journal rows name it as new or previous.
-            let needle = format!("\"path\":{}", json!(abs));
             let mut known = false;
-            scan_back(journal, &needle, |row| {
+            scan_back(journal, &abs, |row| {
                 known = row.get("path").and_then(Value::as_str) == Some(abs.as_str())
                     && (s(&row, "sha256") == h || s(&row, "prev_sha256") == h);
                 !known

@@ -9,12 +9,16 @@
 //!   append and at start; readers skip it (and count corrupt lines) instead of failing.
 //! - Content is never copied into the journal: rows carry hashes, sizes and names only.
 //! - [`Journal::tail`] reads backwards from the end in blocks, so it costs what it returns, not
-//!   the size of the journal.
+//!   the size of the journal. A filtered read ([`Journal::tail_containing`],
+//!   [`Journal::scan_back`]) first looks for the value it wants (a JSON-encoded string) in the
+//!   raw bytes and parses only the lines that contain it: finding the rare rows of one path in
+//!   a million-row journal costs a substring search over the file, not a million parses.
 //!
 //! The pipeline appends a row *before* renaming the temp file over the target and keeps the
 //! journal locked until the rename is done; if the rename fails the row is truncated away (see
 //! `pipeline.rs` and docs/ARCHITECTURE.md for why this order).
 
+use aho_corasick::AhoCorasick;
 use rustix::fs::FlockOperation;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
@@ -74,6 +78,30 @@ impl JournalRow {
     }
 }
 
+/// The forms a string value takes inside a journal line, quotes included: as serde_json
+/// writes it, and (when it is not ASCII) as Python's `json.dumps` writes it by default
+/// (`ensure_ascii`), since the original's rows share the journal. Independent of the
+/// separator style (`"k":"v"` or `"k": "v"`), so every row whose field equals `value`
+/// contains one of them.
+pub fn json_string_forms(value: &str) -> Vec<String> {
+    let ours = Value::from(value).to_string();
+    if value.is_ascii() {
+        return vec![ours];
+    }
+    let mut ascii = String::with_capacity(ours.len() + 16);
+    for c in ours.chars() {
+        if c.is_ascii() {
+            ascii.push(c);
+        } else {
+            let mut units = [0u16; 2];
+            for u in c.encode_utf16(&mut units) {
+                ascii.push_str(&format!("\\u{u:04x}"));
+            }
+        }
+    }
+    vec![ours, ascii]
+}
+
 /// A fresh time-ordered journal id.
 pub fn new_journal_id() -> String {
     uuid::Uuid::now_v7().simple().to_string()
@@ -128,9 +156,15 @@ pub struct LineCheck {
 /// What reading the journal found besides rows.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct ReadStats {
-    /// Lines that were not JSON objects (skipped).
+    /// Lines that were not JSON objects (skipped). A filtered read only parses, and so only
+    /// counts, the lines that contain the value it looks for.
     pub corrupt_lines: usize,
 }
+
+/// First and largest block [`Journal::scan_back`] reads: small first, so a short tail costs
+/// little; doubling, so a long scan makes few system calls.
+const FIRST_BLOCK: usize = 64 * 1024;
+const MAX_BLOCK: usize = 4 * 1024 * 1024;
 
 impl Journal {
     pub fn new(state_dir: &Path) -> Journal {
@@ -257,6 +291,18 @@ impl Journal {
     pub fn tail(
         &self,
         n: usize,
+        keep: impl FnMut(&Map<String, Value>) -> bool,
+    ) -> io::Result<(Vec<Map<String, Value>>, ReadStats)> {
+        self.tail_containing(n, &[], keep)
+    }
+
+    /// Like [`Journal::tail`], parsing only the lines that contain one of `needles` (none:
+    /// every line). A row `keep` accepts must contain one of them (see
+    /// [`json_string_forms`]); `keep` still decides.
+    pub fn tail_containing(
+        &self,
+        n: usize,
+        needles: &[String],
         mut keep: impl FnMut(&Map<String, Value>) -> bool,
     ) -> io::Result<(Vec<Map<String, Value>>, ReadStats)> {
         let mut stats = ReadStats::default();
@@ -264,57 +310,20 @@ impl Journal {
         if n == 0 {
             return Ok((out, stats));
         }
-        let mut file = match File::open(&self.path) {
-            Ok(f) => f,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((out, stats)),
-            Err(e) => return Err(e),
-        };
-        let mut pos = file.seek(SeekFrom::End(0))?;
-        let mut carry: Vec<u8> = Vec::new();
-        let mut buf = vec![0u8; 64 * 1024];
-        let mut first = true;
-        'outer: while pos > 0 {
-            let start = pos.saturating_sub(buf.len() as u64);
-            let len = (pos - start) as usize;
-            file.seek(SeekFrom::Start(start))?;
-            file.read_exact(&mut buf[..len])?;
-            let mut block = buf[..len].to_vec();
-            block.extend_from_slice(&carry);
-            // Lines fully inside `block` except possibly the first (which may continue
-            // further back): split at newlines, walk from the end.
-            let mut lines: Vec<&[u8]> = block.split(|&b| b == b'\n').collect();
-            let head = if start > 0 {
-                lines.remove(0).to_vec()
-            } else {
-                Vec::new()
-            };
-            while let Some(line) = lines.pop() {
-                if first {
-                    first = false;
-                    if line.is_empty() {
-                        continue; // the trailing newline
+        let torn = self.scan_back(needles, |line| {
+            match serde_json::from_slice::<Map<String, Value>>(line) {
+                Ok(row) => {
+                    if keep(&row) {
+                        out.push(row);
                     }
-                    // No trailing newline: a torn row being written or left by a crash.
-                    stats.corrupt_lines += 1;
-                    continue;
                 }
-                if line.iter().all(|b| b.is_ascii_whitespace()) {
-                    continue;
-                }
-                match serde_json::from_slice::<Map<String, Value>>(line) {
-                    Ok(row) => {
-                        if keep(&row) {
-                            out.push(row);
-                            if out.len() == n {
-                                break 'outer;
-                            }
-                        }
-                    }
-                    Err(_) => stats.corrupt_lines += 1,
-                }
+                Err(_) => stats.corrupt_lines += 1,
             }
-            carry = head;
-            pos = start;
+            out.len() < n
+        })?;
+        if torn {
+            // No trailing newline: a torn row being written or left by a crash.
+            stats.corrupt_lines += 1;
         }
         out.reverse();
         Ok((out, stats))
@@ -359,6 +368,74 @@ impl Journal {
         Ok(check)
     }
 
+    /// Hand complete lines to `visit`, newest first, until it returns false. With `needles`,
+    /// only lines containing one of them (a substring search over raw bytes; nothing else is
+    /// parsed or copied). Blank lines are skipped. Returns whether the journal ends in a torn
+    /// line (no trailing newline), which is never visited.
+    pub fn scan_back(
+        &self,
+        needles: &[String],
+        mut visit: impl FnMut(&[u8]) -> bool,
+    ) -> io::Result<bool> {
+        let finder = if needles.is_empty() {
+            None
+        } else {
+            Some(AhoCorasick::new(needles).map_err(io::Error::other)?)
+        };
+        let file = match File::open(&self.path) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(e),
+        };
+        let mut pos = file.metadata()?.len();
+        let mut torn = false;
+        let mut first = true;
+        let mut block = FIRST_BLOCK;
+        // The head of the later block: a line that starts in an earlier block.
+        let mut carry: Vec<u8> = Vec::new();
+        let mut buf: Vec<u8> = Vec::new();
+        while pos > 0 {
+            let start = pos.saturating_sub(block as u64);
+            block = (block * 2).min(MAX_BLOCK);
+            let len = (pos - start) as usize;
+            buf.clear();
+            buf.resize(len, 0);
+            file.read_exact_at(&mut buf, start)?;
+            buf.extend_from_slice(&carry);
+            // Lines that begin before `start` are carried back whole to the next block.
+            let from = if start > 0 {
+                match buf.iter().position(|&b| b == b'\n') {
+                    Some(p) => p + 1,
+                    None => {
+                        std::mem::swap(&mut carry, &mut buf);
+                        pos = start;
+                        continue;
+                    }
+                }
+            } else {
+                0
+            };
+            let mut body = &buf[from..];
+            if first {
+                first = false;
+                if let Some(cut) = body.iter().rposition(|&b| b == b'\n') {
+                    torn = cut + 1 != body.len();
+                    body = &body[..cut + 1];
+                } else {
+                    torn = !body.is_empty();
+                    body = &[];
+                }
+            }
+            if !visit_block(body, finder.as_ref(), &mut visit) {
+                return Ok(torn);
+            }
+            carry.clear();
+            carry.extend_from_slice(&buf[..from]);
+            pos = start;
+        }
+        Ok(torn)
+    }
+
     /// Every row from byte `offset` to the end, with the offset just past the last full line.
     /// Used to keep in-memory indexes (idempotency keys) current without rereading.
     pub fn read_from(&self, offset: u64) -> io::Result<(Vec<Row>, u64, ReadStats)> {
@@ -388,6 +465,51 @@ impl Journal {
     }
 }
 
+/// Visit the lines of `body` (complete lines, each ending in a newline) newest first; with
+/// `finder`, only those containing a match. Returns false when `visit` asked to stop.
+fn visit_block(
+    body: &[u8],
+    finder: Option<&AhoCorasick>,
+    visit: &mut impl FnMut(&[u8]) -> bool,
+) -> bool {
+    let mut visit_line = |line: &[u8]| {
+        if line.iter().all(u8::is_ascii_whitespace) {
+            true
+        } else {
+            visit(line)
+        }
+    };
+    match finder {
+        None => {
+            let Some(body) = body.strip_suffix(b"\n") else {
+                return true;
+            };
+            body.rsplit(|&b| b == b'\n').all(visit_line)
+        }
+        Some(finder) => {
+            let hits: Vec<usize> = finder.find_iter(body).map(|m| m.start()).collect();
+            let mut line_end = usize::MAX;
+            for &h in hits.iter().rev() {
+                if h >= line_end {
+                    continue; // another match in a line already visited
+                }
+                let start = body[..h]
+                    .iter()
+                    .rposition(|&b| b == b'\n')
+                    .map_or(0, |p| p + 1);
+                let Some(end) = body[h..].iter().position(|&b| b == b'\n').map(|p| h + p) else {
+                    continue;
+                };
+                line_end = start;
+                if !visit_line(&body[start..end]) {
+                    return false;
+                }
+            }
+            true
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -405,6 +527,16 @@ mod tests {
             tool: "safe_write".into(),
             extra: BTreeMap::new(),
         }
+    }
+
+    /// Bytes appended behind the journal's back (a torn row, another writer's line).
+    fn append_raw(j: &Journal, bytes: &[u8]) {
+        OpenOptions::new()
+            .append(true)
+            .open(j.path())
+            .unwrap()
+            .write_all(bytes)
+            .unwrap();
     }
 
     #[test]
@@ -443,8 +575,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let j = Journal::new(t.path());
         j.append(&row("a", 1)).unwrap().commit();
-        let mut f = OpenOptions::new().append(true).open(j.path()).unwrap();
-        f.write_all(b"{\"journal_id\":\"tor").unwrap();
+        append_raw(&j, b"{\"journal_id\":\"tor");
         let (rows, stats) = j.tail(10, |_| true).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(stats.corrupt_lines, 1);
@@ -455,6 +586,68 @@ mod tests {
             text.lines()
                 .all(|l| serde_json::from_str::<Value>(l).is_ok())
         );
+    }
+
+    #[test]
+    fn filtered_tail_finds_rare_rows_across_many_blocks_and_stops_at_n() {
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::new(t.path());
+        // Enough rows that the scan crosses several blocks (and lines cross block edges).
+        let mut lines = String::new();
+        for i in 0..20_000u64 {
+            let path = if i % 1000 == 7 {
+                "/w/rare.txt"
+            } else {
+                "/w/common.txt"
+            };
+            lines.push_str(&row(path, i).to_line());
+        }
+        fs::write(j.path(), lines).unwrap();
+        let wanted = json_string_forms("/w/rare.txt");
+        let (rows, stats) = j
+            .tail_containing(3, &wanted, |r| r["path"] == "/w/rare.txt")
+            .unwrap();
+        let bytes: Vec<u64> = rows.iter().map(|r| r["bytes"].as_u64().unwrap()).collect();
+        assert_eq!(bytes, vec![17_007, 18_007, 19_007]);
+        assert_eq!(stats.corrupt_lines, 0);
+        let (all, _) = j
+            .tail_containing(100, &wanted, |r| r["path"] == "/w/rare.txt")
+            .unwrap();
+        assert_eq!(all.len(), 20);
+        // The same answer as the unfiltered read.
+        let (slow, _) = j.tail(100, |r| r["path"] == "/w/rare.txt").unwrap();
+        assert_eq!(all, slow);
+    }
+
+    #[test]
+    fn filtered_tail_finds_rows_written_by_the_python_original() {
+        // json.dumps defaults: ", " and ": " separators, non-ASCII escaped as \uXXXX.
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::new(t.path());
+        let path = "/w/caf\u{e9} \u{1f600}.md";
+        j.append(&row(path, 1)).unwrap().commit();
+        let python = "{\"bytes\": 2, \"mode\": \"overwrite\", \
+            \"path\": \"/w/caf\\u00e9 \\ud83d\\ude00.md\"}\n";
+        append_raw(&j, python.as_bytes());
+        j.append(&row("/w/other", 3)).unwrap().commit();
+        let (rows, _) = j
+            .tail_containing(10, &json_string_forms(path), |r| r["path"] == path)
+            .unwrap();
+        let bytes: Vec<u64> = rows.iter().map(|r| r["bytes"].as_u64().unwrap()).collect();
+        assert_eq!(bytes, vec![1, 2]);
+    }
+
+    #[test]
+    fn filtered_tail_counts_a_torn_last_line() {
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::new(t.path());
+        j.append(&row("a", 1)).unwrap().commit();
+        append_raw(&j, b"{\"path\":\"a\",\"tor");
+        let (rows, stats) = j
+            .tail_containing(10, &json_string_forms("a"), |r| r["path"] == "a")
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(stats.corrupt_lines, 1);
     }
 
     #[test]
@@ -473,12 +666,7 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let j = Journal::new(t.path());
         j.append(&row("a", 1)).unwrap().commit();
-        OpenOptions::new()
-            .append(true)
-            .open(j.path())
-            .unwrap()
-            .write_all(b"not json\n")
-            .unwrap();
+        append_raw(&j, b"not json\n");
         j.append(&row("b", 2)).unwrap().commit();
         let (rows, stats) = j.tail(10, |_| true).unwrap();
         assert_eq!(rows.len(), 2);

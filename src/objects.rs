@@ -15,6 +15,7 @@
 //! and only the pipeline and `gc` ([`crate::history::gc`]) call it.
 
 use crate::hash::sha256_hex;
+use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
@@ -61,6 +62,15 @@ impl ObjectStore {
     /// Whether object `sha256` is stored.
     pub fn contains(&self, sha256: &str) -> bool {
         crate::hash::is_sha256_hex(sha256) && self.path_of(sha256).is_file()
+    }
+
+    /// A memo for asking whether many objects are stored (history of a long-lived path).
+    pub fn presence(&self) -> Presence<'_> {
+        Presence {
+            store: self,
+            lookups: 0,
+            listed: HashMap::new(),
+        }
     }
 
     /// Store `bytes`, whose SHA-256 the caller computed as `sha256`, durably. Returns whether
@@ -182,6 +192,46 @@ impl ObjectStore {
     }
 }
 
+/// Answers [`ObjectStore::contains`] for many objects: the first few with a `stat` each, then
+/// from one listing per fan-out directory, read when first needed (a history of 10,000
+/// versions costs at most 256 directory reads instead of 10,000 `stat`s).
+pub struct Presence<'a> {
+    store: &'a ObjectStore,
+    lookups: usize,
+    listed: HashMap<String, HashSet<String>>,
+}
+
+/// Lookups answered by `stat` before [`Presence`] switches to directory listings.
+const STAT_LOOKUPS: usize = 64;
+
+impl Presence<'_> {
+    pub fn contains(&mut self, sha256: &str) -> bool {
+        if !crate::hash::is_sha256_hex(sha256) {
+            return false;
+        }
+        self.lookups += 1;
+        if self.lookups <= STAT_LOOKUPS {
+            return self.store.contains(sha256);
+        }
+        let fan = sha256.get(..2).unwrap_or("00");
+        let store = self.store;
+        self.listed
+            .entry(fan.to_string())
+            .or_insert_with(|| {
+                fs::read_dir(store.dir.join(fan))
+                    .map(|entries| {
+                        entries
+                            .flatten()
+                            .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+                            .filter_map(|e| e.file_name().into_string().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default()
+            })
+            .contains(sha256)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -197,5 +247,34 @@ mod tests {
         assert_eq!(s.list().unwrap().len(), 1);
         fs::write(s.path_of(&h), b"tampered").unwrap();
         assert!(s.get(&h).unwrap().is_none());
+    }
+
+    #[test]
+    fn presence_answers_like_contains_past_its_stat_budget() {
+        let t = tempfile::tempdir().unwrap();
+        let s = ObjectStore::new(t.path());
+        let stored: Vec<String> = (0..40u32)
+            .map(|i| {
+                let b = i.to_le_bytes();
+                let h = sha256_hex(&b);
+                s.put(&b, &h).unwrap();
+                h
+            })
+            .collect();
+        let absent: Vec<String> = (100..140u32)
+            .map(|i| sha256_hex(&i.to_le_bytes()))
+            .collect();
+        let mut p = s.presence();
+        // Several rounds, so most answers come from listings rather than stats.
+        for _ in 0..4 {
+            for h in &stored {
+                assert!(p.contains(h), "{h}");
+            }
+            for h in &absent {
+                assert!(!p.contains(h), "{h}");
+            }
+        }
+        assert!(p.lookups > STAT_LOOKUPS && !p.listed.is_empty());
+        assert!(!p.contains("not-a-hash"));
     }
 }

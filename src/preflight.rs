@@ -22,6 +22,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 /// File name of the default policy inside the state directory.
 pub const POLICY_FILE_NAME: &str = "policy.yaml";
@@ -92,12 +93,20 @@ impl PolicyProblem {
 
 /// The policy as loaded at start: the effective policy and its compiled classifier, or why the
 /// file could not be used.
+///
+/// Compiling the built-in rules takes tens of milliseconds, longer than the whole MCP
+/// handshake should. A policy without `extend_patterns` (whose compilation can only fail on a
+/// bug of this crate, which a unit test rules out) is therefore compiled on first use, or
+/// earlier by [`ActivePolicy::warm_up`] on a background thread; a policy with
+/// `extend_patterns` is compiled at load, so a bad regex is reported at start.
 #[derive(Debug)]
 pub struct ActivePolicy {
     /// The file that was (or would have been) read.
     pub path: PathBuf,
-    pub state: std::result::Result<(Policy, Classifier), PolicyProblem>,
+    state: std::result::Result<(Policy, OnceLock<Compiled>), PolicyProblem>,
 }
+
+type Compiled = std::result::Result<Classifier, PolicyProblem>;
 
 impl ActivePolicy {
     /// The policy file named by `policy_file` (absolute, or relative to `state_root`), or the
@@ -116,16 +125,51 @@ impl ActivePolicy {
     /// kept for the tools to report.
     pub fn load(path: PathBuf) -> ActivePolicy {
         let state = Policy::load(&path)
-            .and_then(|p| p.compile().map(|c| (p, c)))
-            .map_err(|e| PolicyProblem::from_error(&path, &e));
+            .map_err(|e| PolicyProblem::from_error(&path, &e))
+            .and_then(|p| {
+                let compiled = OnceLock::new();
+                if !p.extend_patterns.is_empty() {
+                    let c = p
+                        .compile()
+                        .map_err(|e| PolicyProblem::from_error(&path, &e))?;
+                    let _ = compiled.set(Ok(c));
+                }
+                Ok((p, compiled))
+            });
         ActivePolicy { path, state }
     }
 
-    /// The compiled classifier, or the policy failure.
+    /// Why the policy file cannot be used, if it cannot (known at load).
+    pub fn problem(&self) -> Option<&PolicyProblem> {
+        self.state.as_ref().err()
+    }
+
+    /// The compiled classifier, or the policy failure. Compiles on first use (a concurrent
+    /// caller waits for the one compilation).
     pub fn classifier(&self) -> Result<&Classifier> {
         match &self.state {
-            Ok((_, c)) => Ok(c),
+            Ok((policy, compiled)) => compiled
+                .get_or_init(|| {
+                    policy
+                        .compile()
+                        .map_err(|e| PolicyProblem::from_error(&self.path, &e))
+                })
+                .as_ref()
+                .map_err(PolicyProblem::failure),
             Err(p) => Err(p.failure()),
+        }
+    }
+
+    /// Compile the classifier now if it is not yet (for a background thread at start).
+    pub fn warm_up(&self) {
+        let _ = self.classifier();
+    }
+
+    /// Whether the classifier is compiled (or known to be unusable) already.
+    pub fn is_compiled(&self) -> bool {
+        match &self.state {
+            Ok((_, compiled)) => compiled.get().is_some(),
+            Err(_) => true,
         }
     }
 
@@ -266,13 +310,43 @@ mod tests {
         let path = dir.path().join("p.yaml");
         std::fs::write(&path, "version: 1\nthresholds:\n  hihg: 0.9\n").unwrap();
         let active = ActivePolicy::load(path.clone());
-        let Err(problem) = &active.state else {
+        let Some(problem) = active.problem() else {
             panic!("loaded a bad policy")
         };
         assert_eq!(problem.file, path.display().to_string());
         assert!(problem.line >= 2, "{problem:?}");
         assert!(problem.message.contains(" line "), "{problem:?}");
         assert!(active.classifier().is_err());
+    }
+
+    #[test]
+    fn a_bad_extra_regex_is_reported_at_load_not_at_first_use() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.yaml");
+        std::fs::write(
+            &path,
+            "version: 1\nextend_patterns:\n  - name: broken\n    family: custom\n    regex: \"(unclosed\"\n",
+        )
+        .unwrap();
+        let active = ActivePolicy::load(path.clone());
+        let problem = active.problem().expect("the bad regex is known at load");
+        assert!(problem.message.contains("broken"), "{problem:?}");
+        assert!(active.classifier().is_err());
+    }
+
+    #[test]
+    fn the_default_policy_compiles_on_first_use_and_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let active = ActivePolicy::load(dir.path().join("none.yaml"));
+        assert!(
+            !active.is_compiled(),
+            "compiling at load delays the handshake"
+        );
+        let first: *const Classifier = active.classifier().unwrap();
+        assert!(active.is_compiled());
+        active.warm_up();
+        let again: *const Classifier = active.classifier().unwrap();
+        assert_eq!(first, again);
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //!
 //! Startup work that matters for durability happens in [`Service::start`]: the journal's torn
 //! tail is repaired and stale temp files of crashed writers are swept (in the background, so
-//! the server answers `initialize` at once).
+//! the server answers `initialize` at once). The L0 classifier is compiled on a background
+//! thread too (it takes longer than the handshake); a call that needs it first waits for it.
 
 use crate::envelope::{Envelope, Failure, Result};
 use crate::journal::Journal;
@@ -169,7 +170,7 @@ impl Service {
             config.policy_file.as_deref(),
             &state_root,
         ));
-        if let Err(p) = &policy.state {
+        if let Some(p) = policy.problem() {
             notices.record(
                 Level::Error,
                 format!(
@@ -234,6 +235,14 @@ impl Service {
             svc.notices.record(Level::Warning, line);
         }
         let _ = svc.recovery.set(report);
+        // The classifier compiles while the client's handshake proceeds (preflight.rs).
+        if !svc.policy.is_compiled() {
+            let warm = Arc::clone(&svc);
+            std::thread::Builder::new()
+                .name("rw-l0-compile".into())
+                .spawn(move || warm.policy.warm_up())
+                .ok();
+        }
         svc
     }
 

@@ -2,13 +2,18 @@
 //! writes in a write-ahead log, committed all or nothing, also across a crash.
 //!
 //! Layout: `.resilient_write/wal/<tx_id>/` holds `manifest.json` (the transaction: label,
-//! owner pid, expiry, and one entry per staged file with the hash its target had when staged,
-//! its base, and the hash of the staged content), `op-NNNN.bin` (the staged contents, each
-//! fsynced) and, once committed, `COMMIT` (the commit record).
+//! owner pid, expiry; written once by `tx_begin`), `staged.bin` (the staged contents, appended
+//! one after another), `ops.jsonl` (one line per staging call: the file, the hash its target
+//! had when first staged (its base), the hash of the staged content and where it lies in
+//! `staged.bin`; a later line for the same file supersedes an earlier one) and, once
+//! committed, `COMMIT` (the commit record).
 //!
 //! Guarantees:
-//! - Staging touches no workspace file. Every staged file and every manifest version is
-//!   durable before the tool answers.
+//! - Staging touches no workspace file, and appends (two `write`s, no rewrite of anything
+//!   staged before, no fsync): an open transaction never outlives its process (recovery rolls
+//!   back every uncommitted transaction whose owner is gone), so what staging wrote only has
+//!   to be durable once a commit record refers to it. Commit fsyncs `staged.bin` and the WAL
+//!   directory before the commit record appears.
 //! - Commit ([`commit`]) goes through [`Pipeline::commit_many`]: every target directory is
 //!   locked (stable order), every target must still have its base hash (one stale file fails
 //!   the whole commit with a [`Failure::TxConflict`] naming each conflict; nothing is
@@ -28,7 +33,7 @@
 
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
-use crate::journal::now_rfc3339;
+use crate::journal::{json_string_forms, now_rfc3339};
 use crate::pipeline::{Body, Caller, Existing, Outcome, Plan, read_existing};
 use crate::service::Service;
 use crate::workspace::Target;
@@ -45,6 +50,10 @@ use std::path::{Path, PathBuf};
 pub const WAL_DIR: &str = "wal";
 const MANIFEST: &str = "manifest.json";
 const COMMIT: &str = "COMMIT";
+/// Staged contents, appended (see the module doc).
+const STAGED_DATA: &str = "staged.bin";
+/// One staged operation per line, appended.
+const OPS_LOG: &str = "ops.jsonl";
 
 /// Default and longest timeout of an open transaction.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 3600;
@@ -65,12 +74,17 @@ pub struct StagedOp {
     pub bytes: u64,
     /// File name of the staged content in the WAL directory.
     pub staged: String,
+    /// Where the content starts in `staged` (`bytes` long); `None`: it is the whole file
+    /// (transactions staged by earlier versions, one file per operation).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub offset: Option<u64>,
     pub tool: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacements: Option<usize>,
 }
 
-/// The transaction as recorded in `manifest.json`.
+/// The transaction: `manifest.json` as `tx_begin` wrote it, with `ops` completed from
+/// `ops.jsonl`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Manifest {
     pub tx_id: String,
@@ -81,8 +95,12 @@ pub struct Manifest {
     pub timeout_seconds: u64,
     pub owner_pid: u32,
     pub caller: String,
+    /// Staged files. Written as `[]` by `tx_begin`; earlier versions rewrote the manifest per
+    /// staging call and kept them here, which is still read.
+    #[serde(default)]
     pub ops: Vec<StagedOp>,
-    /// Counter for staged file names.
+    /// Counter for staged file names (earlier versions).
+    #[serde(default)]
     pub next_op: u64,
 }
 
@@ -113,6 +131,17 @@ fn not_open(tx_id: &str, reason: &str) -> Failure {
 
 /// Write `bytes` to `dir/name` durably: temp file, fsync, rename, fsync `dir`.
 fn write_durable(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
+    write_durable_with(dir, name, bytes, || Ok(()))
+}
+
+/// Like [`write_durable`]; `before_rename` runs after the temp file is fsynced and before it
+/// is renamed into place, and the one directory fsync that follows covers what it created.
+fn write_durable_with(
+    dir: &Path,
+    name: &str,
+    bytes: &[u8],
+    before_rename: impl FnOnce() -> io::Result<()>,
+) -> io::Result<()> {
     let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
     let mut f = OpenOptions::new()
         .write(true)
@@ -122,8 +151,71 @@ fn write_durable(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
         .open(&tmp)?;
     f.write_all(bytes)?;
     f.sync_all()?;
+    before_rename()?;
     fs::rename(&tmp, dir.join(name))?;
     File::open(dir)?.sync_all()
+}
+
+fn open_append(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .append(true)
+        .create(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// Append `bytes` to `path` whole or not at all: a failed write (ENOSPC) is cut off, so
+/// the next append starts on a clean boundary. Returns the offset the bytes start at. The
+/// caller holds the transaction's lock, so nothing else appends meanwhile.
+fn append_whole(path: &Path, bytes: &[u8]) -> io::Result<u64> {
+    let mut f = open_append(path)?;
+    let offset = f.metadata()?.len();
+    if let Err(e) = f.write_all(bytes) {
+        let _ = f.set_len(offset);
+        return Err(e);
+    }
+    Ok(offset)
+}
+
+/// The staged operations recorded in `ops.jsonl`, in order. A line cut short by a failed
+/// append is not possible (see [`append_whole`]); any unreadable line is an error.
+fn read_ops(dir: &Path) -> io::Result<Vec<StagedOp>> {
+    let text = match fs::read(dir.join(OPS_LOG)) {
+        Ok(t) => t,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    text.split(|&b| b == b'\n')
+        .filter(|l| !l.is_empty())
+        .map(|l| {
+            serde_json::from_slice(l).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+        })
+        .collect()
+}
+
+/// The content of a staged operation, read from the WAL.
+fn read_staged(dir: &Path, op: &StagedOp) -> io::Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let path = dir.join(&op.staged);
+    match op.offset {
+        None => fs::read(path),
+        Some(offset) => {
+            let len = usize::try_from(op.bytes)
+                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "staged size"))?;
+            let mut buf = vec![0u8; len];
+            File::open(path)?.read_exact_at(&mut buf, offset)?;
+            Ok(buf)
+        }
+    }
+}
+
+/// Make what staging appended durable (the commit record will refer to it).
+fn sync_staged(dir: &Path) -> io::Result<()> {
+    match File::open(dir.join(STAGED_DATA)) {
+        Ok(f) => f.sync_data(),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(e),
+    }
 }
 
 /// An open transaction, locked for the duration of one call.
@@ -153,9 +245,19 @@ fn lock_dir(dir: &Path, blocking: bool) -> io::Result<Option<File>> {
     }
 }
 
+/// The manifest with every staged operation (a later operation on a file supersedes the
+/// earlier one in place).
 fn read_manifest(dir: &Path) -> io::Result<Manifest> {
     let text = fs::read(dir.join(MANIFEST))?;
-    serde_json::from_slice(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    let mut m: Manifest =
+        serde_json::from_slice(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    for op in read_ops(dir)? {
+        match m.ops.iter().position(|o| o.abs_path == op.abs_path) {
+            Some(i) => m.ops[i] = op,
+            None => m.ops.push(op),
+        }
+    }
+    Ok(m)
 }
 
 fn write_manifest(dir: &Path, m: &Manifest) -> io::Result<()> {
@@ -292,7 +394,7 @@ pub fn stage(
     tool: &str,
     compute: impl FnOnce(&Current) -> Result<NewContent>,
 ) -> Result<(StagedOp, usize)> {
-    let mut tx = open(svc, tx_id)?;
+    let tx = open(svc, tx_id)?;
     let resolved = svc.workspaces().resolve(path, false);
     let (abs_path, disk) = match resolved {
         Ok(t) => {
@@ -312,7 +414,7 @@ pub fn stage(
     let (current, base) = match earlier {
         Some(i) => {
             let op = &tx.manifest.ops[i];
-            let bytes = fs::read(tx.dir.join(&op.staged))
+            let bytes = read_staged(&tx.dir, op)
                 .map_err(|e| Failure::io("read staged content", &tx.dir, e))?;
             let mode = disk.as_ref().map_or(0o644, |d| d.mode);
             let existing = Existing {
@@ -343,20 +445,10 @@ pub fn stage(
         }
     };
     let new = compute(&current)?;
-    let n = tx.manifest.next_op;
-    let staged_name = format!("op-{n:04}.bin");
-    let staged_path = tx.dir.join(&staged_name);
-    (|| {
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&staged_path)?;
-        f.write_all(&new.bytes)?;
-        f.sync_all()
-    })()
-    .map_err(|e| Failure::io("write staged content", &staged_path, e))?;
-    // A second write to the same path in one transaction replaces the first (chained on
+    let data_path = tx.dir.join(STAGED_DATA);
+    let offset = append_whole(&data_path, &new.bytes)
+        .map_err(|e| Failure::io("write staged content", &data_path, e))?;
+    // A second write to the same path in one transaction supersedes the first (chained on
     // its content) and keeps the original base, which the commit checks.
     let op = StagedOp {
         path: path.to_string(),
@@ -369,24 +461,19 @@ pub fn stage(
         base_sha256: base,
         sha256: sha256_hex(&new.bytes),
         bytes: new.bytes.len() as u64,
-        staged: staged_name,
+        staged: STAGED_DATA.into(),
+        offset: Some(offset),
         tool: tool.to_string(),
         replacements: new.replacements,
     };
-    let replaced = match earlier {
-        Some(i) => Some(std::mem::replace(&mut tx.manifest.ops[i], op.clone())),
-        None => {
-            tx.manifest.ops.push(op.clone());
-            None
-        }
-    };
-    tx.manifest.next_op = n + 1;
-    write_manifest(&tx.dir, &tx.manifest)
-        .map_err(|e| Failure::io("write transaction manifest", &tx.dir, e))?;
-    if let Some(old) = replaced {
-        let _ = fs::remove_file(tx.dir.join(old.staged));
-    }
-    Ok((op, tx.manifest.ops.len()))
+    let mut line =
+        serde_json::to_vec(&op).map_err(|e| Failure::Internal(format!("staged operation: {e}")))?;
+    line.push(b'\n');
+    let ops_path = tx.dir.join(OPS_LOG);
+    append_whole(&ops_path, &line)
+        .map_err(|e| Failure::io("write transaction log", &ops_path, e))?;
+    let count = tx.manifest.ops.len() + usize::from(earlier.is_none());
+    Ok((op, count))
 }
 
 /// `tx_status`: the transaction and, per staged file, whether its target still has its base.
@@ -480,7 +567,9 @@ pub fn commit(svc: &Service, tx_id: &str) -> Result<Committed> {
         |_| {
             let bytes = serde_json::to_vec_pretty(&record)
                 .map_err(|e| Failure::Internal(format!("commit record: {e}")))?;
-            write_durable(&dir, COMMIT, &bytes)
+            // The staged contents become durable with the record that refers to them: one
+            // fsync of staged.bin, and one of the WAL directory for both names.
+            write_durable_with(&dir, COMMIT, &bytes, || sync_staged(&dir))
                 .map_err(|e| Failure::io("write commit record", &dir, e))
         },
         true,
@@ -503,8 +592,7 @@ pub fn commit(svc: &Service, tx_id: &str) -> Result<Committed> {
 }
 
 fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Plan> {
-    let bytes =
-        fs::read(dir.join(&op.staged)).map_err(|e| Failure::io("read staged content", dir, e))?;
+    let bytes = read_staged(dir, op).map_err(|e| Failure::io("read staged content", dir, e))?;
     if sha256_hex(&bytes) != op.sha256 {
         return Err(Failure::Corruption {
             path: op.path.clone(),
@@ -694,7 +782,9 @@ fn roll_forward(
     let (rows, _) = svc
         .pipeline()
         .journal()
-        .tail(1, |r| r.get("tx_id").and_then(Value::as_str) == Some(tx_id))
+        .tail_containing(1, &json_string_forms(tx_id), |r| {
+            r.get("tx_id").and_then(Value::as_str) == Some(tx_id)
+        })
         .map_err(|e| Failure::io("read journal", svc.pipeline().journal().path(), e))?;
     let who = Caller {
         caller: record.caller.clone(),
@@ -728,4 +818,119 @@ fn roll_forward(
         rows.is_empty(),
     )?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::service::Config;
+    use std::sync::Arc;
+
+    fn service() -> (tempfile::TempDir, Arc<Service>) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let mut c = Config::new(root.clone());
+        c.workspaces = vec![root];
+        c.sweep_on_start = false;
+        (t, Service::start(c))
+    }
+
+    fn stage_bytes(svc: &Service, tx_id: &str, path: &str, bytes: &[u8]) -> (StagedOp, usize) {
+        stage(svc, tx_id, path, "tx_write", |cur| {
+            Ok(NewContent {
+                bytes: bytes.to_vec(),
+                mode: if cur.existing.is_some() {
+                    "overwrite"
+                } else {
+                    "create"
+                }
+                .into(),
+                replacements: None,
+            })
+        })
+        .unwrap()
+    }
+
+    #[test]
+    fn staging_appends_and_never_rewrites_the_manifest() {
+        let (t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        let dir = wal_root(&svc).join(&m.tx_id);
+        let manifest_before = fs::read(dir.join(MANIFEST)).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"first a");
+        stage_bytes(&svc, &m.tx_id, "b.txt", b"b");
+        let (op, count) = stage_bytes(&svc, &m.tx_id, "a.txt", b"second a");
+        assert_eq!(count, 2, "a second write of a.txt supersedes the first");
+        assert_eq!(op.offset, Some(b"first ab".len() as u64));
+        assert_eq!(fs::read(dir.join(MANIFEST)).unwrap(), manifest_before);
+        let log = fs::read_to_string(dir.join(OPS_LOG)).unwrap();
+        assert_eq!(log.lines().count(), 3);
+        assert_eq!(
+            fs::read(dir.join(STAGED_DATA)).unwrap(),
+            b"first absecond a"
+        );
+        let (status_m, _) = status(&svc, &m.tx_id).unwrap();
+        let shas: Vec<&str> = status_m.ops.iter().map(|o| o.sha256.as_str()).collect();
+        assert_eq!(shas, [sha256_hex(b"second a"), sha256_hex(b"b")]);
+        commit(&svc, &m.tx_id).unwrap();
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"second a");
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b");
+        assert!(!dir.exists(), "the WAL is retired");
+    }
+
+    #[test]
+    fn a_transaction_staged_by_an_earlier_version_still_commits() {
+        // One file per operation and the operations in manifest.json, as before staging
+        // became append-only.
+        let (t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        let dir = wal_root(&svc).join(&m.tx_id);
+        fs::write(dir.join("op-0001.bin"), b"legacy content").unwrap();
+        let mut legacy = m.clone();
+        legacy.ops.push(StagedOp {
+            path: "old.txt".into(),
+            abs_path: t
+                .path()
+                .canonicalize()
+                .unwrap()
+                .join("old.txt")
+                .display()
+                .to_string(),
+            mode: "create".into(),
+            base_sha256: None,
+            sha256: sha256_hex(b"legacy content"),
+            bytes: 14,
+            staged: "op-0001.bin".into(),
+            offset: None,
+            tool: "tx_write".into(),
+            replacements: None,
+        });
+        legacy.next_op = 2;
+        fs::write(dir.join(MANIFEST), serde_json::to_vec(&legacy).unwrap()).unwrap();
+        stage_bytes(&svc, &m.tx_id, "new.txt", b"new content");
+        let c = commit(&svc, &m.tx_id).unwrap();
+        assert_eq!(c.files.len(), 2);
+        assert_eq!(
+            fs::read(t.path().join("old.txt")).unwrap(),
+            b"legacy content"
+        );
+        assert_eq!(fs::read(t.path().join("new.txt")).unwrap(), b"new content");
+    }
+
+    #[test]
+    fn a_damaged_staged_content_fails_the_commit_and_writes_nothing() {
+        let (t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        let dir = wal_root(&svc).join(&m.tx_id);
+        stage_bytes(&svc, &m.tx_id, "x.txt", b"xxxx");
+        stage_bytes(&svc, &m.tx_id, "y.txt", b"yyyy");
+        fs::write(dir.join(STAGED_DATA), b"xxxxYYYY").unwrap();
+        let e = match commit(&svc, &m.tx_id) {
+            Err(e) => e,
+            Ok(_) => panic!("committed damaged content"),
+        };
+        assert!(matches!(e, Failure::Corruption { .. }), "{e:?}");
+        assert!(!t.path().join("x.txt").exists());
+        assert!(!t.path().join("y.txt").exists());
+    }
 }

@@ -712,3 +712,89 @@ fn compose_sends_progress_notifications_when_the_client_asks() {
             .all(|n| n["method"] != "notifications/progress")
     );
 }
+
+#[test]
+fn appends_do_not_rewrite_the_manifest_per_chunk() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    for i in 1..=200u64 {
+        let r = s.ok(
+            "rw_chunk_append",
+            json!({"session": "many", "content": format!("chunk {i}\n")}),
+        );
+        assert_eq!(r["index"], i);
+    }
+    let manifest_rows = journal_rows(&ws.root)
+        .into_iter()
+        .filter(|r| r["mode"] == "manifest")
+        .count();
+    // Folded when the records log outgrows the manifest: a handful of rewrites, not 200.
+    assert!(
+        (1..=12).contains(&manifest_rows),
+        "{manifest_rows} manifest rewrites for 200 appends"
+    );
+    // Every chunk is still recorded (manifest or log) and checked.
+    let st = s.ok(
+        "rw_chunk_status",
+        json!({"session": "many", "verify": true}),
+    );
+    assert_eq!(st["chunk_count"], 200);
+    assert_eq!(st["modified_chunks"], json!([]));
+    assert_eq!(st["ready"], true);
+    std::fs::write(session_dir(&ws, "many").join("part-150.txt"), b"by hand").unwrap();
+    let st = s.ok("rw_chunk_status", json!({"session": "many"}));
+    assert_eq!(st["modified_chunks"][0]["index"], 150);
+}
+
+#[test]
+fn status_trusts_an_unchanged_chunk_unless_asked_to_verify() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "v", 1, "one");
+    write(&mut s, "v", 2, "two");
+    // Edit chunk 2 by hand, then make its record carry the file's new stamp (a record that
+    // no longer tells the truth): only verify=true reads the file again and notices.
+    use std::os::unix::fs::MetadataExt;
+    let part = session_dir(&ws, "v").join("part-002.txt");
+    std::fs::write(&part, b"TWO").unwrap();
+    let meta = std::fs::metadata(&part).unwrap();
+    let stamp = format!(
+        "{}:{}:{}.{:09}",
+        meta.dev(),
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    );
+    let log = session_dir(&ws, "v").join(".records.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut rec: Value = serde_json::from_str(l).unwrap();
+            if rec["index"] == 2 {
+                rec["stamp"] = json!(stamp);
+            }
+            rec.to_string()
+        })
+        .collect();
+    assert!(
+        text.contains(&sha256(b"two")),
+        "chunk 2 is recorded in the log"
+    );
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let st = s.ok("rw_chunk_status", json!({"session": "v"}));
+    assert_eq!(st["modified_chunks"], json!([]));
+    let st = s.ok("rw_chunk_status", json!({"session": "v", "verify": true}));
+    assert_eq!(st["modified_chunks"][0]["index"], 2);
+    assert_eq!(
+        st["modified_chunks"][0]["recorded_sha256"],
+        json!(sha256(b"two"))
+    );
+    assert_eq!(
+        st["modified_chunks"][0]["actual_sha256"],
+        json!(sha256(b"TWO"))
+    );
+    let e = s.err("rw_chunk_status", json!({"session": "v", "verify": "yes"}));
+    assert_eq!(e["error"], "policy_violation");
+    assert_eq!(e["context"]["reason"], "invalid_arguments");
+}

@@ -190,11 +190,22 @@ pub struct ChunkPreviewResult {
     pub preview: bool,
 }
 
-/// Arguments of `chunk_status` and `chunk_reset`.
+/// Arguments of `chunk_reset`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionArgs {
     pub session: String,
+}
+
+/// Arguments of `chunk_status`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ChunkStatusArgs {
+    pub session: String,
+    /// Re-hash every chunk (default false: a chunk whose file is unchanged since its hash was
+    /// recorded, same inode, change time and size, is not read again).
+    #[serde(default)]
+    pub verify: bool,
 }
 
 /// Result of `chunk_status`.
@@ -299,11 +310,12 @@ pub const CHUNK_STATUS: ToolSpec = ToolSpec {
     title: "Inspect a chunk session",
     description: "Report a session's present and missing indices, total_expected, chunks \
         edited since they were written, foreign files, and whether compose would accept it. \
-        Writes nothing.",
+        A chunk unchanged on disk since it was written is not re-hashed unless verify=true \
+        (compose always re-hashes). Writes nothing.",
     read_only: true,
     destructive: false,
     idempotent: true,
-    input_schema: schema::<SessionArgs>,
+    input_schema: schema::<ChunkStatusArgs>,
     output_schema: schema::<ChunkStatusResult>,
     run: run_chunk_status,
 };
@@ -493,8 +505,8 @@ fn run_chunk_preview(svc: &Service, raw: Value) -> Result<Value> {
 }
 
 fn run_chunk_status(svc: &Service, raw: Value) -> Result<Value> {
-    let args: SessionArgs = parse_args(raw)?;
-    let (s, chunk_dir) = chunks::status(svc, &args.session)?;
+    let args: ChunkStatusArgs = parse_args(raw)?;
+    let (s, chunk_dir) = chunks::status(svc, &args.session, args.verify)?;
     to_value(&ChunkStatusResult {
         ok: true,
         session: args.session,

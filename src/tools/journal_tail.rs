@@ -3,6 +3,7 @@
 
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::envelope::{Failure, Result};
+use crate::journal::json_string_forms;
 use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -75,9 +76,15 @@ pub fn tail(svc: &Service, args: &JournalTailArgs) -> Result<JournalTailResult> 
         )),
         None => None,
     };
+    // Only lines containing the wanted path are parsed (see `Journal::tail_containing`).
+    let needles: Vec<String> = wanted_path
+        .iter()
+        .flat_map(|(raw, abs)| [json_string_forms(raw), json_string_forms(abs)])
+        .flatten()
+        .collect();
     let journal = svc.pipeline().journal();
     let (entries, stats) = journal
-        .tail(args.n, |row| {
+        .tail_containing(args.n, &needles, |row| {
             let path_ok = wanted_path.as_ref().is_none_or(|(raw, abs)| {
                 let p = row.get("path").and_then(Value::as_str).unwrap_or_default();
                 p == abs || p == raw
