@@ -188,8 +188,8 @@ fn check_config(svc: &Service, out: &mut Vec<Finding>) {
         ));
     }
     let policy = svc.policy();
-    match &policy.state {
-        Err(p) => out.push(Finding::problem(
+    match (policy.problem(), policy.policy()) {
+        (Some(p), _) => out.push(Finding::problem(
             "config",
             format!("policy file {} is unusable: {}", p.file, p.message),
             format!(
@@ -197,7 +197,8 @@ fn check_config(svc: &Service, out: &mut Vec<Finding>) {
                 p.line
             ),
         )),
-        Ok((p, _)) => {
+        (None, None) => {}
+        (None, Some(p)) => {
             if let Err(e) = crate::history::Retention::from_policy(p.history.as_ref()) {
                 out.push(Finding::problem(
                     "config",
@@ -346,7 +347,8 @@ fn check_chunks(svc: &Service, out: &mut Vec<Finding>) {
                 .repaired_by(Repair::RebuildManifest(name.clone())),
             );
         }
-        let status = match crate::chunks::status(svc, &name) {
+        // Doctor re-hashes every chunk: it is the thorough check, not the quick status.
+        let status = match crate::chunks::status(svc, &name, true) {
             Ok((s, _)) => s,
             Err(f) => {
                 out.push(Finding::problem(

@@ -12,7 +12,7 @@
 
 mod common;
 
-use serde_json::{Value, json};
+use serde_json::json;
 use std::collections::HashMap;
 use common::Killable;
 use std::path::Path;
