@@ -8,12 +8,12 @@
 //! Run: `cargo build --release && cargo run --release --example write_bench [ITERATIONS]`
 //! (the directory used is `$RW_BENCH_DIR`, default a temp dir on the same disk as /tmp).
 
-use serde_json::{Value, json};
+use resilient_write::client::{Launch, McpClient};
+use serde_json::json;
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
 
 fn median(mut v: Vec<Duration>) -> Duration {
@@ -49,74 +49,26 @@ fn syscall_floor_once(dir: &Path, dir_handle: &File, payload: &[u8], i: usize) -
     }
 }
 
-struct Client {
-    child: Child,
-    stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
-    id: u64,
+/// Start the release server in `dir` and time spawn + `initialize` answered.
+fn start(dir: &Path) -> (McpClient, Duration) {
+    let t = Instant::now();
+    let client = Launch::new(binary())
+        .cwd(dir)
+        .client_name("bench")
+        .spawn()
+        .expect("spawn the release binary (cargo build --release first)");
+    (client, t.elapsed())
 }
 
-impl Client {
-    fn start(dir: &Path) -> (Client, Duration) {
-        let t = Instant::now();
-        let mut child = Command::new(binary())
-            .current_dir(dir)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn the release binary (cargo build --release first)");
-        let stdin = child.stdin.take().expect("stdin");
-        let stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut c = Client {
-            child,
-            stdin,
-            stdout,
-            id: 0,
-        };
-        c.request(
-            "initialize",
-            json!({"protocolVersion": "2025-06-18", "capabilities": {},
-                   "clientInfo": {"name": "bench", "version": "0"}}),
-        );
-        let elapsed = t.elapsed();
-        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-        writeln!(c.stdin, "{note}").expect("write");
-        (c, elapsed)
-    }
-
-    fn request(&mut self, method: &str, params: Value) -> Value {
-        self.id += 1;
-        let msg = json!({"jsonrpc": "2.0", "id": self.id, "method": method, "params": params});
-        writeln!(self.stdin, "{msg}").expect("write");
-        self.stdin.flush().expect("flush");
-        loop {
-            let mut line = String::new();
-            self.stdout.read_line(&mut line).expect("read");
-            let v: Value = serde_json::from_str(&line).expect("json");
-            if v["id"] == json!(self.id) {
-                return v;
-            }
-        }
-    }
-
-    fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
-            .unwrap_or_default();
-        status
-            .lines()
-            .find(|l| l.starts_with("VmRSS:"))
-            .and_then(|l| l.split_whitespace().nth(1))
-            .and_then(|n| n.parse().ok())
-            .unwrap_or(0)
-    }
-}
-
-impl Drop for Client {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
+/// Resident set of process `pid` in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+    status
+        .lines()
+        .find(|l| l.starts_with("VmRSS:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
 }
 
 fn main() {
@@ -138,19 +90,20 @@ fn main() {
     // The two sides alternate call by call, so background load hits both alike; the first 20
     // rounds warm up the disk and the page cache and are not counted.
     let dir_handle = File::open(&root).expect("open dir");
-    let (mut client, _) = Client::start(&root);
+    let (mut client, _) = start(&root);
     let mut times = Vec::with_capacity(iterations);
     let mut floor_times = Vec::with_capacity(iterations);
     for i in 0..iterations + 20 {
         let floor_once = syscall_floor_once(&root, &dir_handle, &payload, i);
         let t = Instant::now();
-        let r = client.request(
-            "tools/call",
-            json!({"name": "rw_safe_write",
-                   "arguments": {"path": "bench.txt", "content": content, "mode": "overwrite"}}),
+        let r = client.call(
+            "rw_safe_write",
+            json!({"path": "bench.txt", "content": content, "mode": "overwrite"}),
         );
         let elapsed = t.elapsed();
-        assert_eq!(r["result"]["isError"], json!(false), "{r}");
+        if let Err(e) = r {
+            panic!("safe_write failed: {e}");
+        }
         if i >= 20 {
             times.push(elapsed);
             floor_times.push(floor_once);
@@ -163,10 +116,10 @@ fn main() {
     let mut starts = Vec::new();
     let mut rss = Vec::new();
     for _ in 0..20 {
-        let (c, elapsed) = Client::start(&root);
+        let (c, elapsed) = start(&root);
         starts.push(elapsed);
         std::thread::sleep(Duration::from_millis(50));
-        rss.push(c.rss_kib());
+        rss.push(rss_kib(c.pid()));
     }
     rss.sort();
 

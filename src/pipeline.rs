@@ -719,6 +719,18 @@ impl Pipeline {
 
         // 3. Stage and preserve: every temp file written first, then all fsynced back to
         // back (the filesystem folds them into few journal commits), then all read back.
+        // Progress (when the client asked for it): one step per file written, one per file
+        // renamed, reported about twenty times in all.
+        let progress = crate::progress::current();
+        let steps = 2 * plans.iter().flatten().count() as u64;
+        let every = (steps / 20).max(1);
+        let tick = |done: u64| {
+            if let Some(p) = &progress
+                && (done.is_multiple_of(every) || done == steps)
+            {
+                p(done, steps);
+            }
+        };
         let mut written: Vec<(usize, Written, Plan)> = Vec::new();
         for (i, plan) in plans.into_iter().enumerate() {
             let Some(mut plan) = plan else { continue };
@@ -727,6 +739,7 @@ impl Pipeline {
             let body = std::mem::replace(&mut plan.body, Body::Bytes(Vec::new()));
             let w = write_temp(t, existing[i].as_ref(), body, plan.new_file_mode)?;
             written.push((i, w, plan));
+            tick(written.len() as u64);
         }
         for (_, w, _) in &written {
             w.sync()?;
@@ -799,6 +812,7 @@ impl Pipeline {
             }
             s.guard.armed = false;
             renamed_dirs.push(*i);
+            tick(steps / 2 + n as u64 + 1);
             let mut warnings = std::mem::take(&mut s.warnings);
             let detached_hardlinks = hardlink_warning(existing[*i].as_ref(), &mut warnings);
             outcomes[*i] = Some(Outcome {

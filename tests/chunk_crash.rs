@@ -12,8 +12,8 @@
 
 mod common;
 
-use serde_json::{Value, json};
 use common::Killable;
+use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;

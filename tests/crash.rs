@@ -17,9 +17,9 @@
 
 mod common;
 
+use common::Killable;
 use serde_json::{Map, Value, json};
 use std::collections::HashSet;
-use common::Killable;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};

@@ -12,9 +12,9 @@
 
 mod common;
 
+use common::Killable;
 use serde_json::json;
 use std::collections::HashMap;
-use common::Killable;
 use std::path::Path;
 use std::time::Duration;
 

@@ -581,3 +581,47 @@ fn cli_history_and_restore_with_diff_preview() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(std::fs::read(ws.path("p.txt")).unwrap(), b"before\n");
 }
+
+#[test]
+fn tx_commit_sends_progress_notifications_when_the_client_asks() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let tx = begin(&mut s);
+    for i in 0..30 {
+        s.ok(
+            "rw_tx_write",
+            json!({"tx_id": tx, "path": format!("f{i}.txt"), "content": format!("{i}\n")}),
+        );
+    }
+    let (resp, notes) = s.request_with_notifications(
+        "tools/call",
+        json!({"name": "rw_tx_commit", "arguments": {"tx_id": tx},
+               "_meta": {"progressToken": 7}}),
+    );
+    assert_eq!(resp["result"]["isError"], false, "{resp}");
+    let progress: Vec<&Value> = notes
+        .iter()
+        .filter(|n| n["method"] == "notifications/progress")
+        .collect();
+    assert!(
+        progress.len() >= 2,
+        "too few progress notifications: {notes:?}"
+    );
+    assert!(
+        progress.len() <= 25,
+        "one notification per step is noise: {}",
+        progress.len()
+    );
+    assert!(progress.iter().all(|n| n["params"]["progressToken"] == 7));
+    let done: Vec<f64> = progress
+        .iter()
+        .map(|n| n["params"]["progress"].as_f64().unwrap())
+        .collect();
+    assert!(
+        done.windows(2).all(|w| w[0] < w[1]),
+        "not increasing: {done:?}"
+    );
+    let last = &progress.last().unwrap()["params"];
+    assert_eq!(last["progress"], 60.0);
+    assert_eq!(last["total"], 60.0);
+}

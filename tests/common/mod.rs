@@ -352,7 +352,10 @@ impl Killable {
             Ok(v) => Some(v),
             Err(e) if e.server_gone() => None,
             Err(e @ resilient_write::client::ClientError::BadMessage { .. }) => {
-                assert!(self.exits_soon(), "{tool}: a live server sent a bad line: {e}");
+                assert!(
+                    self.exits_soon(),
+                    "{tool}: a live server sent a bad line: {e}"
+                );
                 None
             }
             Err(e) => panic!("{tool} failed: {e}"),
