@@ -1,4 +1,5 @@
-//! Progress reporting for long operations (compose), without the core knowing about MCP.
+//! Progress reporting for long operations (`chunk_compose` in bytes, `tx_commit` in file
+//! steps), without the core knowing about MCP.
 //!
 //! A front end that can deliver progress (the MCP adapter, when the client sent a
 //! `progressToken`) installs a callback for the duration of one tool call with
@@ -9,7 +10,8 @@
 use std::cell::RefCell;
 use std::sync::Arc;
 
-/// `(done, total)` in the operation's unit (bytes for compose).
+/// `(done, total)` in the operation's unit (bytes for compose, files written then renamed
+/// for a transaction commit).
 pub type Progress = Arc<dyn Fn(u64, u64) + Send + Sync>;
 
 thread_local! {
