@@ -96,8 +96,8 @@ impl PolicyProblem {
 ///
 /// Compiling the built-in rules takes tens of milliseconds, longer than the whole MCP
 /// handshake should. A policy without `extend_patterns` (whose compilation can only fail on a
-/// bug of this crate, which a unit test rules out) is therefore compiled on first use, or
-/// earlier by [`ActivePolicy::warm_up`] on a background thread; a policy with
+/// bug of this crate, which a unit test rules out) is therefore compiled on first use (an idle
+/// server never pays for it); a policy with
 /// `extend_patterns` is compiled at load, so a bad regex is reported at start.
 #[derive(Debug)]
 pub struct ActivePolicy {
@@ -158,11 +158,6 @@ impl ActivePolicy {
                 .map_err(PolicyProblem::failure),
             Err(p) => Err(p.failure()),
         }
-    }
-
-    /// Compile the classifier now if it is not yet (for a background thread at start).
-    pub fn warm_up(&self) {
-        let _ = self.classifier();
     }
 
     /// Whether the classifier is compiled (or known to be unusable) already.
@@ -344,7 +339,6 @@ mod tests {
         );
         let first: *const Classifier = active.classifier().unwrap();
         assert!(active.is_compiled());
-        active.warm_up();
         let again: *const Classifier = active.classifier().unwrap();
         assert_eq!(first, again);
     }

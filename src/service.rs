@@ -5,8 +5,8 @@
 //!
 //! Startup work that matters for durability happens in [`Service::start`]: the journal's torn
 //! tail is repaired and stale temp files of crashed writers are swept (in the background, so
-//! the server answers `initialize` at once). The L0 classifier is compiled on a background
-//! thread too (it takes longer than the handshake); a call that needs it first waits for it.
+//! the server answers `initialize` at once). The default L0 classifier is compiled on first
+//! use, so neither the handshake nor an idle server pays for it.
 
 use crate::envelope::{Envelope, Failure, Result};
 use crate::journal::Journal;
@@ -235,14 +235,8 @@ impl Service {
             svc.notices.record(Level::Warning, line);
         }
         let _ = svc.recovery.set(report);
-        // The classifier compiles while the client's handshake proceeds (preflight.rs).
-        if !svc.policy.is_compiled() {
-            let warm = Arc::clone(&svc);
-            std::thread::Builder::new()
-                .name("rw-l0-compile".into())
-                .spawn(move || warm.policy.warm_up())
-                .ok();
-        }
+        // The default classifier compiles on first use (preflight.rs): neither the handshake
+        // nor an idle server pays for it (~50 ms of CPU, ~10 MB of compiled automata).
         svc
     }
 
