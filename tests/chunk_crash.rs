@@ -12,27 +12,11 @@
 
 mod common;
 
-use common::Killable;
+use common::{Killable, Rng};
 use serde_json::json;
 use std::path::Path;
 use std::process::Command;
 use std::time::Duration;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    fn range(&mut self, lo: u64, hi: u64) -> u64 {
-        lo + self.next() % (hi - lo + 1)
-    }
-}
 
 /// The content of chunk `i`: a header naming it, then a body whose length depends on `i`.
 fn chunk(i: u64) -> String {

@@ -12,7 +12,7 @@
 
 mod common;
 
-use common::Killable;
+use common::{Killable, Rng};
 use serde_json::json;
 use std::collections::HashMap;
 use std::path::Path;
@@ -24,18 +24,6 @@ const FAULTS: &[&str] = &[
     "tx_crash_after_journal",
     "tx_crash_mid_renames",
 ];
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-}
 
 fn content(version: u64, file: &str) -> Vec<u8> {
     let mut s = format!("version={version} file={file}\n");
