@@ -45,6 +45,35 @@ fn main() {
         cut -= 1;
     }
     let mixed = &mixed[..cut];
+    // `RW_L0_PROFILE=SECS`: only score the 100 KB input in a loop, for `perf record`
+    // (`RW_L0_INPUT=plain`: 100 KB of ordinary lines instead).
+    if let Some(secs) = std::env::var("RW_L0_PROFILE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok())
+    {
+        let plain: String;
+        let input = if std::env::var("RW_L0_INPUT").is_ok_and(|v| v == "plain") {
+            plain = (0..850)
+                .map(|_| corpus::ordinary_line(&mut rng))
+                .collect::<Vec<_>>()
+                .join("\n");
+            &plain
+        } else {
+            mixed
+        };
+        println!("profiling {} bytes", input.len());
+        let t = Instant::now();
+        let mut n = 0u64;
+        while t.elapsed().as_secs_f64() < secs {
+            black_box(risk_score(black_box(input), &c));
+            n += 1;
+        }
+        println!(
+            "{n} iterations, {:.3} ms each",
+            t.elapsed().as_secs_f64() * 1e3 / n as f64
+        );
+        return;
+    }
     println!(
         "{:<44} {:>16} {:>13} {:>14}",
         "input", "size", "time/iter", "throughput"

@@ -25,8 +25,20 @@ pub(crate) enum BinaryKind {
     NonPrintable,
 }
 
+/// The base64 alphabets (standard and URL-safe) as a table: one load per byte in the scans.
+const B64: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        let c = b as u8;
+        t[b] = c.is_ascii_alphanumeric() || c == b'+' || c == b'/' || c == b'-' || c == b'_';
+        b += 1;
+    }
+    t
+};
+
 fn is_b64(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'+' || b == b'/' || b == b'-' || b == b'_'
+    B64[usize::from(b)]
 }
 
 fn overlaps(r: &Range<usize>, ex: &[Range<usize>]) -> bool {
@@ -34,11 +46,16 @@ fn overlaps(r: &Range<usize>, ex: &[Range<usize>]) -> bool {
 }
 
 /// Looks like encoded binary rather than a word, a path or a digest.
-fn dense_base64(t: &[u8]) -> bool {
-    let upper = t.iter().any(u8::is_ascii_uppercase);
-    let lower = t.iter().any(u8::is_ascii_lowercase);
-    let digit = t.iter().any(u8::is_ascii_digit);
-    upper && lower && digit && super::entropy::shannon(t) >= 4.5
+fn dense_base64(t: impl Iterator<Item = u8>) -> bool {
+    let mut counts = [0u32; 256];
+    for b in t {
+        counts[usize::from(b)] += 1;
+    }
+    let any = |r: std::ops::RangeInclusive<u8>| r.into_iter().any(|b| counts[usize::from(b)] > 0);
+    any(b'A'..=b'Z')
+        && any(b'a'..=b'z')
+        && any(b'0'..=b'9')
+        && super::entropy::shannon_of(&counts) >= 4.5
 }
 
 fn hex_blob(t: &[u8]) -> bool {
@@ -93,7 +110,7 @@ pub(crate) fn scan(
             if !overlaps(&r, exclude) && !benign_prefix(s, start) {
                 if hex_blob(t) {
                     emit(BinaryKind::HexBlob, r);
-                } else if dense_base64(t) {
+                } else if dense_base64(t.iter().copied()) {
                     emit(BinaryKind::Base64Blob, r);
                 }
             }
@@ -110,18 +127,16 @@ pub(crate) fn scan(
             && width * (lines - 1) >= BASE64_MIN
         {
             let r = bs..be;
-            let t = &s[bs..be];
-            let flat: Vec<u8> = t.iter().copied().filter(|b| is_b64(*b)).collect();
-            if !overlaps(&r, exclude) && dense_base64(&flat) && !benign_prefix(s, bs) {
+            if !overlaps(&r, exclude)
+                && !benign_prefix(s, bs)
+                && dense_base64(s[bs..be].iter().copied().filter(|b| is_b64(*b)))
+            {
                 emit(BinaryKind::Base64Wrapped, r);
             }
         }
     };
     while pos < n {
-        let line_end = s[pos..]
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(n, |k| pos + k);
+        let line_end = memchr::memchr(b'\n', &s[pos..]).map_or(n, |k| pos + k);
         let mut a = pos;
         while a < line_end && (s[a] == b' ' || s[a] == b'\t') && a - pos < 8 {
             a += 1;

@@ -2,6 +2,10 @@
 //! identifier: Shannon entropy, distinct characters, and the placeholder vocabulary of
 //! documentation (`YOUR_TOKEN_HERE`, `<api-key>`, `${SECRET}`, `{REDACTED:...}`).
 
+use std::sync::LazyLock;
+
+use aho_corasick::AhoCorasick;
+
 /// Shannon entropy in bits per byte.
 pub(crate) fn shannon(s: &[u8]) -> f64 {
     if s.is_empty() {
@@ -11,7 +15,15 @@ pub(crate) fn shannon(s: &[u8]) -> f64 {
     for &b in s {
         counts[b as usize] += 1;
     }
-    let n = s.len() as f64;
+    shannon_of(&counts)
+}
+
+/// Shannon entropy in bits per byte of a byte histogram.
+pub(crate) fn shannon_of(counts: &[u32; 256]) -> f64 {
+    let n: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    if n == 0.0 {
+        return 0.0;
+    }
     counts
         .iter()
         .filter(|&&c| c > 0)
@@ -33,11 +45,6 @@ pub(crate) fn distinct(s: &[u8]) -> usize {
         }
     }
     n
-}
-
-fn contains_ci(hay: &[u8], needle: &[u8]) -> bool {
-    hay.windows(needle.len())
-        .any(|w| w.eq_ignore_ascii_case(needle))
 }
 
 /// Markers that make a vendor-shaped token a placeholder. Kept narrow: random token bodies must
@@ -93,9 +100,31 @@ const VALUE_MARKERS: &[&[u8]] = &[
     b"p@ss",
 ];
 
+/// One case-insensitive automaton per marker list: one pass over a value instead of one per
+/// marker. `None` only if the automaton cannot be built (it always can: short literals), and then
+/// the markers are searched one by one.
+fn markers(list: &'static [&'static [u8]]) -> Option<AhoCorasick> {
+    AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .build(list)
+        .ok()
+}
+
+static TOKEN_MARKERS_AC: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| markers(TOKEN_MARKERS));
+static VALUE_MARKERS_AC: LazyLock<Option<AhoCorasick>> = LazyLock::new(|| markers(VALUE_MARKERS));
+
+fn contains_marker(hay: &[u8], ac: &Option<AhoCorasick>, list: &[&[u8]]) -> bool {
+    match ac {
+        Some(ac) => ac.is_match(hay),
+        None => list
+            .iter()
+            .any(|m| hay.windows(m.len()).any(|w| w.eq_ignore_ascii_case(m))),
+    }
+}
+
 /// A vendor-prefixed token whose body is a placeholder (or a redaction) rather than a secret.
 pub(crate) fn is_token_placeholder(body: &[u8]) -> bool {
-    if TOKEN_MARKERS.iter().any(|m| contains_ci(body, m)) {
+    if contains_marker(body, &TOKEN_MARKERS_AC, TOKEN_MARKERS) {
         return true;
     }
     let need = (body.len() / 3).clamp(1, 8);
@@ -108,7 +137,7 @@ pub(crate) fn is_value_placeholder(v: &[u8]) -> bool {
     {
         return true;
     }
-    if is_token_placeholder(v) || VALUE_MARKERS.iter().any(|m| contains_ci(v, m)) {
+    if is_token_placeholder(v) || contains_marker(v, &VALUE_MARKERS_AC, VALUE_MARKERS) {
         return true;
     }
     false

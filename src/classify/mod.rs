@@ -162,18 +162,25 @@ struct CompiledRule {
     needs_assign: bool,
 }
 
-/// A keyword's rule, and whether the keyword can only matter at the start of a token.
-type KeywordRule = (usize, bool);
+/// A rule a keyword hit wakes up.
+#[derive(Clone)]
+struct KeywordRule {
+    rule: usize,
+    /// The keyword can only matter at the start of a token.
+    at_start: bool,
+    /// The keyword's exact bytes when the rule is case-sensitive (the automaton is not).
+    exact: Option<Box<[u8]>>,
+}
 
 /// The compiled rules of a policy; build once ([`Policy::compile`]) and reuse. Cloning is
 /// cheap (compiled automata are shared), for work that outlives a borrow (a streaming compose).
 #[derive(Clone)]
 pub struct Classifier {
     rules: Vec<CompiledRule>,
-    ac_ci: Option<AhoCorasick>,
-    ci_map: Vec<Vec<KeywordRule>>,
-    ac_cs: Option<AhoCorasick>,
-    cs_map: Vec<Vec<KeywordRule>>,
+    /// Every rule's keywords in one ASCII case-insensitive automaton: one pass over the content.
+    keywords: Option<AhoCorasick>,
+    /// The rules of each keyword of `keywords`, by pattern id.
+    keyword_rules: Vec<Vec<KeywordRule>>,
     unkeyed: Vec<usize>,
     scanners: Vec<(Scanner, usize)>,
     weights: BTreeMap<String, f64>,
@@ -199,12 +206,12 @@ impl Default for Classifier {
     }
 }
 
-fn build_ac(words: &[String], ci: bool) -> Option<AhoCorasick> {
+fn build_ac(words: &[String]) -> Option<AhoCorasick> {
     if words.is_empty() {
         return None;
     }
     AhoCorasickBuilder::new()
-        .ascii_case_insensitive(ci)
+        .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
         // a full DFA: one transition per byte for the overlapping scan (the keyword set is small)
         .kind(Some(AhoCorasickKind::DFA))
@@ -238,11 +245,8 @@ impl Classifier {
             });
         }
         let mut rules = Vec::with_capacity(specs.len());
-        let (mut ci_words, mut cs_words) = (Vec::<String>::new(), Vec::<String>::new());
-        let (mut ci_map, mut cs_map) = (
-            Vec::<Vec<KeywordRule>>::new(),
-            Vec::<Vec<KeywordRule>>::new(),
-        );
+        let mut words = Vec::<String>::new();
+        let mut keyword_rules = Vec::<Vec<KeywordRule>>::new();
         let mut unkeyed = Vec::new();
         let mut scanners = Vec::new();
         for (idx, spec) in specs.into_iter().enumerate() {
@@ -285,22 +289,19 @@ impl Classifier {
                 unkeyed.push(idx);
             }
             for kw in &spec.keywords {
-                let (words, map) = if spec.case_sensitive {
-                    (&mut cs_words, &mut cs_map)
-                } else {
-                    (&mut ci_words, &mut ci_map)
+                let w = kw.to_ascii_lowercase();
+                let hit = KeywordRule {
+                    rule: idx,
+                    at_start: keyword_starts_token(&spec.regex, &w),
+                    exact: spec
+                        .case_sensitive
+                        .then(|| kw.as_bytes().to_vec().into_boxed_slice()),
                 };
-                let w = if spec.case_sensitive {
-                    (*kw).to_string()
-                } else {
-                    kw.to_ascii_lowercase()
-                };
-                let at_start = keyword_starts_token(&spec.regex, &w);
                 match words.iter().position(|x| *x == w) {
-                    Some(p) => map[p].push((idx, at_start)),
+                    Some(p) => keyword_rules[p].push(hit),
                     None => {
                         words.push(w);
-                        map.push(vec![(idx, at_start)]);
+                        keyword_rules.push(vec![hit]);
                     }
                 }
             }
@@ -329,10 +330,8 @@ impl Classifier {
         weights.extend(policy.weight_overrides());
         Ok(Classifier {
             rules,
-            ac_ci: build_ac(&ci_words, true),
-            ci_map,
-            ac_cs: build_ac(&cs_words, false),
-            cs_map,
+            keywords: build_ac(&words),
+            keyword_rules,
             unkeyed,
             scanners,
             weights,
@@ -477,14 +476,11 @@ fn keyword_starts_token(regex: &str, keyword: &str) -> bool {
 fn window_for(bytes: &[u8], p: usize, w: Window) -> Win {
     let n = bytes.len();
     let lo = p.saturating_sub(256);
-    let s = bytes[lo..p]
-        .iter()
-        .rposition(|&b| b == b'\n')
-        .map_or(lo, |k| lo + k + 1);
+    let s = memchr::memrchr(b'\n', &bytes[lo..p]).map_or(lo, |k| lo + k + 1);
     match w {
         Window::Line => {
             let hi = (p + 2048).min(n);
-            match bytes[p..hi].iter().position(|&b| b == b'\n') {
+            match memchr::memchr(b'\n', &bytes[p..hi]) {
                 Some(k) => Win {
                     s,
                     e: p + k,
@@ -906,10 +902,7 @@ fn trim_ascii(s: &[u8]) -> &[u8] {
 /// there. A block ends at its END line or at the next BEGIN, so the work is linear.
 fn pem_spans(content: &str) -> Vec<Range<usize>> {
     let bytes = content.as_bytes();
-    let begins: Vec<usize> = content
-        .match_indices("-----BEGIN ")
-        .map(|(i, _)| i)
-        .collect();
+    let begins: Vec<usize> = memchr::memmem::find_iter(bytes, b"-----BEGIN ").collect();
     let mut out = Vec::with_capacity(begins.len());
     for (k, &at) in begins.iter().enumerate() {
         let limit = begins
@@ -935,14 +928,17 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let n_rules = c.rules.len();
     let mut cur: Vec<Option<Win>> = vec![None; n_rules];
     let mut wins: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_rules];
-    for (ac, map) in [(&c.ac_ci, &c.ci_map), (&c.ac_cs, &c.cs_map)] {
-        let Some(ac) = ac else { continue };
+    if let Some(ac) = &c.keywords {
         for m in ac.find_overlapping_iter(bytes) {
             let p = m.start();
-            for &(r, at_start) in &map[m.pattern().as_usize()] {
+            for k in &c.keyword_rules[m.pattern().as_usize()] {
+                let r = k.rule;
+                if k.exact.as_deref().is_some_and(|e| bytes[m.range()] != *e) {
+                    continue;
+                }
                 // Hits that cannot start a match are dropped before any window is built; both
                 // tests are implied by the rule's regex, so no finding is lost.
-                if at_start && p > 0 && is_token_byte(bytes[p - 1]) {
+                if k.at_start && p > 0 && is_token_byte(bytes[p - 1]) {
                     continue;
                 }
                 if c.rules[r].check == Check::Email && !email_hit(bytes, p) {
@@ -1050,7 +1046,7 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     .iter()
     .any(|&s| scanner_rule(s).is_some());
     if want_binary {
-        let exclude = if content.contains("-----BEGIN ") {
+        let exclude = if memchr::memmem::find(bytes, b"-----BEGIN ").is_some() {
             pem_spans(content)
         } else {
             Vec::new()
@@ -1094,16 +1090,15 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
         out.push(r);
     }
     out.sort_by_key(|r| r.span.start);
-    // line numbers
-    let mut result = Vec::with_capacity(out.len());
-    if !out.is_empty() {
-        let newlines: Vec<usize> = content.match_indices('\n').map(|(i, _)| i).collect();
-        for r in out {
-            let line = newlines.partition_point(|&nl| nl < r.span.start) + 1;
-            result.push((r, u32::try_from(line).unwrap_or(u32::MAX)));
-        }
-    }
-    result
+    // line numbers: newlines counted up to each finding, in order, once
+    let (mut line, mut counted) = (1usize, 0usize);
+    out.into_iter()
+        .map(|r| {
+            line += memchr::memchr_iter(b'\n', &bytes[counted..r.span.start]).count();
+            counted = r.span.start;
+            (r, u32::try_from(line).unwrap_or(u32::MAX))
+        })
+        .collect()
 }
 
 /// The reported snippet: at most 16 characters from `start`, cut before the second half of the
@@ -1138,19 +1133,21 @@ fn size_metrics(content: &str) -> (usize, usize) {
     if content.is_empty() {
         return (0, 0);
     }
-    let mut lines = 0usize;
-    let mut max_len = 0usize;
-    for line in content.split('\n') {
+    let (mut lines, mut max_len, mut start) = (0usize, 0usize, 0usize);
+    let mut measure = |line: &str| {
+        // a line no longer in bytes than the longest so far cannot be longer in characters
+        if line.len() > max_len {
+            max_len = max_len.max(line.chars().count());
+        }
+    };
+    for nl in memchr::memchr_iter(b'\n', content.as_bytes()) {
         lines += 1;
-        let len = if line.len() > max_len {
-            line.chars().count()
-        } else {
-            0
-        };
-        max_len = max_len.max(len);
+        measure(content.get(start..nl).unwrap_or(""));
+        start = nl + 1;
     }
-    if content.ends_with('\n') {
-        lines -= 1;
+    if start < content.len() {
+        lines += 1;
+        measure(content.get(start..).unwrap_or(""));
     }
     (lines, max_len)
 }

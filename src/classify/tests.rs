@@ -697,6 +697,38 @@ fn max_line_len_counts_characters() {
 }
 
 #[test]
+fn line_count_follows_python_splitlines_of_newlines() {
+    // (content, lines, longest line in characters), as the original's `len(content.split("\n"))`
+    // minus a final empty piece
+    for (content, lines, longest) in [
+        ("a", 1, 1),
+        ("a\n", 1, 1),
+        ("\n\n", 2, 0),
+        ("ab\ncdé\n\n", 3, 3),
+        ("éééé\nabcde", 2, 5),
+        ("abcde\néééé", 2, 5),
+    ] {
+        let r = score(content);
+        assert_eq!(
+            (r.line_count, r.max_line_len),
+            (lines, longest),
+            "{content:?}"
+        );
+    }
+}
+
+#[test]
+fn findings_on_later_lines_get_their_own_line_numbers() {
+    let key = synth("ghp_", ALNUM, 36);
+    let s = format!(
+        "x\n\n{key}\ny\nkey2 = {key}x\n\n\n{}\n",
+        synth("glpat-", ALNUM, 20)
+    );
+    let lines: Vec<u32> = score(&s).detected_patterns.iter().map(|f| f.line).collect();
+    assert_eq!(lines, vec![3, 8]);
+}
+
+#[test]
 fn match_is_at_most_16_chars_and_never_the_whole_secret() {
     let pw = synth("", ALNUM, 10);
     let r = score(&format!(
