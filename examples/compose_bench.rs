@@ -7,6 +7,8 @@
 //! 1 GB session:        RW_BENCH_MB=1024 cargo run --release --example compose_bench
 //! Chunk size:          RW_BENCH_CHUNK_KB (default 1024). Directory: RW_BENCH_DIR (default a
 //! temp directory under the current one, so the figures are those of the project's disk).
+//! Chunks are written with `chunk_write` (recorded, as an agent's are); RW_BENCH_PLAIN=1
+//! writes plain files instead, which compose must hash one by one.
 
 use resilient_write::chunks::{self, ComposeMode, ComposeOptions};
 use resilient_write::pipeline::Caller;
@@ -66,20 +68,41 @@ fn main() {
     config.sweep_on_start = false;
     let svc = Service::start(config);
 
-    // The session, written as plain files (the bench measures compose, not chunk writes).
+    // The session, written with chunk_write as an agent would (each chunk recorded), or with
+    // RW_BENCH_PLAIN=1 as plain files without records (compose then hashes every chunk).
+    let plain = std::env::var("RW_BENCH_PLAIN").is_ok_and(|v| v == "1");
     let n = (total_mb * 1024).div_ceil(chunk_kb);
     let dir = root.join(".resilient_write/chunks/bench");
     std::fs::create_dir_all(&dir).expect("session dir");
+    let writer = Caller {
+        caller: "bench".into(),
+        tool: "chunk_write".into(),
+    };
+    let t = Instant::now();
     let mut block = vec![0u8; (chunk_kb * 1024) as usize];
     for i in 1..=n {
         for (k, b) in block.iter_mut().enumerate() {
             *b = b'a' + ((k as u64 + i) % 26) as u8;
         }
-        File::create(dir.join(chunks::part_name(i)))
-            .and_then(|mut f| f.write_all(&block))
-            .expect("write chunk");
+        if plain {
+            File::create(dir.join(chunks::part_name(i)))
+                .and_then(|mut f| f.write_all(&block))
+                .expect("write chunk");
+        } else {
+            chunks::write_chunk(&svc, &writer, "bench", Some(i), block.clone(), None)
+                .expect("chunk_write");
+        }
     }
     drop(block);
+    println!(
+        "session written in {:.1} s ({})",
+        t.elapsed().as_secs_f64(),
+        if plain {
+            "plain files, no records: compose hashes every chunk"
+        } else {
+            "chunk_write: every chunk recorded"
+        }
+    );
     let bytes = n * chunk_kb * 1024;
     let mb = bytes as f64 / (1024.0 * 1024.0);
     println!(

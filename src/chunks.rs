@@ -981,6 +981,8 @@ pub struct Composed {
 struct StreamReport {
     hashes: Vec<String>,
     modified: Vec<ModifiedChunk>,
+    /// A chunk (by index) whose stamp moved while compose copied it.
+    changed_while_composing: Option<u64>,
     /// The classify refusal, when the composed content reached the verdict.
     blocked: Option<Failure>,
 }
@@ -1059,7 +1061,7 @@ pub fn compose<R>(
         };
         extra.insert("compose_mode".into(), json!(applied));
         let total = total + prefix_len;
-        let producer = move |w: &mut dyn Write| -> io::Result<()> {
+        let producer = move |w: &mut dyn Write| -> io::Result<String> {
             let mut done = 0u64;
             let tick = |done: u64| {
                 if let Some(p) = &progress {
@@ -1067,49 +1069,79 @@ pub fn compose<R>(
                 }
             };
             tick(0);
-            let mut buf = vec![0u8; 256 * 1024];
-            if prefix_len > 0 {
-                // Append: the existing content first, streamed like a chunk.
-                let fd = rustix::fs::openat(
-                    &out_dir,
-                    &out_name,
-                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(errno)?;
-                let mut f = File::from(fd);
-                loop {
-                    let n = f.read(&mut buf)?;
-                    if n == 0 {
-                        break;
-                    }
-                    w.write_all(&buf[..n])?;
-                    done += n as u64;
-                }
-            }
             let mut rep = rep.lock().unwrap_or_else(|p| p.into_inner());
             let mut scorer = classify
                 .as_ref()
                 .map(|(c, _)| crate::classify::stream::StreamScorer::new(c));
             let mut last_tick = 0u64;
-            // Each chunk is hashed on a second thread while this one writes it (and the
-            // pipeline hashes the output): two SHA-256 streams on two cores. Buffers go
-            // round a small pool, so memory stays constant.
-            let hashes = std::thread::scope(|scope| -> io::Result<Vec<String>> {
+            // This thread reads and writes; a second one hashes the output (the digest the
+            // pipeline's read-back is compared with) and each chunk whose record it cannot
+            // trust. Buffers go round a small pool, so memory stays constant.
+            let (digest, hashes) = std::thread::scope(|scope| {
                 let (to_hasher, for_hasher) = std::sync::mpsc::sync_channel::<Block>(POOL);
                 let (recycle, pool) = std::sync::mpsc::channel::<Vec<u8>>();
                 for _ in 0..POOL {
                     let _ = recycle.send(vec![0u8; BLOCK]);
                 }
                 let give_back = recycle.clone();
-                let hasher = scope.spawn(move || hash_blocks(for_hasher, recycle));
+                let sep = separator.clone();
+                let hasher = scope.spawn(move || hash_blocks(for_hasher, recycle, &sep));
+                // Copies `f` to the output through the pool: what the streaming loop of
+                // every input (the existing file of an append, each chunk) shares.
+                let mut copy = |w: &mut dyn Write,
+                                f: &mut File,
+                                done: &mut u64,
+                                scorer: Option<&mut crate::classify::stream::StreamScorer>|
+                 -> io::Result<()> {
+                    let mut scorer = scorer;
+                    loop {
+                        let mut buf = pool.recv().map_err(|_| hasher_gone())?;
+                        let n = loop {
+                            match f.read(&mut buf) {
+                                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                                other => break other?,
+                            }
+                        };
+                        if n == 0 {
+                            let _ = give_back.send(buf);
+                            return Ok(());
+                        }
+                        w.write_all(&buf[..n])?;
+                        if let Some(s) = scorer.as_deref_mut() {
+                            s.feed(&buf[..n]);
+                        }
+                        to_hasher
+                            .send(Block::Data(buf, n))
+                            .map_err(|_| hasher_gone())?;
+                        *done += n as u64;
+                        if *done - last_tick >= 8 * 1024 * 1024 {
+                            last_tick = *done;
+                            tick(*done);
+                        }
+                    }
+                };
                 let streamed = (|| -> io::Result<()> {
+                    if prefix_len > 0 {
+                        // Append: the existing content first, streamed like a chunk but not
+                        // scored (it is already on disk).
+                        let fd = rustix::fs::openat(
+                            &out_dir,
+                            &out_name,
+                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                            Mode::empty(),
+                        )
+                        .map_err(errno)?;
+                        copy(&mut *w, &mut File::from(fd), &mut done, None)?;
+                    }
                     for (k, name) in names.iter().enumerate() {
                         if k > 0 {
                             w.write_all(&separator)?;
                             if let Some(s) = scorer.as_mut() {
                                 s.feed(&separator);
                             }
+                            to_hasher
+                                .send(Block::Separator)
+                                .map_err(|_| hasher_gone())?;
                             done += separator.len() as u64;
                         }
                         let fd = rustix::fs::openat(
@@ -1119,42 +1151,53 @@ pub fn compose<R>(
                             Mode::empty(),
                         )
                         .map_err(errno)?;
+                        // A chunk whose stamp and size are those of its record is the
+                        // recorded content (see `ChunkRecord::stamp`): its own hash is not
+                        // recomputed. The stamp is taken again after the copy, so a change
+                        // while it was read is caught too.
+                        let stamp = rustix::fs::fstat(&fd).map_err(errno)?;
+                        let trusted = records[k].as_ref().is_some_and(|r| {
+                            r.stamp.as_deref() == Some(stamp_of(&stamp).as_str())
+                                && r.bytes == stamp.st_size.max(0) as u64
+                        });
                         let mut f = File::from(fd);
-                        loop {
-                            let mut buf = pool.recv().map_err(|_| hasher_gone())?;
-                            let n = loop {
-                                match f.read(&mut buf) {
-                                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                                    other => break other?,
-                                }
-                            };
-                            if n == 0 {
-                                let _ = give_back.send(buf);
-                                break;
-                            }
-                            w.write_all(&buf[..n])?;
-                            if let Some(s) = scorer.as_mut() {
-                                s.feed(&buf[..n]);
-                            }
-                            to_hasher
-                                .send(Block::Data(buf, n))
-                                .map_err(|_| hasher_gone())?;
-                            done += n as u64;
-                            if done - last_tick >= 8 * 1024 * 1024 {
-                                last_tick = done;
-                                tick(done);
-                            }
-                        }
+                        to_hasher
+                            .send(Block::Begin { hash: !trusted })
+                            .map_err(|_| hasher_gone())?;
+                        copy(&mut *w, &mut f, &mut done, scorer.as_mut())?;
                         to_hasher.send(Block::End).map_err(|_| hasher_gone())?;
+                        let after = rustix::fs::fstat(&f).map_err(errno)?;
+                        if trusted
+                            && (stamp_of(&after) != stamp_of(&stamp)
+                                || crate::pipeline::fault("compose_chunk_changed"))
+                        {
+                            return Err(io::Error::other(ChangedWhileComposing(k as u64 + 1)));
+                        }
                     }
                     Ok(())
                 })();
                 drop(to_hasher);
-                let hashes = hasher.join().map_err(|_| hasher_gone())?;
-                streamed.map(|()| hashes)
+                let hashed = hasher.join().map_err(|_| hasher_gone());
+                streamed.and(hashed)
+            })
+            .inspect_err(|e| {
+                if let Some(ChangedWhileComposing(index)) = e
+                    .get_ref()
+                    .and_then(|inner| inner.downcast_ref::<ChangedWhileComposing>())
+                {
+                    rep.changed_while_composing = Some(*index);
+                }
             })?;
-            for (k, actual) in hashes.into_iter().enumerate() {
-                if let Some(rec) = &records[k]
+            for (k, computed) in hashes.into_iter().enumerate() {
+                let recorded = records[k].as_ref();
+                let actual = match (computed, recorded) {
+                    (Some(h), _) => h,
+                    (None, Some(r)) => r.sha256.clone(),
+                    (None, None) => {
+                        return Err(io::Error::other("a chunk without a record was not hashed"));
+                    }
+                };
+                if let Some(rec) = recorded
                     && rec.sha256 != actual
                     && !journaled_in(&journal, &session_path.join(&names[k]), &actual)
                 {
@@ -1178,11 +1221,11 @@ pub fn compose<R>(
                     return Err(io::Error::other("the composed content is blocked"));
                 }
             }
-            Ok(())
+            Ok(digest)
         };
         Ok(Decision::Write(
             Plan {
-                body: Body::Stream(Box::new(producer)),
+                body: Body::HashedStream(Box::new(producer)),
                 mode_label: "compose".into(),
                 create_only: existing.is_none(),
                 extra,
@@ -1199,6 +1242,18 @@ pub fn compose<R>(
         Ok((None, Ok(_))) => return Err(Failure::Internal("compose wrote nothing".into())),
         Err(_) if !rep.modified.is_empty() => {
             return Err(modified_failure(session_name, &rep.modified));
+        }
+        Err(_) if rep.changed_while_composing.is_some() => {
+            let index = rep.changed_while_composing.unwrap_or(0);
+            return Err(session_failure(
+                session_name,
+                "chunk_modified",
+                format!(
+                    "chunk {index} changed while compose read it (written outside \
+                     resilient-write); nothing was written; compose again"
+                ),
+                json!({ "changed_while_composing": index }),
+            ));
         }
         Err(e) => return Err(rep.blocked.take().unwrap_or(e)),
     };
@@ -1224,31 +1279,55 @@ pub fn compose<R>(
 const BLOCK: usize = 1024 * 1024;
 const POOL: usize = 4;
 
-/// What compose hands its hashing thread: a buffer and how much of it is a chunk's data, or
-/// the end of a chunk.
+/// What compose hands its hashing thread, in output order.
 enum Block {
+    /// A buffer and how much of it is output (of the open chunk, if one is).
     Data(Vec<u8>, usize),
+    /// The separator, written between two chunks.
+    Separator,
+    /// A chunk starts; `hash`: its own digest is wanted (its record cannot be trusted).
+    Begin { hash: bool },
+    /// The chunk ends.
     End,
 }
 
-/// The hashing thread of compose: one SHA-256 per chunk, in order; buffers go back to the
-/// pool once hashed.
+/// A chunk changed (its stamp moved) while compose copied it.
+#[derive(Debug)]
+struct ChangedWhileComposing(u64);
+
+impl std::fmt::Display for ChangedWhileComposing {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "chunk {} changed while it was composed", self.0)
+    }
+}
+
+impl std::error::Error for ChangedWhileComposing {}
+
+/// The hashing thread of compose: the SHA-256 of the whole output, and of each chunk that
+/// asked for it (`None` for the others), in order; buffers go back to the pool once hashed.
 fn hash_blocks(
     blocks: std::sync::mpsc::Receiver<Block>,
     recycle: std::sync::mpsc::Sender<Vec<u8>>,
-) -> Vec<String> {
+    separator: &[u8],
+) -> (String, Vec<Option<String>>) {
+    let mut output = Sha256::new();
+    let mut chunk: Option<Sha256> = None;
     let mut hashes = Vec::new();
-    let mut hasher = Sha256::new();
     for block in blocks {
         match block {
             Block::Data(buf, n) => {
-                hasher.update(&buf[..n]);
+                output.update(&buf[..n]);
+                if let Some(h) = chunk.as_mut() {
+                    h.update(&buf[..n]);
+                }
                 let _ = recycle.send(buf);
             }
-            Block::End => hashes.push(hex::encode(hasher.finalize_reset())),
+            Block::Separator => output.update(separator),
+            Block::Begin { hash } => chunk = hash.then(Sha256::new),
+            Block::End => hashes.push(chunk.take().map(|h| hex::encode(h.finalize()))),
         }
     }
-    hashes
+    (hex::encode(output.finalize()), hashes)
 }
 
 fn hasher_gone() -> io::Error {

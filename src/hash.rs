@@ -68,6 +68,35 @@ impl<W: Write> Write for HashingWriter<W> {
     }
 }
 
+/// Counts what goes through it (for producers that hash their bytes themselves).
+pub struct CountingWriter<W> {
+    inner: W,
+    bytes: u64,
+}
+
+impl<W: Write> CountingWriter<W> {
+    pub fn new(inner: W) -> Self {
+        CountingWriter { inner, bytes: 0 }
+    }
+
+    /// The byte count of everything written so far, and the inner writer.
+    pub fn finish(self) -> (u64, W) {
+        (self.bytes, self.inner)
+    }
+}
+
+impl<W: Write> Write for CountingWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.inner.flush()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

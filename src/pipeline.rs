@@ -39,13 +39,14 @@
 //! docs/ARCHITECTURE.md explains why this order is the one that never loses an acknowledged row.
 
 use crate::envelope::{Failure, Result};
-use crate::hash::{HashingWriter, sha256_hex};
+use crate::hash::{CountingWriter, HashingWriter, sha256_hex};
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
 use crate::workspace::Target;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
 use serde_json::Value;
+use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{self, BufWriter, Read, Write};
@@ -74,10 +75,16 @@ pub struct Existing {
 /// A producer that streams the new content into the temp file.
 pub type Producer = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + Send>;
 
+/// A producer that hashes what it streams itself (on a thread of its own, say) and returns
+/// the SHA-256 (hex) of exactly the bytes it gave the writer. The read-back is compared with
+/// that digest, so a wrong one fails the write (`write_corruption`); it never passes one.
+pub type HashedProducer = Box<dyn FnOnce(&mut dyn Write) -> io::Result<String> + Send>;
+
 /// The new content: whole bytes, or a producer that streams into the temp file (compose).
 pub enum Body {
     Bytes(Vec<u8>),
     Stream(Producer),
+    HashedStream(HashedProducer),
 }
 
 /// What to write, decided under the lock by the caller.
@@ -128,7 +135,7 @@ pub struct Outcome {
 
 /// Fault injection for tests of paths that real disks rarely take. Honoured only in debug
 /// builds, so a release binary cannot be told to corrupt anything.
-fn fault(name: &str) -> bool {
+pub(crate) fn fault(name: &str) -> bool {
     cfg!(debug_assertions)
         && std::env::var("RW_FAULT_INJECT")
             .map(|v| v.split(',').any(|f| f == name))
@@ -311,7 +318,152 @@ fn stage<'a>(
     body: Body,
     new_file_mode: Option<u32>,
 ) -> Result<Staged<'a>> {
-    write_temp(target, existing, body, new_file_mode)?.finish()
+    match body {
+        Body::Bytes(_) => write_temp(target, existing, body, new_file_mode)?.finish(),
+        streamed => stage_streamed(target, existing, streamed, new_file_mode),
+    }
+}
+
+/// Steps 3 and 4 for a streamed body (compose, large checkpoints): the read-back trails the
+/// writer on a second thread, through its own descriptor, reading only what `write(2)` has
+/// already accepted, and finishes while the fsync runs. The file is still read back whole and
+/// compared after both the fsync and the read-back are done, before any rename; the read-back
+/// reads the page cache before or after the fsync alike, so only the waiting changes.
+fn stage_streamed<'a>(
+    target: &'a Target,
+    existing: Option<&Existing>,
+    body: Body,
+    new_file_mode: Option<u32>,
+) -> Result<Staged<'a>> {
+    let shown = target.display.as_str();
+    let created = create_temp(target, existing, new_file_mode)?;
+    let reader = open_read_back(target, &created.guard.name)?;
+    let published = Published::default();
+    std::thread::scope(|scope| {
+        let trailing = scope.spawn(|| published.read_behind(&reader));
+        let written = created.fill(body, Some(&published));
+        published.close();
+        let read_back = || {
+            trailing
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("read-back thread panicked")))
+                .map_err(|e| Failure::io("read back temp file", shown, e))
+        };
+        let written = match written {
+            Ok(w) => w,
+            Err(e) => {
+                let _ = read_back();
+                return Err(e);
+            }
+        };
+        let synced = written.sync();
+        let actual = read_back();
+        synced?;
+        let actual = actual?;
+        written.verify(if fault("readback_mismatch") {
+            sha256_hex(b"injected corruption")
+        } else {
+            actual
+        })
+    })
+}
+
+/// How far the writer of a temp file has got, for the read-back trailing it.
+#[derive(Default)]
+struct Published {
+    /// Bytes `write(2)` has accepted, and whether the writer is done.
+    state: std::sync::Mutex<(u64, bool)>,
+    moved: std::sync::Condvar,
+}
+
+impl Published {
+    fn lock(&self) -> std::sync::MutexGuard<'_, (u64, bool)> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn wrote(&self, n: usize) {
+        self.lock().0 += n as u64;
+        self.moved.notify_one();
+    }
+
+    /// The writer is done (or failed): the reader reads to the end of the file and stops.
+    fn close(&self) {
+        self.lock().1 = true;
+        self.moved.notify_one();
+    }
+
+    /// SHA-256 of the file as read through `file`, read up to what was published while the
+    /// writer runs and to end of file once it is done (so bytes nobody wrote count too).
+    fn read_behind(&self, file: &File) -> io::Result<String> {
+        use std::os::unix::fs::FileExt;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 1024 * 1024];
+        let mut pos = 0u64;
+        loop {
+            let (published, done) = {
+                let mut st = self.lock();
+                while st.0 <= pos && !st.1 {
+                    st = self.moved.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                *st
+            };
+            loop {
+                let want = if done {
+                    buf.len()
+                } else if pos < published {
+                    buf.len()
+                        .min(usize::try_from(published - pos).unwrap_or(usize::MAX))
+                } else {
+                    break;
+                };
+                let n = match file.read_at(&mut buf[..want], pos) {
+                    Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                    other => other?,
+                };
+                if n == 0 {
+                    if done {
+                        return Ok(hex::encode(hasher.finalize()));
+                    }
+                    // shorter than published (cut by someone else): wait for the writer
+                    // to finish, then hash what the file holds
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                    break;
+                }
+                hasher.update(&buf[..n]);
+                pos += n as u64;
+            }
+        }
+    }
+}
+
+/// A temp file's writes, published to the read-back trailing them.
+struct Publishing<'f> {
+    file: &'f mut File,
+    to: &'f Published,
+}
+
+impl Write for Publishing<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.file.write(buf)?;
+        self.to.wrote(n);
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// A fresh read-only descriptor of the temp file, for its read-back.
+fn open_read_back(target: &Target, tmp: &[u8]) -> Result<File> {
+    rustix::fs::openat(
+        &target.dir,
+        tmp,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map(File::from)
+    .map_err(|e| Failure::io("read back temp file", &target.display, errno_io(e)))
 }
 
 /// Step 3 without its fsync: the temp file created, given its permissions and owner, and
@@ -322,6 +474,24 @@ fn write_temp<'a>(
     body: Body,
     new_file_mode: Option<u32>,
 ) -> Result<Written<'a>> {
+    create_temp(target, existing, new_file_mode)?.fill(body, None)
+}
+
+/// A temp file created with its permissions and owner, still empty.
+struct Created<'a> {
+    target: &'a Target,
+    file: File,
+    guard: TempGuard<'a>,
+    warnings: Vec<String>,
+}
+
+/// The temp file of step 3, created exclusively beside the target with the existing file's
+/// permissions and owner. Dropping the result removes it.
+fn create_temp<'a>(
+    target: &'a Target,
+    existing: Option<&Existing>,
+    new_file_mode: Option<u32>,
+) -> Result<Created<'a>> {
     let shown = target.display.as_str();
     let tmp = temp_name(&target.name);
     let perm = existing.map_or(new_file_mode.unwrap_or(0o666), |e| e.mode);
@@ -359,37 +529,90 @@ fn write_temp<'a>(
             let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(old.mode));
         }
     }
-    let mut file = File::from(fd);
-    let (expected, bytes) = {
-        let mut w = HashingWriter::new(BufWriter::with_capacity(256 * 1024, &mut file));
-        let written = match body {
-            Body::Bytes(b) => w.write_all(&b),
-            Body::Stream(produce) => produce(&mut w),
-        };
-        written.map_err(|e| Failure::io("write temp file", shown, e))?;
-        let (digest, n, mut inner) = w.finish();
-        inner
-            .flush()
-            .map_err(|e| Failure::io("write temp file", shown, e))?;
-        (digest, n)
-    };
-    if fault("enospc_write") {
-        return Err(Failure::io(
-            "write temp file",
-            shown,
-            errno_io(rustix::io::Errno::NOSPC),
-        ));
-    }
-    Ok(Written {
+    Ok(Created {
         target,
-        file,
-        staged: Staged {
-            guard,
-            sha256: expected,
-            bytes,
-            warnings,
-        },
+        file: File::from(fd),
+        guard,
+        warnings,
     })
+}
+
+/// Writes `body` into `sink` (buffered), returning the SHA-256 of what was written (the
+/// producer's own, for a hashed stream) and its size.
+fn write_body(sink: &mut dyn Write, body: Body) -> io::Result<(String, u64)> {
+    let buffered = BufWriter::with_capacity(256 * 1024, sink);
+    if let Body::HashedStream(produce) = body {
+        let mut w = CountingWriter::new(buffered);
+        let digest = produce(&mut w)?;
+        let (n, mut inner) = w.finish();
+        inner.flush()?;
+        return Ok((digest, n));
+    }
+    let mut w = HashingWriter::new(buffered);
+    match body {
+        Body::Bytes(b) => w.write_all(&b)?,
+        Body::Stream(produce) => produce(&mut w)?,
+        Body::HashedStream(_) => {}
+    }
+    let (digest, n, mut inner) = w.finish();
+    inner.flush()?;
+    Ok((digest, n))
+}
+
+impl<'a> Created<'a> {
+    /// The rest of step 3 without its fsync: the body written, its writes published to
+    /// `publish` if given.
+    fn fill(self, body: Body, publish: Option<&Published>) -> Result<Written<'a>> {
+        let Created {
+            target,
+            mut file,
+            guard,
+            warnings,
+        } = self;
+        let shown = target.display.as_str();
+        let written = match publish {
+            Some(to) => write_body(
+                &mut Publishing {
+                    file: &mut file,
+                    to,
+                },
+                body,
+            ),
+            None => write_body(&mut file, body),
+        };
+        let (expected, bytes) = written.map_err(|e| Failure::io("write temp file", shown, e))?;
+        Written::new(target, file, guard, warnings, expected, bytes)
+    }
+}
+
+impl<'a> Written<'a> {
+    fn new(
+        target: &'a Target,
+        file: File,
+        guard: TempGuard<'a>,
+        warnings: Vec<String>,
+        expected: String,
+        bytes: u64,
+    ) -> Result<Written<'a>> {
+        let shown = target.display.as_str();
+        if fault("enospc_write") {
+            return Err(Failure::io(
+                "write temp file",
+                shown,
+                errno_io(rustix::io::Errno::NOSPC),
+            ));
+        }
+        Ok(Written {
+            target,
+            file,
+            staged: Staged {
+                guard,
+                sha256: expected,
+                bytes,
+                warnings,
+            },
+        })
+    }
 }
 
 /// Temp files at least this large are read back while their fsync runs (on a second
@@ -1105,5 +1328,147 @@ mod tests {
                 e.file_name()
             );
         }
+    }
+
+    fn stream(f: &Fixture, path: &str, body: Body) -> Result<Outcome> {
+        let target = f.ws.resolve(path, true)?;
+        let (out, ()) = f.pipeline.commit_streaming(&target, &who(), |_| {
+            Ok(Decision::Write(
+                Plan {
+                    body,
+                    mode_label: "compose".into(),
+                    create_only: false,
+                    extra: BTreeMap::new(),
+                    new_file_mode: None,
+                },
+                (),
+            ))
+        })?;
+        Ok(out.unwrap())
+    }
+
+    fn leftovers(f: &Fixture) -> Vec<String> {
+        std::fs::read_dir(&f.root)
+            .unwrap()
+            .filter_map(|e| e.ok())
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.contains(".rw-tmp-"))
+            .collect()
+    }
+
+    /// Pieces of every size from 1 byte to past the writer's buffer, so the read-back that
+    /// trails the writer wakes up at many different points.
+    fn pieces() -> Vec<Vec<u8>> {
+        let mut out = Vec::new();
+        let mut x = 7u32;
+        for k in 0..300usize {
+            let len = match k % 5 {
+                0 => 1,
+                1 => 4095,
+                2 => 70_000,
+                3 => 300_000,
+                _ => 13,
+            };
+            out.push(
+                (0..len)
+                    .map(|_| {
+                        x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                        (x >> 16) as u8
+                    })
+                    .collect(),
+            );
+        }
+        out
+    }
+
+    #[test]
+    fn streamed_write_is_read_back_whole_while_it_is_written() {
+        let f = fixture();
+        let parts = pieces();
+        let all: Vec<u8> = parts.concat();
+        let producer_parts = parts.clone();
+        let out = stream(
+            &f,
+            "big.bin",
+            Body::Stream(Box::new(move |w| {
+                for p in &producer_parts {
+                    w.write_all(p)?;
+                    w.flush()?;
+                }
+                Ok(())
+            })),
+        )
+        .unwrap();
+        assert_eq!(out.bytes, all.len() as u64);
+        assert_eq!(out.sha256, sha256_hex(&all));
+        assert_eq!(std::fs::read(f.root.join("big.bin")).unwrap(), all);
+        assert!(leftovers(&f).is_empty());
+    }
+
+    #[test]
+    fn hashed_stream_with_a_wrong_digest_is_corruption_and_lands_nothing() {
+        let f = fixture();
+        write(&f, "t.bin", b"old", true).unwrap();
+        let parts = pieces();
+        let right = sha256_hex(&parts.concat());
+        let e = stream(
+            &f,
+            "t.bin",
+            Body::HashedStream(Box::new(move |w| {
+                for p in &parts {
+                    w.write_all(p)?;
+                }
+                // the digest of all but the last byte: the read-back must see the difference
+                let all = parts.concat();
+                Ok(sha256_hex(&all[..all.len() - 1]))
+            })),
+        )
+        .unwrap_err();
+        match e {
+            Failure::Corruption { actual, .. } => assert_eq!(actual, right),
+            other => panic!("expected write_corruption, got {other:?}"),
+        }
+        assert_eq!(std::fs::read(f.root.join("t.bin")).unwrap(), b"old");
+        assert!(leftovers(&f).is_empty());
+    }
+
+    #[test]
+    fn hashed_stream_with_the_right_digest_lands() {
+        let f = fixture();
+        let parts = pieces();
+        let all = parts.concat();
+        let digest = sha256_hex(&all);
+        let out = stream(
+            &f,
+            "h.bin",
+            Body::HashedStream(Box::new(move |w| {
+                for p in &parts {
+                    w.write_all(p)?;
+                }
+                Ok(digest)
+            })),
+        )
+        .unwrap();
+        assert_eq!(out.sha256, sha256_hex(&all));
+        assert_eq!(std::fs::read(f.root.join("h.bin")).unwrap(), all);
+    }
+
+    #[test]
+    fn a_stream_failing_midway_stops_its_read_back_and_lands_nothing() {
+        let f = fixture();
+        write(&f, "s.bin", b"old", true).unwrap();
+        let e = stream(
+            &f,
+            "s.bin",
+            Body::Stream(Box::new(|w| {
+                w.write_all(&vec![b'x'; 3 * 1024 * 1024])?;
+                w.flush()?;
+                Err(io::Error::other("producer gave up"))
+            })),
+        )
+        .unwrap_err();
+        assert!(e.to_string().contains("producer gave up"), "{e}");
+        assert_eq!(std::fs::read(f.root.join("s.bin")).unwrap(), b"old");
+        assert!(leftovers(&f).is_empty());
     }
 }

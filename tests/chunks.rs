@@ -798,3 +798,90 @@ fn status_trusts_an_unchanged_chunk_unless_asked_to_verify() {
     assert_eq!(e["error"], "policy_violation");
     assert_eq!(e["context"]["reason"], "invalid_arguments");
 }
+
+/// The stamp (`dev:ino:ctime`) a record carries for `path`, as the server computes it.
+fn stamp_of(path: &std::path::Path) -> String {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).unwrap();
+    format!(
+        "{}:{}:{}.{:09}",
+        meta.dev(),
+        meta.ino(),
+        meta.ctime(),
+        meta.ctime_nsec()
+    )
+}
+
+#[test]
+fn compose_trusts_a_recorded_chunk_whose_stamp_is_unchanged() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "t", 1, "one");
+    write(&mut s, "t", 2, "two");
+    // Compose does not hash a chunk again while its stamp and size are those of its record.
+    // Shown with a record that lies (chunk 2 edited, its record given the new stamp): the
+    // reported chunk hash is the record's, while the output's own hash is always the read-back.
+    let part = session_dir(&ws, "t").join("part-002.txt");
+    std::fs::write(&part, b"TWO").unwrap();
+    let stamp = stamp_of(&part);
+    let log = session_dir(&ws, "t").join(".records.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains(&sha256(b"two")), "chunk 2 is in the log");
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut rec: Value = serde_json::from_str(l).unwrap();
+            if rec["index"] == 2 {
+                rec["stamp"] = json!(stamp);
+            }
+            rec.to_string()
+        })
+        .collect();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    let r = s.ok(
+        "rw_chunk_compose",
+        json!({"session": "t", "output_path": "t.txt"}),
+    );
+    assert_eq!(r["chunk_hashes"], json!([sha256(b"one"), sha256(b"two")]));
+    assert_eq!(r["sha256"], json!(sha256(b"oneTWO")));
+    assert_eq!(std::fs::read(ws.path("t.txt")).unwrap(), b"oneTWO");
+    // A chunk whose stamp or size moved is hashed again and its change refused.
+    std::fs::write(&part, b"TWO!").unwrap();
+    let e = s.err(
+        "rw_chunk_compose",
+        json!({"session": "t", "output_path": "t2.txt"}),
+    );
+    assert_eq!(e["context"]["reason"], "chunk_modified");
+    assert_eq!(e["context"]["modified"][0]["index"], 2);
+    assert!(!ws.path("t2.txt").exists());
+}
+
+#[test]
+fn a_chunk_changing_while_compose_reads_it_fails_the_compose_and_writes_nothing() {
+    let ws = Workspace::new();
+    let mut s = Server::start(
+        &ws.root,
+        &[],
+        &[("RW_FAULT_INJECT", "compose_chunk_changed")],
+    );
+    write(&mut s, "c", 1, "one");
+    write(&mut s, "c", 2, "two");
+    let e = s.err(
+        "rw_chunk_compose",
+        json!({"session": "c", "output_path": "c.txt"}),
+    );
+    assert_eq!(e["error"], "stale_precondition");
+    assert_eq!(e["context"]["reason"], "chunk_modified");
+    assert_eq!(e["context"]["changed_while_composing"], 1);
+    assert!(!ws.path("c.txt").exists());
+    let leftovers: Vec<_> = std::fs::read_dir(&ws.root)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().contains(".rw-tmp-"))
+        .collect();
+    assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
+    // the session is kept, whole
+    let st = s.ok("rw_chunk_status", json!({"session": "c", "verify": true}));
+    assert_eq!(st["modified_chunks"], json!([]));
+    assert_eq!(st["ready"], true);
+}
