@@ -650,14 +650,8 @@ impl<'a> Written<'a> {
     /// SHA-256 of the temp file as read back through a fresh descriptor.
     fn read_back(&self) -> Result<String> {
         let shown = self.target.display.as_str();
-        let fd = rustix::fs::openat(
-            &self.target.dir,
-            self.staged.guard.name.as_slice(),
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::empty(),
-        )
-        .map_err(|e| Failure::io("read back temp file", shown, errno_io(e)))?;
-        let (digest, _) = crate::hash::sha256_reader(File::from(fd))
+        let file = open_read_back(self.target, &self.staged.guard.name)?;
+        let (digest, _) = crate::hash::sha256_reader(file)
             .map_err(|e| Failure::io("read back temp file", shown, e))?;
         Ok(if fault("readback_mismatch") {
             sha256_hex(b"injected corruption")

@@ -752,36 +752,8 @@ fn status_trusts_an_unchanged_chunk_unless_asked_to_verify() {
     let mut s = ws.server();
     write(&mut s, "v", 1, "one");
     write(&mut s, "v", 2, "two");
-    // Edit chunk 2 by hand, then make its record carry the file's new stamp (a record that
-    // no longer tells the truth): only verify=true reads the file again and notices.
-    use std::os::unix::fs::MetadataExt;
-    let part = session_dir(&ws, "v").join("part-002.txt");
-    std::fs::write(&part, b"TWO").unwrap();
-    let meta = std::fs::metadata(&part).unwrap();
-    let stamp = format!(
-        "{}:{}:{}.{:09}",
-        meta.dev(),
-        meta.ino(),
-        meta.ctime(),
-        meta.ctime_nsec()
-    );
-    let log = session_dir(&ws, "v").join(".records.jsonl");
-    let text = std::fs::read_to_string(&log).unwrap();
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut rec: Value = serde_json::from_str(l).unwrap();
-            if rec["index"] == 2 {
-                rec["stamp"] = json!(stamp);
-            }
-            rec.to_string()
-        })
-        .collect();
-    assert!(
-        text.contains(&sha256(b"two")),
-        "chunk 2 is recorded in the log"
-    );
-    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    // only verify=true reads the file again and notices a record that lies
+    edit_behind_a_lying_record(&ws, "v", 2, b"TWO", b"two");
     let st = s.ok("rw_chunk_status", json!({"session": "v"}));
     assert_eq!(st["modified_chunks"], json!([]));
     let st = s.ok("rw_chunk_status", json!({"session": "v", "verify": true}));
@@ -799,17 +771,35 @@ fn status_trusts_an_unchanged_chunk_unless_asked_to_verify() {
     assert_eq!(e["context"]["reason"], "invalid_arguments");
 }
 
-/// The stamp (`dev:ino:ctime`) a record carries for `path`, as the server computes it.
-fn stamp_of(path: &std::path::Path) -> String {
+/// Edits chunk `index` of `session` (recorded with content `was`) to `now` by hand, then gives
+/// its record the file's new stamp (`dev:ino:ctime`, as the server computes it): a record
+/// that no longer tells the truth, which only a full re-read can notice.
+fn edit_behind_a_lying_record(ws: &Workspace, session: &str, index: u64, now: &[u8], was: &[u8]) {
     use std::os::unix::fs::MetadataExt;
-    let meta = std::fs::metadata(path).unwrap();
-    format!(
+    let part = session_dir(ws, session).join(format!("part-{index:03}.txt"));
+    std::fs::write(&part, now).unwrap();
+    let meta = std::fs::metadata(&part).unwrap();
+    let stamp = format!(
         "{}:{}:{}.{:09}",
         meta.dev(),
         meta.ino(),
         meta.ctime(),
         meta.ctime_nsec()
-    )
+    );
+    let log = session_dir(ws, session).join(".records.jsonl");
+    let text = std::fs::read_to_string(&log).unwrap();
+    assert!(text.contains(&sha256(was)), "chunk {index} is in the log");
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let mut rec: Value = serde_json::from_str(l).unwrap();
+            if rec["index"] == index {
+                rec["stamp"] = json!(stamp);
+            }
+            rec.to_string()
+        })
+        .collect();
+    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
 }
 
 #[test]
@@ -819,25 +809,9 @@ fn compose_trusts_a_recorded_chunk_whose_stamp_is_unchanged() {
     write(&mut s, "t", 1, "one");
     write(&mut s, "t", 2, "two");
     // Compose does not hash a chunk again while its stamp and size are those of its record.
-    // Shown with a record that lies (chunk 2 edited, its record given the new stamp): the
-    // reported chunk hash is the record's, while the output's own hash is always the read-back.
-    let part = session_dir(&ws, "t").join("part-002.txt");
-    std::fs::write(&part, b"TWO").unwrap();
-    let stamp = stamp_of(&part);
-    let log = session_dir(&ws, "t").join(".records.jsonl");
-    let text = std::fs::read_to_string(&log).unwrap();
-    assert!(text.contains(&sha256(b"two")), "chunk 2 is in the log");
-    let lines: Vec<String> = text
-        .lines()
-        .map(|l| {
-            let mut rec: Value = serde_json::from_str(l).unwrap();
-            if rec["index"] == 2 {
-                rec["stamp"] = json!(stamp);
-            }
-            rec.to_string()
-        })
-        .collect();
-    std::fs::write(&log, lines.join("\n") + "\n").unwrap();
+    // Shown with a record that lies: the reported chunk hash is the record's, while the
+    // output's own hash is always the read-back's.
+    edit_behind_a_lying_record(&ws, "t", 2, b"TWO", b"two");
     let r = s.ok(
         "rw_chunk_compose",
         json!({"session": "t", "output_path": "t.txt"}),
@@ -846,7 +820,7 @@ fn compose_trusts_a_recorded_chunk_whose_stamp_is_unchanged() {
     assert_eq!(r["sha256"], json!(sha256(b"oneTWO")));
     assert_eq!(std::fs::read(ws.path("t.txt")).unwrap(), b"oneTWO");
     // A chunk whose stamp or size moved is hashed again and its change refused.
-    std::fs::write(&part, b"TWO!").unwrap();
+    std::fs::write(session_dir(&ws, "t").join("part-002.txt"), b"TWO!").unwrap();
     let e = s.err(
         "rw_chunk_compose",
         json!({"session": "t", "output_path": "t2.txt"}),
