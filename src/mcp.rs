@@ -331,6 +331,30 @@ impl McpServer {
             tracing::warn!("{text}");
             send_log(&peer, &self.client.log_level, Level::Warning, text).await;
         }
+        if let Some(ws) = &built {
+            // A transaction committed in a client root before a crash could not be finished
+            // at start (only the static roots were known then): finish it now that the roots
+            // are, before any call of this session runs (they wait for `pending`).
+            let session = Arc::new(Session {
+                workspaces: Some(ws.clone()),
+                caller: None,
+            });
+            let service = self.service.clone();
+            let recovered = tokio::task::spawn_blocking(move || {
+                with_session(Some(session), || crate::tx::recover(&service))
+            })
+            .await;
+            if let Ok(mut report) = recovered {
+                // Problems (say, a transaction outside these roots too) recur at every
+                // refresh: they go to the server's log only. What was done goes to the client.
+                for problem in std::mem::take(&mut report.problems) {
+                    tracing::warn!("{problem}");
+                }
+                for text in report.summary() {
+                    send_log(&peer, &self.client.log_level, Level::Warning, &text).await;
+                }
+            }
+        }
         self.client.roots.send_modify(|s| {
             if let Some(ws) = built
                 && seq > s.applied

@@ -451,3 +451,73 @@ fn messages_below_the_set_level_are_not_sent() {
         "no warning at level warning: {notes:?}"
     );
 }
+
+fn wal_entries(root: &Path) -> usize {
+    std::fs::read_dir(root.join(".resilient_write/wal"))
+        .map(|r| r.count())
+        .unwrap_or(0)
+}
+
+#[test]
+fn a_transaction_committed_in_a_client_root_is_finished_once_the_roots_are_known() {
+    let ws = Workspace::new();
+    let extra = Workspace::new();
+    let a = extra.path("a.txt").display().to_string();
+    let b = extra.path("b.txt").display().to_string();
+    std::fs::write(extra.path("a.txt"), "a0\n").unwrap();
+    // A server that dies between the commit record and the renames.
+    let mut s = Server::start_client(
+        &ws.root,
+        &[],
+        &[("RW_FAULT_INJECT", "tx_crash_after_commit_record")],
+        None,
+        json!({"roots": {"listChanged": true}}),
+    );
+    answer_roots(&mut s, &[file_uri(&extra.root)]);
+    let tx = s.ok("rw_tx_begin", json!({"label": "in a client root"}))["tx_id"]
+        .as_str()
+        .expect("tx_id")
+        .to_string();
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": a, "content": "a1\n", "mode": "overwrite"}),
+    );
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": b, "content": "b1\n"}),
+    );
+    s.send_raw(
+        &json!({"jsonrpc": "2.0", "id": 999, "method": "tools/call",
+                "params": {"name": "rw_tx_commit", "arguments": {"tx_id": tx}}})
+        .to_string(),
+    );
+    let status = s.child.wait().expect("wait");
+    assert!(
+        !status.success(),
+        "the server aborted at the injected point"
+    );
+    assert_eq!(std::fs::read(extra.path("a.txt")).unwrap(), b"a0\n");
+
+    // A server without the client's roots cannot reach the files: the transaction waits.
+    let mut plain = ws.server();
+    plain.ok("rw_journal_tail", json!({}));
+    assert_eq!(
+        wal_entries(&ws.root),
+        1,
+        "kept for a session that knows the root"
+    );
+    assert_eq!(std::fs::read(extra.path("a.txt")).unwrap(), b"a0\n");
+    drop(plain);
+
+    // A client announcing the root: finished before its first call runs, and said so.
+    let mut s = roots_client(&ws);
+    answer_roots(&mut s, &[file_uri(&extra.root)]);
+    let notes = notifications_before_a_call(&mut s);
+    assert_eq!(std::fs::read(extra.path("a.txt")).unwrap(), b"a1\n");
+    assert_eq!(std::fs::read(extra.path("b.txt")).unwrap(), b"b1\n");
+    assert_eq!(wal_entries(&ws.root), 0);
+    assert!(
+        notes.iter().any(|n| is_log_containing(n, "rolled forward")),
+        "{notes:?}"
+    );
+}
