@@ -377,10 +377,15 @@ impl Journal {
         needles: &[String],
         mut visit: impl FnMut(&[u8]) -> bool,
     ) -> io::Result<bool> {
-        let finder = if needles.is_empty() {
-            None
-        } else {
-            Some(AhoCorasick::new(needles).map_err(io::Error::other)?)
+        let finder = match needles {
+            [] => None,
+            // one needle (any ASCII value): memchr's SIMD substring search
+            [one] => Some(Needles::One(Box::new(memchr::memmem::Finder::new(
+                one.as_bytes(),
+            )))),
+            _ => Some(Needles::Many(
+                AhoCorasick::new(needles).map_err(io::Error::other)?,
+            )),
         };
         let file = match File::open(&self.path) {
             Ok(f) => f,
@@ -398,16 +403,20 @@ impl Journal {
             let start = pos.saturating_sub(block as u64);
             block = (block * 2).min(MAX_BLOCK);
             let len = (pos - start) as usize;
-            buf.clear();
-            buf.resize(len, 0);
-            file.read_exact_at(&mut buf, start)?;
-            buf.extend_from_slice(&carry);
+            // The buffer only grows (zeroing it once, not per block).
+            let need = len + carry.len();
+            if buf.len() < need {
+                buf.resize(need, 0);
+            }
+            file.read_exact_at(&mut buf[..len], start)?;
+            buf[len..need].copy_from_slice(&carry);
+            let data = &buf[..need];
             // Lines that begin before `start` are carried back whole to the next block.
             let from = if start > 0 {
-                match buf.iter().position(|&b| b == b'\n') {
+                match memchr::memchr(b'\n', data) {
                     Some(p) => p + 1,
                     None => {
-                        std::mem::swap(&mut carry, &mut buf);
+                        carry = data.to_vec();
                         pos = start;
                         continue;
                     }
@@ -415,7 +424,7 @@ impl Journal {
             } else {
                 0
             };
-            let mut body = &buf[from..];
+            let mut body = &data[from..];
             if first {
                 first = false;
                 if let Some(cut) = body.iter().rposition(|&b| b == b'\n') {
@@ -430,7 +439,7 @@ impl Journal {
                 return Ok(torn);
             }
             carry.clear();
-            carry.extend_from_slice(&buf[..from]);
+            carry.extend_from_slice(&data[..from]);
             pos = start;
         }
         Ok(torn)
@@ -467,9 +476,25 @@ impl Journal {
 
 /// Visit the lines of `body` (complete lines, each ending in a newline) newest first; with
 /// `finder`, only those containing a match. Returns false when `visit` asked to stop.
+/// What `scan_back` looks for: one value's string form, or several.
+enum Needles<'n> {
+    One(Box<memchr::memmem::Finder<'n>>),
+    Many(AhoCorasick),
+}
+
+impl Needles<'_> {
+    /// Where matches start in `hay`, in order.
+    fn starts(&self, hay: &[u8]) -> Vec<usize> {
+        match self {
+            Needles::One(f) => f.find_iter(hay).collect(),
+            Needles::Many(ac) => ac.find_iter(hay).map(|m| m.start()).collect(),
+        }
+    }
+}
+
 fn visit_block(
     body: &[u8],
-    finder: Option<&AhoCorasick>,
+    finder: Option<&Needles<'_>>,
     visit: &mut impl FnMut(&[u8]) -> bool,
 ) -> bool {
     let mut visit_line = |line: &[u8]| {
@@ -487,17 +512,14 @@ fn visit_block(
             body.rsplit(|&b| b == b'\n').all(visit_line)
         }
         Some(finder) => {
-            let hits: Vec<usize> = finder.find_iter(body).map(|m| m.start()).collect();
+            let hits = finder.starts(body);
             let mut line_end = usize::MAX;
             for &h in hits.iter().rev() {
                 if h >= line_end {
                     continue; // another match in a line already visited
                 }
-                let start = body[..h]
-                    .iter()
-                    .rposition(|&b| b == b'\n')
-                    .map_or(0, |p| p + 1);
-                let Some(end) = body[h..].iter().position(|&b| b == b'\n').map(|p| h + p) else {
+                let start = memchr::memrchr(b'\n', &body[..h]).map_or(0, |p| p + 1);
+                let Some(end) = memchr::memchr(b'\n', &body[h..]).map(|p| h + p) else {
                     continue;
                 };
                 line_end = start;
@@ -617,6 +639,43 @@ mod tests {
         // The same answer as the unfiltered read.
         let (slow, _) = j.tail(100, |r| r["path"] == "/w/rare.txt").unwrap();
         assert_eq!(all, slow);
+    }
+
+    #[test]
+    fn lines_longer_than_a_block_are_read_whole_in_both_directions_of_the_scan() {
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::new(t.path());
+        let mut big = row("/w/big.txt", 1);
+        // longer than the first block and than the largest one: carried across several reads
+        big.extra.insert(
+            "note".into(),
+            Value::from("x".repeat(MAX_BLOCK + FIRST_BLOCK)),
+        );
+        let mut lines = String::new();
+        for i in 0..3000u64 {
+            lines.push_str(&row("/w/small.txt", i).to_line());
+        }
+        lines.push_str(&big.to_line());
+        for i in 3000..3100u64 {
+            lines.push_str(&row("/w/small.txt", i).to_line());
+        }
+        fs::write(j.path(), lines).unwrap();
+        let wanted = json_string_forms("/w/big.txt");
+        let (rows, stats) = j
+            .tail_containing(5, &wanted, |r| r["path"] == "/w/big.txt")
+            .unwrap();
+        assert_eq!(rows.len(), 1);
+        assert_eq!(stats.corrupt_lines, 0);
+        assert_eq!(
+            rows[0]["note"].as_str().map(str::len),
+            Some(MAX_BLOCK + FIRST_BLOCK)
+        );
+        let (all, stats) = j.tail(200, |_| true).unwrap();
+        assert_eq!(stats.corrupt_lines, 0);
+        assert_eq!(all.len(), 200);
+        assert_eq!(all[99]["path"], "/w/big.txt");
+        assert_eq!(all[98]["bytes"], 2999);
+        assert_eq!(all[100]["bytes"], 3000);
     }
 
     #[test]
