@@ -474,8 +474,6 @@ impl Journal {
     }
 }
 
-/// Visit the lines of `body` (complete lines, each ending in a newline) newest first; with
-/// `finder`, only those containing a match. Returns false when `visit` asked to stop.
 /// What `scan_back` looks for: one value's string form, or several.
 enum Needles<'n> {
     One(Box<memchr::memmem::Finder<'n>>),
@@ -492,6 +490,8 @@ impl Needles<'_> {
     }
 }
 
+/// Visit the lines of `body` (complete lines, each ending in a newline) newest first; with
+/// `finder`, only those containing a match. Returns false when `visit` asked to stop.
 fn visit_block(
     body: &[u8],
     finder: Option<&Needles<'_>>,
@@ -642,7 +642,7 @@ mod tests {
     }
 
     #[test]
-    fn lines_longer_than_a_block_are_read_whole_in_both_directions_of_the_scan() {
+    fn lines_longer_than_a_block_are_read_whole_filtered_or_not() {
         let t = tempfile::tempdir().unwrap();
         let j = Journal::new(t.path());
         let mut big = row("/w/big.txt", 1);
