@@ -17,24 +17,22 @@ pub(crate) enum NumberKind {
 }
 
 fn is_word(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
+    // `|`, not `||`: branch-free, so the block test of `may_start` vectorises
+    b.is_ascii_alphanumeric() | (b == b'_')
 }
 
 /// Bytes whose candidate starts are found at once (one bit each).
 const BLOCK: usize = 32;
-
-fn digit(b: u8) -> bool {
-    b.wrapping_sub(b'0') < 10
-}
 
 /// Whether a candidate can start at `c` (between `p` and `x`): a digit, a `+` or `(` before a
 /// digit, or two capitals (an IBAN's country code), not inside a word. Branch-free, so the
 /// block test below vectorises. A superset of what the scan acts on.
 #[inline(always)]
 fn may_start(p: u8, c: u8, x: u8) -> bool {
-    let upper = |b: u8| b.wrapping_sub(b'A') < 26;
-    let word = digit(p) | ((p | 0x20).wrapping_sub(b'a') < 26) | (p == b'_');
-    !word & (digit(c) | (((c == b'+') | (c == b'(')) & digit(x)) | (upper(c) & upper(x)))
+    !is_word(p)
+        & (c.is_ascii_digit()
+            | (((c == b'+') | (c == b'(')) & x.is_ascii_digit())
+            | (c.is_ascii_uppercase() & x.is_ascii_uppercase()))
 }
 
 /// Bit `k` set: a candidate may start at `base + k`.
@@ -87,12 +85,12 @@ fn scan_at(s: &[u8], i: usize, emit: &mut impl FnMut(NumberKind, Range<usize>)) 
     if is_word(prev) {
         return i + 1;
     }
-    let starts_number =
-        digit(b) || ((b == b'+' || b == b'(') && s.get(i + 1).is_some_and(|&x| digit(x)));
+    let starts_number = b.is_ascii_digit()
+        || ((b == b'+' || b == b'(') && s.get(i + 1).is_some_and(u8::is_ascii_digit));
     if starts_number && !matches!(prev, b'.' | b'-' | b'/') {
         // extend over digits and single separators
         let mut j = i + 1;
-        let mut digits = usize::from(digit(b));
+        let mut digits = usize::from(b.is_ascii_digit());
         while j < n {
             let c = s[j];
             if c.is_ascii_digit() {
