@@ -1155,10 +1155,11 @@ pub fn compose<R>(
                         // recorded content (see `ChunkRecord::stamp`): its own hash is not
                         // recomputed. The stamp is taken again after the copy, so a change
                         // while it was read is caught too.
-                        let stamp = rustix::fs::fstat(&fd).map_err(errno)?;
+                        let st = rustix::fs::fstat(&fd).map_err(errno)?;
+                        let stamp = stamp_of(&st);
                         let trusted = records[k].as_ref().is_some_and(|r| {
-                            r.stamp.as_deref() == Some(stamp_of(&stamp).as_str())
-                                && r.bytes == stamp.st_size.max(0) as u64
+                            r.stamp.as_deref() == Some(stamp.as_str())
+                                && r.bytes == st.st_size.max(0) as u64
                         });
                         let mut f = File::from(fd);
                         to_hasher
@@ -1168,7 +1169,7 @@ pub fn compose<R>(
                         to_hasher.send(Block::End).map_err(|_| hasher_gone())?;
                         let after = rustix::fs::fstat(&f).map_err(errno)?;
                         if trusted
-                            && (stamp_of(&after) != stamp_of(&stamp)
+                            && (stamp_of(&after) != stamp
                                 || crate::pipeline::fault("compose_chunk_changed"))
                         {
                             return Err(io::Error::other(ChangedWhileComposing(k as u64 + 1)));

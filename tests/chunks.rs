@@ -848,11 +848,7 @@ fn a_chunk_changing_while_compose_reads_it_fails_the_compose_and_writes_nothing(
     assert_eq!(e["context"]["reason"], "chunk_modified");
     assert_eq!(e["context"]["changed_while_composing"], 1);
     assert!(!ws.path("c.txt").exists());
-    let leftovers: Vec<_> = std::fs::read_dir(&ws.root)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().contains(".rw-tmp-"))
-        .collect();
+    let leftovers = common::temp_files(&ws.root);
     assert!(leftovers.is_empty(), "temp files left: {leftovers:?}");
     // the session is kept, whole
     let st = s.ok("rw_chunk_status", json!({"session": "c", "verify": true}));

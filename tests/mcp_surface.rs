@@ -3,7 +3,7 @@
 
 mod common;
 
-use common::{Server, Workspace};
+use common::{Server, Workspace, wal_entries};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -450,12 +450,6 @@ fn messages_below_the_set_level_are_not_sent() {
         notes.iter().any(|n| is_log_containing(n, "/etc")),
         "no warning at level warning: {notes:?}"
     );
-}
-
-fn wal_entries(root: &Path) -> usize {
-    std::fs::read_dir(root.join(".resilient_write/wal"))
-        .map(|r| r.count())
-        .unwrap_or(0)
 }
 
 #[test]

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Server, Workspace, journal_rows, sha256};
+use common::{Server, Workspace, journal_rows, sha256, wal_entries};
 use serde_json::{Value, json};
 use std::path::Path;
 
@@ -32,12 +32,6 @@ fn objects(root: &Path) -> Vec<String> {
     }
     out.sort();
     out
-}
-
-fn wal_entries(root: &Path) -> usize {
-    std::fs::read_dir(root.join(".resilient_write/wal"))
-        .map(|r| r.count())
-        .unwrap_or(0)
 }
 
 fn write(s: &mut Server, path: &str, content: &str) -> Value {

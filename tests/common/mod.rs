@@ -282,6 +282,13 @@ pub fn journal_rows(state_root: &Path) -> Vec<Value> {
     }
 }
 
+/// Transactions in the write-ahead log of the state directory at `root`.
+pub fn wal_entries(root: &Path) -> usize {
+    std::fs::read_dir(root.join(".resilient_write/wal"))
+        .map(|r| r.count())
+        .unwrap_or(0)
+}
+
 /// Temp files of the pipeline left anywhere under `root`.
 pub fn temp_files(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
