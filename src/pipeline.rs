@@ -1346,7 +1346,7 @@ mod tests {
             .unwrap()
             .filter_map(|e| e.ok())
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.contains(".rw-tmp-"))
+            .filter(|n| temp_owner_pid(n.as_bytes()).is_some())
             .collect()
     }
 
