@@ -310,8 +310,8 @@ pub const CHUNK_STATUS: ToolSpec = ToolSpec {
     title: "Inspect a chunk session",
     description: "Report a session's present and missing indices, total_expected, chunks \
         edited since they were written, foreign files, and whether compose would accept it. \
-        A chunk unchanged on disk since it was written is not re-hashed unless verify=true \
-        (compose always re-hashes). Writes nothing.",
+        A chunk unchanged on disk since it was written (same inode, change time and size) is \
+        not re-hashed unless verify=true; compose trusts it the same way. Writes nothing.",
     read_only: true,
     destructive: false,
     idempotent: true,
