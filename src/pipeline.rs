@@ -329,6 +329,11 @@ fn stage<'a>(
 /// already accepted, and finishes while the fsync runs. The file is still read back whole and
 /// compared after both the fsync and the read-back are done, before any rename; the read-back
 /// reads the page cache before or after the fsync alike, so only the waiting changes.
+///
+/// A third thread starts the writeback of every [`WRITEBACK_STEP`] bytes the writer has
+/// written, without waiting for it, so the disk works while the body is still being written
+/// and the fsync at the end waits for the last step only. The fsync is what makes the file
+/// durable either way; this only starts its work sooner.
 fn stage_streamed<'a>(
     target: &'a Target,
     existing: Option<&Existing>,
@@ -341,6 +346,12 @@ fn stage_streamed<'a>(
     let published = Published::default();
     std::thread::scope(|scope| {
         let trailing = scope.spawn(|| published.read_behind(&reader));
+        scope.spawn(|| {
+            published.write_behind(WRITEBACK_STEP, |offset, len| {
+                // Only a head start: an error here comes back from the fsync too.
+                let _ = start_writeback(&reader, offset, len);
+            })
+        });
         let written = created.fill(body, Some(&published));
         published.close();
         let read_back = || {
@@ -383,13 +394,34 @@ impl Published {
 
     fn wrote(&self, n: usize) {
         self.lock().0 += n as u64;
-        self.moved.notify_one();
+        self.moved.notify_all();
     }
 
     /// The writer is done (or failed): the reader reads to the end of the file and stops.
     fn close(&self) {
         self.lock().1 = true;
-        self.moved.notify_one();
+        self.moved.notify_all();
+    }
+
+    /// Calls `start(offset, len)` each time the writer has published `step` bytes or more
+    /// beyond the last call, with the range published since; returns once the writer is
+    /// done (the range after the last call is left to the fsync).
+    fn write_behind(&self, step: u64, mut start: impl FnMut(u64, u64)) {
+        let mut started = 0u64;
+        loop {
+            let published = {
+                let mut st = self.lock();
+                while st.0 < started.saturating_add(step) && !st.1 {
+                    st = self.moved.wait(st).unwrap_or_else(|p| p.into_inner());
+                }
+                if st.1 {
+                    return;
+                }
+                st.0
+            };
+            start(started, published - started);
+            started = published;
+        }
     }
 
     /// SHA-256 of the file as read through `file`, read up to what was published while the
@@ -452,6 +484,38 @@ impl Write for Publishing<'_> {
     fn flush(&mut self) -> io::Result<()> {
         self.file.flush()
     }
+}
+
+/// How much a streamed temp file's writer writes between two starts of its writeback
+/// ([`stage_streamed`]). Measured with `compose_bench` on 1 GiB: 8 and 32 MiB do alike, 128
+/// MiB leaves more for the final fsync; without it the fsync waited for the whole file.
+const WRITEBACK_STEP: u64 = 16 * 1024 * 1024;
+
+/// Starts writing `len` bytes of `file` from `offset` to the disk, without waiting for it
+/// (`sync_file_range(2)` with `SYNC_FILE_RANGE_WRITE`). It makes nothing durable: the fsync
+/// still does that, with less left to write.
+#[cfg(target_os = "linux")]
+fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
+        return Err(io::Error::from(io::ErrorKind::InvalidInput));
+    };
+    // SAFETY: the descriptor is borrowed from a live `File` for the duration of the call, and
+    // sync_file_range reads no memory of this process.
+    let r = unsafe {
+        libc::sync_file_range(file.as_raw_fd(), offset, len, libc::SYNC_FILE_RANGE_WRITE)
+    };
+    if r == 0 {
+        Ok(())
+    } else {
+        Err(io::Error::last_os_error())
+    }
+}
+
+/// Elsewhere the fsync does all the writing.
+#[cfg(not(target_os = "linux"))]
+fn start_writeback(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+    Ok(())
 }
 
 /// A fresh read-only descriptor of the temp file, for its read-back.
@@ -1463,6 +1527,89 @@ mod tests {
         .unwrap_err();
         assert!(e.to_string().contains("producer gave up"), "{e}");
         assert_eq!(std::fs::read(f.root.join("s.bin")).unwrap(), b"old");
+        assert!(leftovers(&f).is_empty());
+    }
+
+    /// Waits (up to 10 s) until `calls` holds `n` entries.
+    fn await_calls(calls: &std::sync::Mutex<Vec<(u64, u64)>>, n: usize) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while calls.lock().unwrap().len() < n && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn writeback_starts_each_step_with_the_range_written_since() {
+        let published = Published::default();
+        let calls = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                published.write_behind(10, |at, len| calls.lock().unwrap().push((at, len)))
+            });
+            published.wrote(4);
+            published.wrote(7);
+            await_calls(&calls, 1);
+            published.wrote(9);
+            published.wrote(16);
+            await_calls(&calls, 2);
+            published.wrote(3);
+            published.close();
+        });
+        // 11 bytes reach the first step, 25 more the next; the last 3 are left to the fsync
+        assert_eq!(*calls.lock().unwrap(), vec![(0, 11), (11, 25)]);
+    }
+
+    #[test]
+    fn writeback_of_a_body_shorter_than_a_step_is_left_to_the_fsync() {
+        let published = Published::default();
+        let calls = std::sync::Mutex::new(Vec::new());
+        std::thread::scope(|scope| {
+            scope.spawn(|| {
+                published.write_behind(10, |at, len| calls.lock().unwrap().push((at, len)))
+            });
+            published.wrote(9);
+            published.close();
+        });
+        assert!(calls.lock().unwrap().is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn start_writeback_takes_a_written_file_and_refuses_a_pipe() {
+        let t = tempfile::tempdir().unwrap();
+        let path = t.path().join("f");
+        std::fs::write(&path, vec![b'x'; 1 << 20]).unwrap();
+        let file = File::open(&path).unwrap();
+        start_writeback(&file, 0, 1 << 20).unwrap();
+        let (rx, _tx) = std::io::pipe().unwrap();
+        let e = start_writeback(&File::from(OwnedFd::from(rx)), 0, 1).unwrap_err();
+        assert_eq!(
+            e.raw_os_error(),
+            Some(rustix::io::Errno::SPIPE.raw_os_error())
+        );
+    }
+
+    #[test]
+    fn a_stream_of_several_writeback_steps_lands_whole() {
+        let f = fixture();
+        let block: Vec<u8> = (0..=255u8).cycle().take(1 << 20).collect();
+        let n = (2 * WRITEBACK_STEP / (1 << 20) + 3) as usize;
+        let all = block.repeat(n);
+        let body = block.clone();
+        let out = stream(
+            &f,
+            "big.bin",
+            Body::Stream(Box::new(move |w| {
+                for _ in 0..n {
+                    w.write_all(&body)?;
+                }
+                Ok(())
+            })),
+        )
+        .unwrap();
+        assert_eq!(out.bytes, all.len() as u64);
+        assert_eq!(out.sha256, sha256_hex(&all));
+        assert!(std::fs::read(f.root.join("big.bin")).unwrap() == all);
         assert!(leftovers(&f).is_empty());
     }
 }
