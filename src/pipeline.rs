@@ -13,8 +13,8 @@
 //!    would replace a read-only file, so one is refused with EACCES instead.
 //! 3. Temp file: created in the same directory with `O_CREAT|O_EXCL|O_NOFOLLOW`, given the
 //!    existing file's permission bits and owner, written, `fsync`ed. (A streamed body starts
-//!    the writeback of what it has written every 16 MiB, so the fsync is
-//!    left the last step; the fsync is still what makes the file durable.)
+//!    the writeback of what it has written every 16 MiB, so the fsync is left the last step;
+//!    the fsync is still what makes the file durable.)
 //! 4. Read-back: the temp file is re-read and hashed; a mismatch with the hash of what was
 //!    written deletes it and fails with `write_corruption`. The target is untouched. (For a
 //!    large file the read-back runs while its fsync does: both finish before step 6.)
