@@ -16,8 +16,8 @@
 //! - Compose and preview refuse a session with a gap (naming the missing indices), a count
 //!   that disagrees with `total_expected`, foreign `part-*` files (a mixed session), or a chunk
 //!   whose hash differs from the one recorded when it was written (edited by hand). A
-//!   difference that the journal shows to be a journaled chunk write whose manifest update was
-//!   lost to a crash is not an edit.
+//!   difference that the journal shows to be the chunk's latest journaled write, whose record
+//!   was lost to a crash, is not an edit.
 //! - Compose streams: each chunk is copied into the pipeline's temp file and hashed on the
 //!   way, in constant memory whatever the session's size.
 
@@ -464,26 +464,41 @@ impl Session {
     }
 }
 
-/// Whether the journal holds a write of `sha256` to the chunk at `abs_path`: a chunk whose
-/// hash differs from the manifest's record but matches its own journaled write lost only
-/// its manifest update (a crash between the two writes), not its integrity.
-fn journaled(svc: &Service, abs_path: &std::path::Path, sha256: &str) -> bool {
-    journaled_in(svc.pipeline().journal(), abs_path, sha256)
+/// Whether the latest journaled write to the chunk at `abs_path` (or at its workspace-relative
+/// `shown` path, as the original journals it) wrote `sha256`: a chunk whose hash differs from
+/// its record but is what its own latest journaled write left lost only its record (a crash
+/// between the two writes), not its integrity. An earlier write does not vouch: a chunk put
+/// back by hand to a content it once had is still an edit.
+fn journaled(svc: &Service, session: &Session, name: &str, sha256: &str) -> bool {
+    journaled_in(
+        svc.pipeline().journal(),
+        &session.dir.path.join(name),
+        &session.display(name),
+        sha256,
+    )
 }
 
 fn journaled_in(
     journal: &crate::journal::Journal,
     abs_path: &std::path::Path,
+    shown: &str,
     sha256: &str,
 ) -> bool {
-    let path = abs_path.display().to_string();
+    let abs = abs_path.display().to_string();
+    let paths = [abs.as_str(), shown];
+    let needles: Vec<String> = paths
+        .iter()
+        .flat_map(|p| crate::journal::json_string_forms(p))
+        .collect();
     journal
-        .tail_containing(1, &crate::journal::json_string_forms(sha256), |row| {
-            row.get("path").and_then(Value::as_str) == Some(path.as_str())
-                && row.get("sha256").and_then(Value::as_str) == Some(sha256)
+        .tail_containing(1, &needles, |row| {
+            row.get("path")
+                .and_then(Value::as_str)
+                .is_some_and(|p| paths.contains(&p))
         })
-        .map(|(rows, _)| !rows.is_empty())
-        .unwrap_or(false)
+        .ok()
+        .and_then(|(rows, _)| rows.into_iter().next())
+        .is_some_and(|row| row.get("sha256").and_then(Value::as_str) == Some(sha256))
 }
 
 /// A chunk whose content differs from what was recorded when it was written.
@@ -518,7 +533,7 @@ fn check_record(
     actual: &str,
 ) -> Option<ModifiedChunk> {
     let rec = recorded?;
-    if rec.sha256 == actual || journaled(svc, &session.dir.path.join(name), actual) {
+    if rec.sha256 == actual || journaled(svc, session, name, actual) {
         return None;
     }
     Some(ModifiedChunk {
@@ -1032,6 +1047,7 @@ pub fn compose<R>(
     let rep = report.clone();
     let journal = svc.pipeline().journal().clone();
     let session_path = session.dir.path.clone();
+    let session_shown = session.dir.display.clone();
     let mut extra = opts.extra;
     extra.insert("session".into(), json!(session_name));
     extra.insert("chunk_count".into(), json!(count));
@@ -1200,7 +1216,12 @@ pub fn compose<R>(
                 };
                 if let Some(rec) = recorded
                     && rec.sha256 != actual
-                    && !journaled_in(&journal, &session_path.join(&names[k]), &actual)
+                    && !journaled_in(
+                        &journal,
+                        &session_path.join(&names[k]),
+                        &format!("{session_shown}/{}", names[k]),
+                        &actual,
+                    )
                 {
                     rep.modified.push(ModifiedChunk {
                         index: k as u64 + 1,

@@ -340,6 +340,87 @@ fn hand_edited_chunk_is_reported_by_status_and_refused_by_compose_and_preview() 
 }
 
 #[test]
+fn a_chunk_put_back_by_hand_to_an_earlier_version_is_still_an_edit() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "back", 1, "first draft");
+    write(&mut s, "back", 1, "second draft");
+    // The journal holds a write of "first draft" to this chunk, but not as its latest write.
+    std::fs::write(
+        session_dir(&ws, "back").join("part-001.txt"),
+        b"first draft",
+    )
+    .unwrap();
+    let st = s.ok("rw_chunk_status", json!({"session": "back"}));
+    assert_eq!(st["modified_chunks"][0]["index"], 1);
+    assert_eq!(
+        st["modified_chunks"][0]["recorded_sha256"],
+        json!(sha256(b"second draft"))
+    );
+    let e = s.err(
+        "rw_chunk_compose",
+        json!({"session": "back", "output_path": "back.txt"}),
+    );
+    assert_eq!(e["context"]["reason"], "chunk_modified");
+    assert!(!ws.path("back.txt").exists());
+}
+
+#[test]
+fn a_rewrite_whose_record_was_lost_to_a_crash_is_vouched_for_by_the_journal() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "lost", 1, "one");
+    write(&mut s, "lost", 2, "two");
+    write(&mut s, "lost", 2, "TWO");
+    // A crash between the chunk's rename and its record: the records log loses its lines.
+    let log = session_dir(&ws, "lost").join(".records.jsonl");
+    assert!(
+        std::fs::read_to_string(&log)
+            .unwrap()
+            .contains(&sha256(b"TWO"))
+    );
+    std::fs::write(&log, b"").unwrap();
+    let st = s.ok(
+        "rw_chunk_status",
+        json!({"session": "lost", "verify": true}),
+    );
+    assert_eq!(st["modified_chunks"], json!([]));
+    assert_eq!(st["ready"], true);
+    s.ok(
+        "rw_chunk_compose",
+        json!({"session": "lost", "output_path": "lost.txt"}),
+    );
+    assert_eq!(std::fs::read(ws.path("lost.txt")).unwrap(), b"oneTWO");
+}
+
+#[test]
+fn a_chunk_rewritten_by_the_original_is_vouched_for_by_its_relative_journal_row() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "orig", 1, "ours");
+    // The original rewrites the chunk (it keeps no records) and journals the path relative
+    // to the workspace, with Python's separators.
+    std::fs::write(session_dir(&ws, "orig").join("part-001.txt"), b"theirs").unwrap();
+    let row = format!(
+        "{{\"journal_id\": \"py-1\", \"ts\": \"2026-12-03T00:00:00Z\", \"path\": \
+         \".resilient_write/chunks/orig/part-001.txt\", \"sha256\": \"{}\", \"bytes\": 6, \
+         \"mode\": \"overwrite\", \"caller\": null}}\n",
+        sha256(b"theirs")
+    );
+    let journal = ws.path(".resilient_write/journal.jsonl");
+    let mut text = std::fs::read_to_string(&journal).unwrap();
+    text.push_str(&row);
+    std::fs::write(&journal, text).unwrap();
+    let st = s.ok("rw_chunk_status", json!({"session": "orig"}));
+    assert_eq!(st["modified_chunks"], json!([]));
+    s.ok(
+        "rw_chunk_compose",
+        json!({"session": "orig", "output_path": "orig.txt"}),
+    );
+    assert_eq!(std::fs::read(ws.path("orig.txt")).unwrap(), b"theirs");
+}
+
+#[test]
 fn foreign_part_files_make_a_mixed_session_that_compose_refuses() {
     let ws = Workspace::new();
     let mut s = ws.server();
