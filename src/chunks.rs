@@ -69,6 +69,17 @@ pub fn parse_part_name(name: &str) -> Option<u64> {
     digits.parse().ok()
 }
 
+/// Whether `name` is a temp file of the original's atomic write (`part-NNN.txt.tmp.<hex>`),
+/// left by a crash or still being written: the original ignores it, and so do we (it is not
+/// a chunk, nor foreign to the session).
+fn is_originals_temp(name: &str) -> bool {
+    name.split_once(".tmp.").is_some_and(|(part, suffix)| {
+        parse_part_name(part).is_some()
+            && !suffix.is_empty()
+            && suffix.bytes().all(|b| b.is_ascii_hexdigit())
+    })
+}
+
 /// Check a session name against `^[A-Za-z0-9_-]{1,64}$`.
 pub fn validate_session(session: &str) -> Result<()> {
     let ok = !session.is_empty()
@@ -315,7 +326,7 @@ impl Session {
             let Ok(name) = entry.file_name().to_str() else {
                 continue;
             };
-            if !name.starts_with("part-") {
+            if !name.starts_with("part-") || is_originals_temp(name) {
                 continue;
             }
             match parse_part_name(name) {
@@ -1372,9 +1383,17 @@ fn remove_session(session: &Session) -> Result<u64> {
         names.push(name);
     }
     let mut removed = 0u64;
-    // The lock file goes last: until then, a waiter that wakes up still finds it linked.
-    names.sort_by_key(|n| n.as_slice() == LOCK_FILE.as_bytes());
-    for name in names {
+    // Chunks go first, from index 1 up: a crash part way leaves a session whose chunk 1 is
+    // gone, which compose refuses (a gap), never a shorter session it would compose as if
+    // whole. The lock file goes last: until then, a waiter that wakes up still finds it linked.
+    names.sort_by_key(|n| {
+        let index = std::str::from_utf8(n).ok().and_then(parse_part_name);
+        (n.as_slice() == LOCK_FILE.as_bytes(), index.is_none(), index)
+    });
+    for (k, name) in names.into_iter().enumerate() {
+        if k == 1 && crate::pipeline::fault("reset_crash_after_first_unlink") {
+            std::process::abort();
+        }
         // Our own bookkeeping is not counted, as the original has none.
         let ours =
             name.as_slice() == LOCK_FILE.as_bytes() || name.as_slice() == RECORDS_FILE.as_bytes();

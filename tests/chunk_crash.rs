@@ -163,3 +163,36 @@ fn killed_chunk_sessions_stay_consistent_and_compose() {
     );
     c.kill();
 }
+
+/// A reset (or a compose's cleanup) killed part way leaves a session that compose refuses
+/// (chunk 1 went first), never a shorter one it would compose as if whole; a second reset
+/// finishes the job.
+#[test]
+fn a_reset_killed_part_way_leaves_a_session_compose_refuses() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let mut c = Killable::start(root, Some("reset_crash_after_first_unlink")).expect("starts");
+    for i in 1..=3 {
+        c.call(
+            "rw_chunk_write",
+            json!({"session": "r", "index": i, "content": chunk(i)}),
+        )
+        .expect("chunk written");
+    }
+    assert!(c.call("rw_chunk_reset", json!({"session": "r"})).is_none());
+    c.wait();
+    let mut s = common::Server::start(root, &[], &[]);
+    let st = s.ok("rw_chunk_status", json!({"session": "r"}));
+    assert_eq!(st["present_indices"], json!([2, 3]), "{st}");
+    assert_eq!(st["missing_indices"], json!([1]), "{st}");
+    assert_eq!(st["ready"], json!(false), "{st}");
+    let e = s.err(
+        "rw_chunk_compose",
+        json!({"session": "r", "output_path": "out.txt"}),
+    );
+    assert_eq!(e["context"]["reason"], "non_contiguous_chunks", "{e}");
+    assert!(!root.join("out.txt").exists());
+    let r = s.ok("rw_chunk_reset", json!({"session": "r"}));
+    assert_eq!(r["existed"], json!(true));
+    assert!(!root.join(".resilient_write/chunks/r").exists());
+}

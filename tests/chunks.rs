@@ -483,6 +483,34 @@ fn session_written_by_the_original_without_hashes_composes() {
 }
 
 #[test]
+fn a_temp_file_left_by_the_originals_crashed_write_is_not_a_chunk() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "tmp", 1, "a");
+    write(&mut s, "tmp", 2, "b");
+    // The original writes part-NNN.txt.tmp.<12 hex> and renames it; a crash leaves it.
+    let leftover = session_dir(&ws, "tmp").join("part-003.txt.tmp.0a1b2c3d4e5f");
+    std::fs::write(&leftover, b"half a chunk").unwrap();
+    let st = s.ok("rw_chunk_status", json!({"session": "tmp"}));
+    assert_eq!(st["present_indices"], json!([1, 2]));
+    assert_eq!(st["unrecognised_files"], json!([]));
+    assert_eq!(st["ready"], true);
+    let r = s.ok("rw_chunk_append", json!({"session": "tmp", "content": "c"}));
+    assert_eq!(r["index"], 3);
+    s.ok(
+        "rw_chunk_compose",
+        json!({"session": "tmp", "output_path": "tmp.txt"}),
+    );
+    assert_eq!(std::fs::read(ws.path("tmp.txt")).unwrap(), b"abc");
+    // Left alone: the original may still be about to rename it.
+    assert!(leftover.exists());
+    // A name that only looks like one is still foreign.
+    std::fs::write(session_dir(&ws, "tmp").join("part-004.txt.tmp.zz"), b"?").unwrap();
+    let st = s.ok("rw_chunk_status", json!({"session": "tmp"}));
+    assert_eq!(st["unrecognised_files"], json!(["part-004.txt.tmp.zz"]));
+}
+
+#[test]
 fn compose_create_mode_refuses_an_existing_output() {
     let ws = Workspace::new();
     let mut s = ws.server();
