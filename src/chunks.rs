@@ -129,6 +129,9 @@ struct LogLine {
     index: u64,
     #[serde(flatten)]
     record: ChunkRecord,
+    /// When the chunk was written (the manifest's `updated_at` lags until the next fold).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    at: Option<String>,
 }
 
 /// The manifest's fields a chunk write needs; the chunk records are skipped unparsed.
@@ -140,6 +143,15 @@ struct ManifestHead {
 
 /// The manifest's head as found: `Ok(None)` missing, `Err` corrupt (the parse error).
 type HeadState = std::result::Result<Option<ManifestHead>, String>;
+
+/// The later of two RFC 3339 times (`b` when `a` is absent or either does not parse).
+fn later(a: Option<String>, b: String) -> String {
+    let parse = |t: &str| chrono::DateTime::parse_from_rfc3339(t).ok();
+    match a {
+        Some(a) if matches!((parse(&a), parse(&b)), (Some(x), Some(y)) if x > y) => a,
+        _ => b,
+    }
+}
 
 fn stamp_of(st: &rustix::fs::Stat) -> String {
     format!(
@@ -446,6 +458,7 @@ impl Session {
         let mut line = serde_json::to_vec(&LogLine {
             index,
             record: record.clone(),
+            at: Some(crate::journal::now_rfc3339()),
         })
         .map_err(io::Error::other)?;
         line.push(b'\n');
@@ -455,14 +468,27 @@ impl Session {
 
     /// Every recorded chunk: the manifest's records, then the log's (newer) on top.
     fn records(&self, manifest: &ManifestState) -> Result<BTreeMap<u64, ChunkRecord>> {
+        Ok(self.records_and_update(manifest)?.0)
+    }
+
+    /// [`Session::records`], and when the session was last written: the later of the
+    /// manifest's `updated_at` and the records log's newest line.
+    fn records_and_update(
+        &self,
+        manifest: &ManifestState,
+    ) -> Result<(BTreeMap<u64, ChunkRecord>, Option<String>)> {
         let mut records = manifest
             .manifest()
             .map(|m| m.chunks.clone())
             .unwrap_or_default();
+        let mut updated_at = manifest.manifest().and_then(|m| m.updated_at.clone());
         for line in self.read_log()?.0 {
             records.insert(line.index, line.record);
+            if let Some(at) = line.at {
+                updated_at = Some(later(updated_at, at));
+            }
         }
-        Ok(records)
+        Ok((records, updated_at))
     }
 
     fn size_of(&self, name: &str) -> Result<u64> {
@@ -1481,7 +1507,7 @@ pub fn status(svc: &Service, name: &str, verify: bool) -> Result<(Status, String
     let manifest = session.manifest()?;
     let m = manifest.manifest();
     let total_expected = m.and_then(|m| m.total_expected);
-    let records = session.records(&manifest)?;
+    let (records, updated_at) = session.records_and_update(&manifest)?;
     let mut modified = Vec::new();
     let mut total_bytes = 0;
     for (i, part) in &listing.parts {
@@ -1520,7 +1546,7 @@ pub fn status(svc: &Service, name: &str, verify: bool) -> Result<(Status, String
             unrecognised_files: listing.foreign.clone(),
             manifest: manifest.label().into(),
             created_at: m.and_then(|m| m.created_at.clone()),
-            updated_at: m.and_then(|m| m.updated_at.clone()),
+            updated_at,
             ready,
         },
         dir_display,

@@ -52,6 +52,18 @@ fn manifest_records_created_updated_total_expected_and_chunk_hashes() {
     assert!(m["created_at"].is_string());
     assert!(m["updated_at"].is_string());
     assert_eq!(m["chunks"]["1"]["sha256"], json!(sha256(b"a")));
+    // Later writes go to the records log, not the manifest; status still reports when the
+    // session was last written.
+    let created = m["created_at"].as_str().unwrap().to_string();
+    std::thread::sleep(std::time::Duration::from_millis(5));
+    s.ok(
+        "rw_chunk_write",
+        json!({"session": "m", "index": 2, "content": "b"}),
+    );
+    let st = s.ok("rw_chunk_status", json!({"session": "m"}));
+    assert_eq!(st["created_at"], json!(created));
+    let updated = st["updated_at"].as_str().unwrap();
+    assert!(updated > created.as_str(), "{updated} after {created}");
 }
 
 #[test]
