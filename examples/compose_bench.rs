@@ -145,8 +145,17 @@ fn main() {
                 .and_then(|mut f| f.write_all(&block))
                 .expect("write chunk");
         } else {
-            chunks::write_chunk(&svc, &writer, "bench", Some(i), block.clone(), None)
-                .expect("chunk_write");
+            chunks::write_chunk(
+                &svc,
+                &writer,
+                "bench",
+                Some(i),
+                block.clone(),
+                None,
+                Default::default(),
+            )
+            .expect("chunk_write")
+            .expect("no idempotency key: never a replay");
         }
     }
     drop(block);

@@ -592,8 +592,28 @@ pub struct ChunkWritten {
     pub warnings: Vec<String>,
 }
 
+/// A chunk write's journal fields (an idempotency key) and its replay check.
+pub struct ChunkWriteOptions<'a> {
+    /// Added to the chunk's journal row (with `total_expected` when it has any field).
+    pub extra: BTreeMap<String, Value>,
+    /// Run under the session lock before writing: the journal row of an earlier call this
+    /// one repeats, to answer with instead of writing (so two retries racing each other
+    /// still write once).
+    pub replay: &'a dyn Fn() -> Result<Option<Map<String, Value>>>,
+}
+
+impl Default for ChunkWriteOptions<'_> {
+    fn default() -> Self {
+        ChunkWriteOptions {
+            extra: BTreeMap::new(),
+            replay: &|| Ok(None),
+        }
+    }
+}
+
 /// Write chunk `index` of `session` (or, with `None`, the chunk after the highest present:
-/// an append), updating the manifest. Holds the session lock throughout.
+/// an append), updating the manifest. Holds the session lock throughout. `Err(row)`: the
+/// call repeats the journaled call `row`, and nothing was written.
 pub fn write_chunk(
     svc: &Service,
     who: &Caller,
@@ -601,7 +621,8 @@ pub fn write_chunk(
     index: Option<u64>,
     content: Vec<u8>,
     total_expected: Option<u64>,
-) -> Result<ChunkWritten> {
+    opts: ChunkWriteOptions,
+) -> Result<std::result::Result<ChunkWritten, Map<String, Value>>> {
     validate_session(session_name)?;
     if let Some(i) = index {
         validate_index(session_name, "index", i)?;
@@ -611,6 +632,9 @@ pub fn write_chunk(
     }
     let session = open_session(svc, session_name, true, true)?
         .ok_or_else(|| Failure::Internal("session directory vanished".into()))?;
+    if let Some(row) = (opts.replay)()? {
+        return Ok(Err(row));
+    }
     let listing = session.list()?;
     // Only the manifest's head is parsed here: the chunk records are folded in lazily.
     let (head, manifest_bytes) = session.manifest_head()?;
@@ -670,7 +694,10 @@ pub fn write_chunk(
 
     let name = part_name(index);
     let target = session.dir.target(&name)?;
-    let mut extra = BTreeMap::new();
+    let mut extra = opts.extra;
+    if let (false, Some(t)) = (extra.is_empty(), effective_total) {
+        extra.insert("total_expected".to_string(), json!(t));
+    }
     extra.insert("session".to_string(), json!(session_name));
     extra.insert("chunk_index".to_string(), json!(index));
     let (outcome, ()) = svc.pipeline().commit(&target, who, |existing| {
@@ -738,7 +765,7 @@ pub fn write_chunk(
         warnings.push(format!("the chunk's hash was not recorded: {e}"));
     }
     warnings.extend(outcome.warnings);
-    Ok(ChunkWritten {
+    Ok(Ok(ChunkWritten {
         index,
         chunk_path: session.display(&name),
         sha256: outcome.sha256,
@@ -746,7 +773,7 @@ pub fn write_chunk(
         journal_id: outcome.journal_id,
         total_expected: effective_total,
         warnings,
-    })
+    }))
 }
 
 /// How a session's manifest compares with its chunk files (`doctor`).

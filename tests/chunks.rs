@@ -603,6 +603,54 @@ fn compose_retried_with_an_idempotency_key_applies_once_even_after_cleanup() {
 }
 
 #[test]
+fn append_retried_with_an_idempotency_key_appends_once() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let args = json!({"session": "ia", "content": "one", "total_expected": 3,
+                      "idempotency_key": "append-1"});
+    let first = s.ok("rw_chunk_append", args.clone());
+    assert_eq!(first["index"], 1);
+    assert_eq!(first["idempotent_replay"], false);
+    // The response was lost; the agent retries the same call.
+    let again = s.ok("rw_chunk_append", args.clone());
+    assert_eq!(again["idempotent_replay"], true);
+    for field in [
+        "index",
+        "chunk_path",
+        "sha256",
+        "bytes",
+        "journal_id",
+        "total_expected",
+    ] {
+        assert_eq!(again[field], first[field], "{field}");
+    }
+    let st = s.ok("rw_chunk_status", json!({"session": "ia"}));
+    assert_eq!(st["present_indices"], json!([1]));
+    // The same key with other content is refused and appends nothing.
+    let e = s.err(
+        "rw_chunk_append",
+        json!({"session": "ia", "content": "two", "idempotency_key": "append-1"}),
+    );
+    assert_eq!(e["error"], "stale_precondition");
+    let st = s.ok("rw_chunk_status", json!({"session": "ia"}));
+    assert_eq!(st["present_indices"], json!([1]));
+    // A new key appends.
+    let next = s.ok(
+        "rw_chunk_append",
+        json!({"session": "ia", "content": "two", "idempotency_key": "append-2"}),
+    );
+    assert_eq!(next["index"], 2);
+    // The replay holds after a restart (the journal is its memory).
+    drop(s);
+    let mut s = ws.server();
+    let again = s.ok("rw_chunk_append", args);
+    assert_eq!(again["idempotent_replay"], true);
+    assert_eq!(again["index"], 1);
+    let st = s.ok("rw_chunk_status", json!({"session": "ia"}));
+    assert_eq!(st["present_indices"], json!([1, 2]));
+}
+
+#[test]
 fn compose_cleanup_removes_the_session() {
     let ws = Workspace::new();
     let mut s = ws.server();

@@ -88,6 +88,11 @@ pub struct ChunkAppendArgs {
     /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
+    /// A retried append with the same key and arguments returns the first result without
+    /// appending again (so a lost response never duplicates a chunk); the same key with
+    /// other arguments is refused.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// Result of `chunk_write` and `chunk_append`.
@@ -104,6 +109,9 @@ pub struct ChunkWriteResult {
     /// The session's total_expected after this write, if any.
     #[serde(default)]
     pub total_expected: Option<u64>,
+    /// True when an append was answered from its first call (same idempotency_key).
+    #[serde(default)]
+    pub idempotent_replay: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
@@ -264,7 +272,8 @@ pub const CHUNK_APPEND: ToolSpec = ToolSpec {
     title: "Append the next chunk",
     description: "Write the next chunk of a session (highest index present + 1), so you need \
         not track indices. Safe with several agents appending to one session at once: each \
-        gets its own index and no chunk is lost.",
+        gets its own index and no chunk is lost. Pass an idempotency_key to make a retry (after \
+        a lost response) return the first result instead of appending the chunk twice.",
     read_only: false,
     destructive: false,
     idempotent: false,
@@ -343,7 +352,30 @@ fn written(session: String, w: chunks::ChunkWritten) -> Result<Value> {
         bytes: w.bytes,
         journal_id: w.journal_id,
         total_expected: w.total_expected,
+        idempotent_replay: false,
         warnings: w.warnings,
+    })
+}
+
+/// The first result of an append, from its journal row.
+fn replayed_append(session: String, row: &Map<String, Value>) -> Result<Value> {
+    let index = row.get("chunk_index").and_then(Value::as_u64).unwrap_or(0);
+    to_value(&ChunkWriteResult {
+        ok: true,
+        index,
+        chunk_path: format!(
+            "{}/{}/{session}/{}",
+            crate::service::STATE_DIR_NAME,
+            chunks::CHUNKS_DIR,
+            chunks::part_name(index)
+        ),
+        session,
+        sha256: row_str(row, "sha256"),
+        bytes: row.get("bytes").and_then(Value::as_u64).unwrap_or(0),
+        journal_id: row_str(row, "journal_id"),
+        total_expected: row.get("total_expected").and_then(Value::as_u64),
+        idempotent_replay: true,
+        warnings: Vec::new(),
     })
 }
 
@@ -361,25 +393,43 @@ fn run_chunk_write(svc: &Service, raw: Value) -> Result<Value> {
         index,
         bytes,
         total,
-    )?;
+        Default::default(),
+    )?
+    .map_err(|_| Failure::Internal("a chunk_write without a key was replayed".into()))?;
     written(args.session, w)
 }
 
 fn run_chunk_append(svc: &Service, raw: Value) -> Result<Value> {
+    let request_sha256 = Service::request_hash("chunk_append", &raw);
     let args: ChunkAppendArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
+    let key = args.idempotency_key.as_deref();
+    if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+        return replayed_append(args.session, &row);
+    }
     let total = index_arg(&args.session, "total_expected", args.total_expected)?;
     let bytes = decode_content(svc, args.content, args.encoding)?;
     svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
-    let w = chunks::write_chunk(
+    let replay = || match check_idempotency(svc, key, &request_sha256)? {
+        Replay::Recorded(row) => Ok(Some(row)),
+        Replay::Fresh => Ok(None),
+    };
+    let done = chunks::write_chunk(
         svc,
         &caller(svc, "chunk_append"),
         &args.session,
         None,
         bytes,
         total,
+        chunks::ChunkWriteOptions {
+            extra: idempotency_extra(key, &request_sha256),
+            replay: &replay,
+        },
     )?;
-    written(args.session, w)
+    match done {
+        Ok(w) => written(args.session, w),
+        Err(row) => replayed_append(args.session, &row),
+    }
 }
 
 fn row_str(row: &Map<String, Value>, k: &str) -> String {
