@@ -99,7 +99,10 @@ pub struct Plan {
     /// Extra journal fields (session, tx_id, idempotency_key, ...).
     pub extra: BTreeMap<String, Value>,
     /// Permission bits for a file that does not exist yet (before the umask); `None` means
-    /// 0666. An existing file always keeps its own bits. The scratchpad asks for 0600.
+    /// 0666, and an existing file keeps its own bits. With `Some`, they are also the most an
+    /// existing file keeps (its bits are masked with them): the private state files
+    /// (scratchpad, checkpoints, handoffs) ask for 0600, so one the original left 0644 is
+    /// tightened when rewritten.
     pub new_file_mode: Option<u32>,
 }
 
@@ -560,7 +563,8 @@ fn create_temp<'a>(
 ) -> Result<Created<'a>> {
     let shown = target.display.as_str();
     let tmp = temp_name(&target.name);
-    let perm = existing.map_or(new_file_mode.unwrap_or(0o666), |e| e.mode);
+    let kept = |mode: u32| new_file_mode.map_or(mode, |most| mode & most);
+    let perm = existing.map_or(new_file_mode.unwrap_or(0o666), |e| kept(e.mode));
     let fd = rustix::fs::openat(
         &target.dir,
         tmp.as_slice(),
@@ -576,7 +580,7 @@ fn create_temp<'a>(
     let mut warnings = Vec::new();
     if let Some(old) = existing {
         // open(2) applied the umask; restore the exact bits (setuid etc. included).
-        rustix::fs::fchmod(&fd, Mode::from_raw_mode(old.mode))
+        rustix::fs::fchmod(&fd, Mode::from_raw_mode(kept(old.mode)))
             .map_err(|e| Failure::io("chmod temp file", shown, errno_io(e)))?;
         let st = rustix::fs::fstat(&fd).map_err(|e| Failure::io("stat", shown, errno_io(e)))?;
         if st.st_uid != old.uid || st.st_gid != old.gid {
@@ -592,7 +596,7 @@ fn create_temp<'a>(
                 ));
             }
             // chown clears setuid/setgid bits: put them back.
-            let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(old.mode));
+            let _ = rustix::fs::fchmod(&fd, Mode::from_raw_mode(kept(old.mode)));
         }
     }
     Ok(Created {

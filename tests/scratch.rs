@@ -163,6 +163,23 @@ fn files_are_owner_only_and_the_directory_0700() {
 }
 
 #[test]
+fn an_index_the_original_left_world_readable_is_made_owner_only() {
+    let ws = Workspace::new();
+    let dir = ws.path(".resilient_write/scratch");
+    std::fs::create_dir_all(&dir).unwrap();
+    // The original creates its files 0644.
+    let index = dir.join("index.jsonl");
+    std::fs::write(&index, b"").unwrap();
+    std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut s = ws.server();
+    s.ok("rw_scratch_put", json!({"content": "private"}));
+    assert_eq!(
+        std::fs::metadata(&index).unwrap().permissions().mode() & 0o777,
+        0o600
+    );
+}
+
+#[test]
 fn an_open_scratch_directory_is_tightened_to_0700() {
     let ws = Workspace::new();
     let dir = ws.path(".resilient_write/scratch");
