@@ -562,12 +562,8 @@ fn check_gitignore(svc: &Service, out: &mut Vec<Finding>) {
     let Some(root) = svc.state_dir().parent() else {
         return;
     };
-    if !crate::service::in_git_work_tree(root) {
-        return;
-    }
-    let path = root.join(".gitignore");
-    let text = std::fs::read_to_string(&path).unwrap_or_default();
-    if !crate::service::gitignore_mentions_state(&text) {
+    if crate::service::state_dir_git_ignored(root) == Some(false) {
+        let path = root.join(".gitignore");
         out.push(
             Finding::problem(
                 "gitignore",

@@ -368,33 +368,140 @@ impl Service {
     }
 }
 
-/// Whether a `.gitignore`'s text has a line naming the state directory (`.resilient_write`,
-/// with or without leading and trailing slashes).
+/// Whether a `.gitignore`'s text has a line ignoring the state directory beside it
+/// (`.resilient_write`, with or without a leading `/`, `**/` or a trailing `/`).
 pub fn gitignore_mentions_state(gitignore: &str) -> bool {
-    gitignore
-        .lines()
-        .any(|l| l.trim().trim_start_matches('/').trim_end_matches('/') == STATE_DIR_NAME)
+    ignores_state_at(gitignore, "")
 }
 
-/// Whether `state_root` is inside a git work tree (a `.git` in it or an ancestor).
-pub fn in_git_work_tree(state_root: &Path) -> bool {
-    state_root.ancestors().any(|d| d.join(".git").exists())
+/// Whether a `.gitignore` (or `info/exclude`) has a line ignoring the state directory found at
+/// `rel` below it (`""`: beside it; else `sub/dir`). An unanchored name matches at any depth;
+/// an anchored one (a `/` before the end) names the path from the file's directory. Negations
+/// and wildcards other than a leading `**/` are not interpreted.
+fn ignores_state_at(gitignore: &str, rel: &str) -> bool {
+    let here = if rel.is_empty() {
+        STATE_DIR_NAME.to_string()
+    } else {
+        format!("{rel}/{STATE_DIR_NAME}")
+    };
+    gitignore.lines().map(str::trim).any(|line| {
+        if line.is_empty() || line.starts_with('#') || line.starts_with('!') {
+            return false;
+        }
+        let pattern = line.strip_suffix('/').unwrap_or(line);
+        let unanchored = pattern.strip_prefix("**/").unwrap_or(pattern);
+        if !unanchored.contains('/') {
+            return unanchored == STATE_DIR_NAME;
+        }
+        pattern.strip_prefix('/').unwrap_or(pattern) == here
+    })
+}
+
+/// Whether git ignores `state_root`'s `.resilient_write/`: `None` outside a git work tree;
+/// else whether a `.gitignore` in the state root or an ancestor up to the work tree's root, or
+/// the repository's `info/exclude`, ignores it.
+pub fn state_dir_git_ignored(state_root: &Path) -> Option<bool> {
+    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    for dir in state_root.ancestors() {
+        let rel = state_root
+            .strip_prefix(dir)
+            .ok()?
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/");
+        if ignores_state_at(&read(&dir.join(".gitignore")), &rel) {
+            return Some(true);
+        }
+        let git = dir.join(".git");
+        if git.exists() {
+            let exclude = read(&git.join("info").join("exclude"));
+            return Some(ignores_state_at(&exclude, &rel));
+        }
+    }
+    None
 }
 
 /// A warning when `.resilient_write/` would be committed: the state root is in a git work
-/// tree whose `.gitignore` files do not mention it.
-fn gitignore_note(state_root: &Path) -> Option<String> {
-    if !in_git_work_tree(state_root) {
-        return None;
-    }
-    let ignored = std::fs::read_to_string(state_root.join(".gitignore"))
-        .map(|s| gitignore_mentions_state(&s))
-        .unwrap_or(false);
-    (!ignored).then(|| {
+/// tree that does not ignore it. Checked afresh on each call (an agent may fix it mid-session).
+pub fn gitignore_note(state_root: &Path) -> Option<String> {
+    (state_dir_git_ignored(state_root) == Some(false)).then(|| {
         format!(
             "{STATE_DIR_NAME}/ in {} is not git-ignored: the journal and scratchpad may hold \
              sensitive names; add `{STATE_DIR_NAME}/` to .gitignore (resilient-write init does)",
             state_root.display()
         )
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_gitignore_line_ignores_the_state_dir_beside_it_in_every_form() {
+        for line in [
+            ".resilient_write",
+            ".resilient_write/",
+            "/.resilient_write",
+            "/.resilient_write/",
+            "**/.resilient_write",
+            "**/.resilient_write/",
+            "  .resilient_write/  ",
+        ] {
+            assert!(
+                gitignore_mentions_state(&format!("target\n{line}\n")),
+                "{line}"
+            );
+        }
+        for line in [
+            "# .resilient_write/",
+            "!.resilient_write/",
+            ".resilient_write_old/",
+            "sub/.resilient_write/",
+            "",
+        ] {
+            assert!(!gitignore_mentions_state(line), "{line}");
+        }
+    }
+
+    #[test]
+    fn an_ancestor_gitignore_ignores_a_nested_state_dir_unanchored_or_by_its_path() {
+        assert!(ignores_state_at(".resilient_write/\n", "a/b"));
+        assert!(ignores_state_at("**/.resilient_write\n", "a/b"));
+        assert!(ignores_state_at("/a/b/.resilient_write/\n", "a/b"));
+        assert!(ignores_state_at("a/b/.resilient_write\n", "a/b"));
+        assert!(!ignores_state_at("/.resilient_write/\n", "a/b"));
+        assert!(!ignores_state_at("/a/.resilient_write/\n", "a/b"));
+    }
+
+    #[test]
+    fn the_state_dir_is_ignored_by_any_gitignore_up_to_the_work_tree_or_info_exclude() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        let nested = root.join("a").join("b");
+        std::fs::create_dir_all(&nested).unwrap();
+        // outside a work tree: nothing to warn about
+        assert_eq!(state_dir_git_ignored(&nested), None);
+        assert_eq!(gitignore_note(&nested), None);
+        std::fs::create_dir_all(root.join(".git").join("info")).unwrap();
+        assert_eq!(state_dir_git_ignored(&nested), Some(false));
+        assert!(gitignore_note(&nested).is_some());
+        // the repository's info/exclude, anchored at the work tree's root
+        let exclude = root.join(".git").join("info").join("exclude");
+        std::fs::write(&exclude, "/a/b/.resilient_write/\n").unwrap();
+        assert_eq!(state_dir_git_ignored(&nested), Some(true));
+        std::fs::write(&exclude, "/a/.resilient_write/\n").unwrap();
+        assert_eq!(state_dir_git_ignored(&nested), Some(false));
+        // a .gitignore between the state root and the work tree's root
+        std::fs::write(root.join("a").join(".gitignore"), "b/.resilient_write\n").unwrap();
+        assert_eq!(state_dir_git_ignored(&nested), Some(true));
+        assert_eq!(gitignore_note(&nested), None);
+        // a .gitignore above the work tree does not count
+        let inner = root.join("inner");
+        std::fs::create_dir_all(inner.join(".git")).unwrap();
+        std::fs::write(root.join(".gitignore"), ".resilient_write/\n").unwrap();
+        assert_eq!(state_dir_git_ignored(&inner), Some(false));
+        assert_eq!(state_dir_git_ignored(root), Some(true));
+    }
 }

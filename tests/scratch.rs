@@ -312,8 +312,14 @@ fn put_warns_when_the_state_directory_is_not_git_ignored() {
     let mut s = ws.server();
     let r = s.ok("rw_scratch_put", json!({"content": "x"}));
     assert_eq!(r["warnings"][0]["reason"], "state_dir_not_gitignored");
+    // Fixed mid-session: the next deposit no longer warns.
     std::fs::write(ws.path(".gitignore"), ".resilient_write/\n").unwrap();
-    let mut s = ws.server();
     let r = s.ok("rw_scratch_put", json!({"content": "y"}));
+    assert_eq!(r["warnings"], json!([]));
+    // The original's `**/` form, in the repository's info/exclude, counts too.
+    std::fs::remove_file(ws.path(".gitignore")).unwrap();
+    std::fs::create_dir_all(ws.path(".git/info")).unwrap();
+    std::fs::write(ws.path(".git/info/exclude"), "**/.resilient_write/\n").unwrap();
+    let r = s.ok("rw_scratch_put", json!({"content": "z"}));
     assert_eq!(r["warnings"], json!([]));
 }

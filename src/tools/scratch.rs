@@ -158,14 +158,16 @@ pub const SCRATCH_GET: ToolSpec = ToolSpec {
     run: run_scratch_get,
 };
 
+/// Checked at each deposit, so a .gitignore fixed mid-session silences it.
 fn gitignore_warnings(svc: &Service) -> Vec<ScratchWarning> {
-    svc.notes()
-        .iter()
-        .filter(|n| n.contains("not git-ignored"))
-        .map(|n| ScratchWarning {
+    svc.state_dir()
+        .parent()
+        .and_then(crate::service::gitignore_note)
+        .map(|hint| ScratchWarning {
             reason: "state_dir_not_gitignored".into(),
-            hint: n.clone(),
+            hint,
         })
+        .into_iter()
         .collect()
 }
 
