@@ -292,6 +292,45 @@ fn ten_thousand_chunk_session_composes() {
     assert_eq!(std::fs::read(ws.path("tenk.txt")).unwrap(), want);
 }
 
+/// Compose copies chunks through a few fixed buffers: a session far larger than those
+/// leaves the server's peak RSS (VmHWM) where it was. The benchmark does this at 1 GB.
+#[cfg(target_os = "linux")]
+#[test]
+fn compose_streams_a_large_session_in_bounded_memory() {
+    const CHUNKS: usize = 96;
+    const MIB: usize = 1 << 20;
+    let ws = Workspace::new();
+    let dir = session_dir(&ws, "big");
+    std::fs::create_dir_all(&dir).unwrap();
+    // Plain files, as another tool leaves them: compose hashes every one as it copies.
+    let mut whole = Vec::with_capacity(CHUNKS * MIB);
+    for i in 1..=CHUNKS {
+        let chunk: Vec<u8> = (0..MIB).map(|k| ((k * 31 + i * 7) % 251) as u8).collect();
+        std::fs::write(dir.join(format!("part-{i:03}.txt")), &chunk).unwrap();
+        whole.extend_from_slice(&chunk);
+    }
+    let mut s = ws.server();
+    let status = format!("/proc/{}/status", s.child.id());
+    let peak_kib = || -> u64 {
+        let text = std::fs::read_to_string(&status).unwrap();
+        let line = text.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
+        line.split_whitespace().nth(1).unwrap().parse().unwrap()
+    };
+    let before = peak_kib();
+    let r = s.ok(
+        "rw_chunk_compose",
+        json!({"session": "big", "output_path": "big.bin"}),
+    );
+    let after = peak_kib();
+    assert_eq!(r["bytes"], json!(CHUNKS * MIB));
+    assert_eq!(r["sha256"], json!(sha256(&whole)));
+    let grew_mib = after.saturating_sub(before) / 1024;
+    assert!(
+        grew_mib < 32,
+        "peak RSS grew by {grew_mib} MiB composing {CHUNKS} MiB ({before} -> {after} KiB)"
+    );
+}
+
 #[test]
 fn status_reports_present_missing_and_total_expected() {
     let ws = Workspace::new();
