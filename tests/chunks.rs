@@ -510,6 +510,19 @@ fn missing_or_corrupt_manifest_is_rebuilt_from_the_chunk_files() {
     let st = s.ok("rw_chunk_status", json!({"session": "mf"}));
     assert_eq!(st["manifest"], "missing");
     assert_eq!(st["ready"], true);
+    // The next write rebuilds a missing manifest too, with every chunk's record.
+    let r = s.ok("rw_chunk_append", json!({"session": "mf", "content": "d"}));
+    assert_eq!(r["index"], 4);
+    assert!(r["warnings"][0].as_str().unwrap().contains("missing"));
+    let m: Value = serde_json::from_slice(&std::fs::read(&manifest).unwrap()).unwrap();
+    for (i, c) in [(1, "a"), (2, "b"), (3, "c"), (4, "d")] {
+        assert_eq!(
+            m["chunks"][i.to_string()]["sha256"],
+            json!(sha256(c.as_bytes()))
+        );
+    }
+    let st = s.ok("rw_chunk_status", json!({"session": "mf"}));
+    assert_eq!(st["manifest"], "ok");
 }
 
 #[test]
@@ -559,6 +572,78 @@ fn a_temp_file_left_by_the_originals_crashed_write_is_not_a_chunk() {
     std::fs::write(session_dir(&ws, "tmp").join("part-004.txt.tmp.zz"), b"?").unwrap();
     let st = s.ok("rw_chunk_status", json!({"session": "tmp"}));
     assert_eq!(st["unrecognised_files"], json!(["part-004.txt.tmp.zz"]));
+}
+
+#[test]
+fn more_chunks_than_total_expected_is_refused_as_a_stale_session() {
+    // The original can leave this: its manifest says 2, three chunks exist.
+    let ws = Workspace::new();
+    let dir = session_dir(&ws, "over");
+    std::fs::create_dir_all(&dir).unwrap();
+    for i in 1..=3 {
+        std::fs::write(dir.join(format!("part-{i:03}.txt")), format!("{i}")).unwrap();
+    }
+    std::fs::write(
+        dir.join("manifest.json"),
+        "{\"session\": \"over\", \"total_expected\": 2}\n",
+    )
+    .unwrap();
+    let mut s = ws.server();
+    let st = s.ok("rw_chunk_status", json!({"session": "over"}));
+    assert_eq!(st["ready"], false);
+    for (tool, args) in [
+        (
+            "rw_chunk_compose",
+            json!({"session": "over", "output_path": "over.txt"}),
+        ),
+        ("rw_chunk_preview", json!({"session": "over"})),
+    ] {
+        let e = s.err(tool, args);
+        assert_eq!(e["context"]["reason"], "chunk_count_mismatch", "{tool}");
+        assert_eq!(e["context"]["chunk_count"], 3, "{tool}");
+        assert_eq!(e["context"]["total_expected"], 2, "{tool}");
+        assert!(
+            e["context"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("stale session"),
+            "{tool}: {e}"
+        );
+    }
+    assert!(!ws.path("over.txt").exists());
+}
+
+#[test]
+fn invalid_base64_and_an_index_above_the_maximum_write_nothing() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    for (tool, args) in [
+        ("rw_chunk_write", json!({"session": "b64", "index": 1})),
+        ("rw_chunk_append", json!({"session": "b64"})),
+    ] {
+        let mut args = args;
+        args["content"] = json!("not base64!");
+        args["encoding"] = json!("base64");
+        let e = s.err(tool, args);
+        assert_eq!(e["error"], "policy_violation", "{tool}");
+        assert_eq!(e["reason_hint"], "encoding", "{tool}");
+    }
+    let e = s.err(
+        "rw_chunk_write",
+        json!({"session": "b64", "index": 100_001, "content": "x"}),
+    );
+    assert_eq!(e["context"]["reason"], "index_out_of_range");
+    assert!(
+        e["context"]["message"].as_str().unwrap().contains("100000"),
+        "{e}"
+    );
+    let e = s.err(
+        "rw_chunk_write",
+        json!({"session": "b64", "index": 1, "content": "x", "total_expected": 100_001}),
+    );
+    assert_eq!(e["context"]["reason"], "index_out_of_range");
+    let st = s.ok("rw_chunk_status", json!({"session": "b64"}));
+    assert_eq!(st["present_indices"], json!([]));
 }
 
 #[test]

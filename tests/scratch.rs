@@ -279,6 +279,25 @@ fn torn_or_corrupt_index_lines_are_skipped_and_reported() {
     );
     let r = s.ok("rw_scratch_ref", json!({"label": "after"}));
     assert_eq!(r["sha256"], json!(sha256(b"after")));
+    // Valid JSON that is not a row (no sha256, or not an object) is skipped as well, and
+    // scratch_get reports what it skipped while finding the label.
+    let mut text = std::fs::read_to_string(&index).unwrap();
+    text.push_str("{\"label\": \"no hash\"}\n[1, 2]\n");
+    std::fs::write(&index, text).unwrap();
+    let r = s.ok("rw_scratch_ref", json!({"label": "after"}));
+    let reasons: Vec<&str> = r["skipped_lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["reason"].as_str().unwrap())
+        .collect();
+    assert_eq!(reasons.len(), 4, "{reasons:?}");
+    assert!(reasons[2].contains("not an index row"), "{reasons:?}");
+    assert!(reasons[3].contains("not an index row"), "{reasons:?}");
+    let g = s.ok("rw_scratch_get", json!({"sha256": sha256(b"after")}));
+    assert_eq!(g["content"], "after");
+    assert_eq!(g["label"], "after");
+    assert_eq!(g["skipped_lines"].as_array().unwrap().len(), 4);
 }
 
 #[test]

@@ -113,6 +113,9 @@ pub struct ScratchGetResult {
     pub bytes: u64,
     pub content_type: Option<String>,
     pub label: Option<String>,
+    /// index.jsonl lines skipped as torn or corrupt while looking up the label.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped_lines: Vec<SkippedLine>,
 }
 
 pub const SCRATCH_PUT: ToolSpec = ToolSpec {
@@ -297,7 +300,8 @@ fn run_scratch_get(svc: &Service, raw: Value) -> Result<Value> {
             "utf-8",
         ),
     };
-    let (rows, _) = scratch::read_index(svc).unwrap_or_default();
+    // The content is verified: an unreadable index costs only the label.
+    let (rows, skipped) = scratch::read_index(svc).unwrap_or_default();
     let meta = rows
         .iter()
         .rev()
@@ -310,5 +314,6 @@ fn run_scratch_get(svc: &Service, raw: Value) -> Result<Value> {
         content_type: meta.and_then(|m| field(m, "content_type")),
         label: meta.and_then(|m| field(m, "label")),
         sha256: sha,
+        skipped_lines: skipped,
     })
 }
