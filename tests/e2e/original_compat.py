@@ -1,0 +1,73 @@
+"""Drive the Python original (resilient-write 0.3.0, its library functions) on a state
+directory, for tests/original_compat.rs.
+
+    python3 original_compat.py <wheel> <root> read|write
+
+`read` reads what this server wrote (chunk session "ours", the scratchpad, the journal) with
+the original's functions; `write` writes state with them for this server to read. Each prints
+one JSON object of the results. The wheel is extracted to a temporary directory and imported
+from there: it declares Python >= 3.12, so pip will not install it on older interpreters, but
+the modules used here run on 3.11.
+"""
+
+import json
+import os
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+
+
+def load(wheel: str):
+    target = tempfile.mkdtemp(prefix="rw-original-")
+    with zipfile.ZipFile(wheel) as z:
+        z.extractall(target)
+    sys.path.insert(0, target)
+    from resilient_write import chunks, journal, scratchpad
+
+    return chunks, journal, scratchpad
+
+
+def read(root: Path, chunks, journal, scratchpad) -> dict:
+    out = {}
+    out["status"] = chunks.chunk_status(root, session="ours")
+    out["preview"] = chunks.chunk_preview(root, session="ours", separator="")
+    out["compose"] = chunks.chunk_compose(
+        root, session="ours", output_path="by-original.txt", workspaces=[root]
+    )
+    ref = scratchpad.scratch_ref(root, label="ours-label")
+    out["scratch_ref"] = ref
+    out["scratch_get"] = scratchpad.scratch_get(root, sha256=ref["entry"]["sha256"])
+    rows = journal.tail(root, n=100000)
+    out["journal_rows"] = len(rows)
+    out["journal_paths"] = sorted({r.get("path", "") for r in rows})
+    return out
+
+
+def write(root: Path, chunks, journal, scratchpad) -> dict:
+    out = {}
+    out["theirs"] = [
+        chunks.chunk_write(root, session="theirs", index=1, content="α ", total_expected=3),
+        chunks.chunk_append(root, session="theirs", content="β "),
+        chunks.chunk_append(root, session="theirs", content="γ"),
+    ]
+    # Into our session: a rewrite of chunk 2 and an append (the original rewrites the
+    # manifest without our chunk records).
+    out["ours_rewrite"] = chunks.chunk_write(root, session="ours", index=2, content="TWO ")
+    out["ours_append"] = chunks.chunk_append(root, session="ours", content="four")
+    out["scratch_put"] = scratchpad.scratch_put(
+        root, content="from the original", label="theirs-label"
+    )
+    return out
+
+
+def main() -> None:
+    wheel, root, phase = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
+    os.chdir(root)
+    chunks, journal, scratchpad = load(wheel)
+    run = {"read": read, "write": write}[phase]
+    print(json.dumps(run(root, chunks, journal, scratchpad)))
+
+
+if __name__ == "__main__":
+    main()

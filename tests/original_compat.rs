@@ -1,0 +1,141 @@
+//! State shared with the Python original, both ways, with the original's own code: its
+//! library functions (resilient-write 0.3.0 from PyPI, pinned by hash in
+//! `tests/e2e/original.txt`) read the chunk session, scratchpad and journal this server wrote,
+//! and this server reads the sessions, chunk rewrites and scratch deposits the original made.
+//!
+//! The wheel is fetched by `.ci/run` into `target/original-py/` (or named by
+//! `RW_ORIGINAL_WHEEL`). Without it the test fails under CI (env `CI` set) and otherwise prints
+//! a loud skip notice with the download command.
+
+mod common;
+
+use common::{Server, Workspace, sha256};
+use serde_json::{Value, json};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+const WHEEL: &str = "resilient_write-0.3.0-py3-none-any.whl";
+const FETCH: &str = "python3 -m pip download --no-deps --python-version 3.12 \
+    --only-binary=:all: --require-hashes -r tests/e2e/original.txt -d target/original-py";
+
+fn wheel() -> Option<PathBuf> {
+    let path = std::env::var_os("RW_ORIGINAL_WHEEL")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("target/original-py")
+                .join(WHEEL)
+        });
+    if path.is_file() {
+        return Some(path);
+    }
+    let why = format!("{} is missing", path.display());
+    if std::env::var_os("CI").is_some() {
+        panic!("the original's wheel is required under CI ({why}); fetch it: {FETCH}");
+    }
+    eprintln!(
+        "\n==== SKIPPED original_compat: {why}.\n==== Fetch it with: {FETCH}\n\
+         ==== (and `pip install --user -r tests/e2e/requirements.txt` for PyYAML)\n"
+    );
+    None
+}
+
+/// Run the original on `root` (`read` or `write`) and return what it printed.
+fn original(wheel: &Path, root: &Path, phase: &str) -> Value {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/original_compat.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(wheel)
+        .arg(root)
+        .arg(phase)
+        .output()
+        .expect("python3 runs");
+    assert!(
+        out.status.success(),
+        "the original's {phase} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).expect("one JSON object")
+}
+
+fn write(s: &mut Server, index: u64, content: &str) {
+    s.ok(
+        "rw_chunk_write",
+        json!({"session": "ours", "index": index, "content": content}),
+    );
+}
+
+#[test]
+fn the_original_reads_our_state_and_we_read_the_originals() {
+    let Some(wheel) = wheel() else { return };
+    let ws = Workspace::new();
+    let mut s = ws.server();
+
+    // Ours, read by the original.
+    write(&mut s, 1, "one ");
+    s.ok(
+        "rw_chunk_append",
+        json!({"session": "ours", "content": "two "}),
+    );
+    write(&mut s, 3, "three ");
+    let put = s.ok(
+        "rw_scratch_put",
+        json!({"content": "kept aside", "label": "ours-label"}),
+    );
+    let theirs = original(&wheel, &ws.root, "read");
+    assert_eq!(theirs["status"]["present_indices"], json!([1, 2, 3]));
+    assert_eq!(theirs["preview"]["content"], "one two three ");
+    assert_eq!(theirs["compose"]["sha256"], json!(sha256(b"one two three ")));
+    assert_eq!(
+        std::fs::read(ws.path("by-original.txt")).unwrap(),
+        b"one two three "
+    );
+    assert_eq!(theirs["scratch_ref"]["entry"]["sha256"], put["sha256"]);
+    assert_eq!(theirs["scratch_get"]["content"], "kept aside");
+    // Every row of our journal parses for the original (its reader raises on a bad line).
+    let ours = common::journal_rows(&ws.root).len() as u64;
+    assert!(theirs["journal_rows"].as_u64().unwrap() >= ours, "{theirs}");
+
+    // Theirs, read by us.
+    let theirs = original(&wheel, &ws.root, "write");
+    assert_eq!(theirs["ours_append"]["index"], 4, "{theirs}");
+    let st = s.ok("rw_chunk_status", json!({"session": "theirs", "verify": true}));
+    assert_eq!(st["present_indices"], json!([1, 2, 3]));
+    assert_eq!(st["total_expected"], 3);
+    assert_eq!(st["ready"], true, "{st}");
+    let r = s.ok(
+        "rw_chunk_compose",
+        json!({"session": "theirs", "output_path": "theirs.txt"}),
+    );
+    assert_eq!(r["chunk_count"], 3);
+    assert_eq!(std::fs::read_to_string(ws.path("theirs.txt")).unwrap(), "α β γ");
+    // The original rewrote our chunk 2 (its journal row vouches for it) and appended chunk 4
+    // (its manifest dropped our records): neither is an edit by hand.
+    let st = s.ok("rw_chunk_status", json!({"session": "ours", "verify": true}));
+    assert_eq!(st["present_indices"], json!([1, 2, 3, 4]));
+    assert_eq!(st["modified_chunks"], json!([]), "{st}");
+    assert_eq!(st["ready"], true, "{st}");
+    s.ok(
+        "rw_chunk_compose",
+        json!({"session": "ours", "output_path": "ours.txt"}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.path("ours.txt")).unwrap(),
+        "one TWO three four"
+    );
+    let sha = theirs["scratch_put"]["sha256"].clone();
+    let r = s.ok("rw_scratch_ref", json!({"label": "theirs-label"}));
+    assert_eq!(r["sha256"], sha);
+    assert!(r.get("skipped_lines").is_none(), "{r}");
+    let g = s.ok("rw_scratch_get", json!({"sha256": sha}));
+    assert_eq!(g["content"], "from the original");
+    // The original's index row is kept beside ours, and a deposit of ours after it makes the
+    // index owner-only again.
+    s.ok("rw_scratch_put", json!({"content": "after", "label": "after"}));
+    let r = s.ok("rw_scratch_ref", json!({"label": "ours-label"}));
+    assert_eq!(r["sha256"], put["sha256"]);
+    use std::os::unix::fs::PermissionsExt;
+    let index = ws.path(".resilient_write/scratch/index.jsonl");
+    let mode = std::fs::metadata(index).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+}
