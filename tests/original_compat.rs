@@ -85,7 +85,10 @@ fn the_original_reads_our_state_and_we_read_the_originals() {
     let theirs = original(&wheel, &ws.root, "read");
     assert_eq!(theirs["status"]["present_indices"], json!([1, 2, 3]));
     assert_eq!(theirs["preview"]["content"], "one two three ");
-    assert_eq!(theirs["compose"]["sha256"], json!(sha256(b"one two three ")));
+    assert_eq!(
+        theirs["compose"]["sha256"],
+        json!(sha256(b"one two three "))
+    );
     assert_eq!(
         std::fs::read(ws.path("by-original.txt")).unwrap(),
         b"one two three "
@@ -99,7 +102,10 @@ fn the_original_reads_our_state_and_we_read_the_originals() {
     // Theirs, read by us.
     let theirs = original(&wheel, &ws.root, "write");
     assert_eq!(theirs["ours_append"]["index"], 4, "{theirs}");
-    let st = s.ok("rw_chunk_status", json!({"session": "theirs", "verify": true}));
+    let st = s.ok(
+        "rw_chunk_status",
+        json!({"session": "theirs", "verify": true}),
+    );
     assert_eq!(st["present_indices"], json!([1, 2, 3]));
     assert_eq!(st["total_expected"], 3);
     assert_eq!(st["ready"], true, "{st}");
@@ -108,10 +114,16 @@ fn the_original_reads_our_state_and_we_read_the_originals() {
         json!({"session": "theirs", "output_path": "theirs.txt"}),
     );
     assert_eq!(r["chunk_count"], 3);
-    assert_eq!(std::fs::read_to_string(ws.path("theirs.txt")).unwrap(), "α β γ");
+    assert_eq!(
+        std::fs::read_to_string(ws.path("theirs.txt")).unwrap(),
+        "α β γ"
+    );
     // The original rewrote our chunk 2 (its journal row vouches for it) and appended chunk 4
     // (its manifest dropped our records): neither is an edit by hand.
-    let st = s.ok("rw_chunk_status", json!({"session": "ours", "verify": true}));
+    let st = s.ok(
+        "rw_chunk_status",
+        json!({"session": "ours", "verify": true}),
+    );
     assert_eq!(st["present_indices"], json!([1, 2, 3, 4]));
     assert_eq!(st["modified_chunks"], json!([]), "{st}");
     assert_eq!(st["ready"], true, "{st}");
@@ -131,7 +143,10 @@ fn the_original_reads_our_state_and_we_read_the_originals() {
     assert_eq!(g["content"], "from the original");
     // The original's index row is kept beside ours, and a deposit of ours after it makes the
     // index owner-only again.
-    s.ok("rw_scratch_put", json!({"content": "after", "label": "after"}));
+    s.ok(
+        "rw_scratch_put",
+        json!({"content": "after", "label": "after"}),
+    );
     let r = s.ok("rw_scratch_ref", json!({"label": "ours-label"}));
     assert_eq!(r["sha256"], put["sha256"]);
     use std::os::unix::fs::PermissionsExt;

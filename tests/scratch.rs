@@ -77,7 +77,12 @@ fn identical_content_is_stored_once_and_labels_alias_it() {
     let r = s.ok("rw_scratch_ref", json!({"label": "first"}));
     assert_eq!(r["sha256"], a["sha256"]);
     assert_eq!(r["labels"], json!(["first", "second"]));
+    // As the original counts: the rows matching the query; `deposits` counts the blob's rows.
+    assert_eq!(r["alias_count"], 1);
+    assert_eq!(r["deposits"], 2);
+    let r = s.ok("rw_scratch_ref", json!({"sha256": a["sha256"]}));
     assert_eq!(r["alias_count"], 2);
+    assert_eq!(r["deposits"], 2);
     let index = std::fs::read_to_string(scratch(&ws, "index.jsonl")).unwrap();
     assert_eq!(index.lines().count(), 2, "one index row per deposit");
 }

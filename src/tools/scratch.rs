@@ -85,8 +85,11 @@ pub struct ScratchRefResult {
     pub scratch_path: String,
     /// Whether the blob file is present.
     pub bin_exists: bool,
-    /// Index rows (deposits) of this blob.
+    /// Index rows matching the query (as the original counts them: by label, the deposits
+    /// that carried that label, whichever blob).
     pub alias_count: usize,
+    /// Index rows (deposits) of this blob, under any label.
+    pub deposits: usize,
     /// index.jsonl lines skipped as torn or corrupt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_lines: Vec<SkippedLine>,
@@ -238,6 +241,7 @@ fn run_scratch_ref(svc: &Service, raw: Value) -> Result<Value> {
                 .as_deref()
                 .is_none_or(|l| r.get("label").and_then(Value::as_str) == Some(l))
     };
+    let matches = rows.iter().filter(|r| matching(r)).count();
     let Some(latest) = rows.iter().rev().find(|r| matching(r)).cloned() else {
         return Err(Failure::ScratchNotFound {
             sha256: sha,
@@ -269,7 +273,8 @@ fn run_scratch_ref(svc: &Service, raw: Value) -> Result<Value> {
         content_type: field(&latest, "content_type"),
         notes: field(&latest, "notes"),
         encoding: field(&latest, "encoding"),
-        alias_count: aliases.len(),
+        alias_count: matches,
+        deposits: aliases.len(),
         entry: latest,
         skipped_lines: skipped,
     })
