@@ -1470,6 +1470,13 @@ fn remove_session(session: &Session) -> Result<u64> {
     .map_err(|e| Failure::io("open chunks directory", parent, errno(e)))?;
     match rustix::fs::unlinkat(&chunks, session_name, AtFlags::REMOVEDIR) {
         Ok(()) | Err(rustix::io::Errno::NOENT) => {}
+        // A writer that opened the directory before it went created a new lock file in it
+        // once ours was gone: a new session has begun after this reset. What this reset
+        // removed stays removed; the directory is now that session's.
+        Err(rustix::io::Errno::NOTEMPTY | rustix::io::Errno::EXIST) => {
+            rustix::fs::fsync(&session.dir.dir)
+                .map_err(|e| Failure::io("fsync session directory", path, errno(e)))?;
+        }
         Err(e) => return Err(Failure::io("remove session directory", path, errno(e))),
     }
     let _ = rustix::fs::fsync(chunks.as_fd());

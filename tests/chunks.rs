@@ -969,6 +969,71 @@ fn two_processes_appending_to_one_session_never_share_an_index_nor_lose_a_chunk(
 }
 
 #[test]
+fn a_process_resetting_a_session_while_another_appends_never_leaves_a_gap() {
+    const APPENDS: usize = 60;
+    let ws = Workspace::new();
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let root = ws.root.clone();
+    let finished = done.clone();
+    let appender = std::thread::spawn(move || {
+        let mut s = Server::start(&root, &[], &[]);
+        let acked = (0..APPENDS)
+            .map(|k| {
+                let r = s.ok(
+                    "rw_chunk_append",
+                    json!({"session": "raced", "content": format!("k{k}")}),
+                );
+                (r["index"].as_u64().unwrap(), format!("k{k}"))
+            })
+            .collect::<Vec<_>>();
+        finished.store(true, std::sync::atomic::Ordering::SeqCst);
+        acked
+    });
+    let root = ws.root.clone();
+    let resetter = std::thread::spawn(move || {
+        let mut s = Server::start(&root, &[], &[]);
+        let mut resets = 0;
+        while !done.load(std::sync::atomic::Ordering::SeqCst) {
+            s.ok("rw_chunk_reset", json!({"session": "raced"}));
+            resets += 1;
+            std::thread::sleep(std::time::Duration::from_millis(2));
+        }
+        resets
+    });
+    let acked = appender.join().unwrap();
+    let resets = resetter.join().unwrap();
+    let restarts = acked.iter().skip(1).filter(|(i, _)| *i == 1).count();
+    eprintln!("{resets} resets; the appender started over {restarts} times");
+    assert!(restarts > 0, "no reset landed between two appends");
+    // A reset holds the session's lock from its first removal to its last: an append sees the
+    // whole session or none of it, so each index is the previous one + 1, or 1 after a reset.
+    let mut prev = 0;
+    for (index, content) in &acked {
+        assert!(
+            *index == prev + 1 || *index == 1,
+            "{content} got index {index} after {prev}"
+        );
+        prev = *index;
+    }
+    let mut s = ws.server();
+    let st = s.ok(
+        "rw_chunk_status",
+        json!({"session": "raced", "verify": true}),
+    );
+    assert_eq!(st["missing_indices"], json!([]), "{st}");
+    assert_eq!(st["modified_chunks"], json!([]), "{st}");
+    assert_eq!(st["unrecognised_files"], json!([]), "{st}");
+    // What is left is the last run of appends, each chunk where its append said it went.
+    let count = st["chunk_count"].as_u64().unwrap() as usize;
+    let last_run = &acked[acked.len() - count..];
+    for (index, content) in last_run {
+        let part = session_dir(&ws, "raced").join(format!("part-{index:03}.txt"));
+        assert_eq!(std::fs::read_to_string(part).unwrap(), *content);
+    }
+    assert!(common::temp_files(&ws.root).is_empty());
+}
+
+#[test]
 fn compose_sends_progress_notifications_when_the_client_asks() {
     let ws = Workspace::new();
     let mut s = ws.server();
