@@ -20,6 +20,7 @@ use crate::hash::{is_sha256_hex, sha256_hex};
 use crate::pipeline::{Body, Caller, Decision, Plan, read_existing};
 use crate::service::Service;
 use crate::state::{StateDir, open_subdir};
+use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
@@ -135,26 +136,42 @@ pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Res
     let address = sha256.clone();
     let mut extra = BTreeMap::new();
     extra.insert("scratch".to_string(), json!(true));
-    let (outcome, repaired) = svc
-        .pipeline()
-        .commit(&target, who, |existing| match existing {
-            Some(e) if e.sha256 == address => Ok(Decision::Skip(false)),
-            _ => Ok(Decision::Write(
-                Plan {
-                    body: Body::Bytes(body),
-                    mode_label: if existing.is_some() {
-                        "overwrite"
-                    } else {
-                        "create"
-                    }
-                    .into(),
-                    create_only: existing.is_none(),
-                    extra,
-                    new_file_mode: Some(0o600),
-                },
-                existing.is_some(),
-            )),
-        })?;
+    // (repaired, an intact blob readable by others: the original creates them 0644)
+    let (outcome, (repaired, loose)) =
+        svc.pipeline()
+            .commit(&target, who, |existing| match existing {
+                Some(e) if e.sha256 == address => Ok(Decision::Skip((false, e.mode & 0o077 != 0))),
+                _ => Ok(Decision::Write(
+                    Plan {
+                        body: Body::Bytes(body),
+                        mode_label: if existing.is_some() {
+                            "overwrite"
+                        } else {
+                            "create"
+                        }
+                        .into(),
+                        create_only: existing.is_none(),
+                        extra,
+                        new_file_mode: Some(0o600),
+                    },
+                    (existing.is_some(), false),
+                )),
+            })?;
+    if loose {
+        let tightened = rustix::fs::openat(
+            &dir.dir,
+            name.as_str(),
+            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            rustix::fs::Mode::empty(),
+        )
+        .and_then(|fd| rustix::fs::fchmod(&fd, rustix::fs::Mode::from_raw_mode(0o600)));
+        if let Err(e) = tightened {
+            warnings.push(format!(
+                "{} is readable by others and could not be made owner-only: {e}",
+                blob_path(&sha256)
+            ));
+        }
+    }
     if repaired {
         warnings.push(format!(
             "{} did not match its address (tampered with); restored",

@@ -168,7 +168,7 @@ fn files_are_owner_only_and_the_directory_0700() {
 }
 
 #[test]
-fn an_index_the_original_left_world_readable_is_made_owner_only() {
+fn files_the_original_left_world_readable_are_made_owner_only() {
     let ws = Workspace::new();
     let dir = ws.path(".resilient_write/scratch");
     std::fs::create_dir_all(&dir).unwrap();
@@ -176,12 +176,16 @@ fn an_index_the_original_left_world_readable_is_made_owner_only() {
     let index = dir.join("index.jsonl");
     std::fs::write(&index, b"").unwrap();
     std::fs::set_permissions(&index, std::fs::Permissions::from_mode(0o644)).unwrap();
+    // ...and so is a blob it deposited, when the same content is deposited again.
+    let blob = dir.join(format!("{}.bin", sha256(b"private")));
+    std::fs::write(&blob, b"private").unwrap();
+    std::fs::set_permissions(&blob, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut s = ws.server();
-    s.ok("rw_scratch_put", json!({"content": "private"}));
-    assert_eq!(
-        std::fs::metadata(&index).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    let r = s.ok("rw_scratch_put", json!({"content": "private"}));
+    assert_eq!(r["dedup"], true);
+    let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode(&index), 0o600);
+    assert_eq!(mode(&blob), 0o600);
 }
 
 #[test]
