@@ -827,6 +827,9 @@ impl Pipeline {
     /// staged and verified (so a refused or failed write stores nothing) and before the
     /// rename (so a crash never loses the pre-image of an acknowledged write).
     fn preserve(&self, target: &Target, existing: Option<&Existing>) -> Result<()> {
+        if !target.keep_history {
+            return Ok(());
+        }
         if let (Some(store), Some(old)) = (&self.objects, existing) {
             let stored = if old.bytes.is_empty() && old.sha256 != sha256_hex(b"") {
                 // A streamed commit did not keep the bytes: copy the file as it is now (we

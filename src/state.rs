@@ -123,7 +123,8 @@ pub fn open_subdir(
 
 impl StateDir {
     /// A pipeline target for file `name` in this directory. The directory handle is
-    /// duplicated, so one `StateDir` can serve many writes.
+    /// duplicated, so one `StateDir` can serve many writes. The content it replaces is not
+    /// kept for history (no tool can list or restore these files).
     pub fn target(&self, name: &str) -> Result<Target> {
         let dir = self
             .dir
@@ -142,15 +143,21 @@ impl StateDir {
             name: OsString::from(name),
             created_dirs,
             via_symlink: false,
+            keep_history: false,
         })
     }
 }
 
 /// A pipeline target for `state_dir/<subdir>/<name>`, creating the subdirectory (0700) when
 /// missing. `subdir` and `name` are the server's own, already validated (no `/`, no `..`).
+/// Used for checkpoints and handoff archives: saves a person may want back by hash, so
+/// unlike chunks and the scratchpad ([`StateDir::target`]) their replaced content is kept.
 pub fn target(state_dir: &Path, subdir: &str, name: &str) -> Result<Target> {
     match open_subdir(state_dir, &[subdir], 0o700, true)? {
-        Some(dir) => dir.target(name),
+        Some(dir) => dir.target(name).map(|t| Target {
+            keep_history: true,
+            ..t
+        }),
         None => Err(Failure::Internal(format!(
             "state directory {subdir} could not be created"
         ))),

@@ -95,6 +95,11 @@ pub struct Target {
     pub created_dirs: Vec<OwnedFd>,
     /// Set when the caller's path was a symlink that was followed.
     pub via_symlink: bool,
+    /// Keep the content a write replaces in the object store (history and restore). Set for
+    /// workspace files, checkpoints and handoff archives; not for chunk sessions and the
+    /// scratchpad, whose pre-images no tool can list or restore and would only pile up (the
+    /// scratch index alone is rewritten at every deposit).
+    pub keep_history: bool,
 }
 
 /// Parse `RW_WORKSPACE`: a JSON array of paths, or an `os.pathsep`-separated list.
@@ -371,6 +376,7 @@ impl Workspaces {
                 name,
                 created_dirs,
                 via_symlink,
+                keep_history: true,
             });
         }
         Err(Failure::InvalidPath {

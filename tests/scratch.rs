@@ -88,6 +88,42 @@ fn identical_content_is_stored_once_and_labels_alias_it() {
 }
 
 #[test]
+fn state_rewrites_keep_no_history_objects() {
+    // The index is rewritten at every deposit; its pre-images (and those of chunk rewrites
+    // and manifests) cannot be listed or restored by any tool, so none are kept.
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    for k in 0..20 {
+        s.ok(
+            "rw_scratch_put",
+            json!({"content": format!("deposit {k}"), "label": format!("l{k}")}),
+        );
+    }
+    for content in ["one", "two"] {
+        s.ok(
+            "rw_chunk_write",
+            json!({"session": "h", "index": 1, "content": content}),
+        );
+    }
+    let objects = |ws: &Workspace| -> usize { walk(&ws.path(".resilient_write/objects")) };
+    fn walk(dir: &std::path::Path) -> usize {
+        std::fs::read_dir(dir).map_or(0, |it| {
+            it.map(|e| e.unwrap().path())
+                .map(|p| if p.is_dir() { walk(&p) } else { 1 })
+                .sum()
+        })
+    }
+    assert_eq!(objects(&ws), 0);
+    // A workspace file's overwrite still keeps its pre-image.
+    s.ok("rw_safe_write", json!({"path": "w.txt", "content": "v1"}));
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "w.txt", "content": "v2", "mode": "overwrite"}),
+    );
+    assert_eq!(objects(&ws), 1);
+}
+
+#[test]
 fn ref_returns_the_index_entry_without_content() {
     let ws = Workspace::new();
     let mut s = ws.server();
