@@ -108,6 +108,22 @@ pub fn deposit(
 
 /// Deposit `bytes`, journaled as `who`.
 pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Result<Deposit> {
+    deposit_keyed(svc, who, bytes, meta, BTreeMap::new(), &|| Ok(None))?
+        .map_err(|_| Failure::Internal("a deposit without a key was replayed".into()))
+}
+
+/// [`deposit_as`] with an idempotency key's journal fields (`extra`, added to the index row's
+/// journal row with the blob's address, size, dedup and journal id) and its `replay` check,
+/// run under the index's lock: `Err(row)` when the call repeats the journaled call `row`
+/// (the blob write before it is content-addressed, so a replay adds nothing).
+pub fn deposit_keyed(
+    svc: &Service,
+    who: &Caller,
+    bytes: &[u8],
+    meta: &Meta,
+    mut extra: BTreeMap<String, Value>,
+    replay: &dyn Fn() -> Result<Option<Map<String, Value>>>,
+) -> Result<std::result::Result<Deposit, Map<String, Value>>> {
     let sha256 = sha256_hex(bytes);
     let dir = open_scratch(svc, true)?
         .ok_or_else(|| Failure::Internal("scratch directory vanished".into()))?;
@@ -134,8 +150,8 @@ pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Res
     let target = dir.target(&name)?;
     let body = bytes.to_vec();
     let address = sha256.clone();
-    let mut extra = BTreeMap::new();
-    extra.insert("scratch".to_string(), json!(true));
+    let mut blob_extra = BTreeMap::new();
+    blob_extra.insert("scratch".to_string(), json!(true));
     // (repaired, an intact blob readable by others: the original creates them 0644)
     let (outcome, (repaired, loose)) =
         svc.pipeline()
@@ -151,7 +167,7 @@ pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Res
                         }
                         .into(),
                         create_only: existing.is_none(),
-                        extra,
+                        extra: blob_extra,
                         new_file_mode: Some(0o600),
                     },
                     (existing.is_some(), false),
@@ -194,9 +210,18 @@ pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Res
         .map_err(|e| Failure::Internal(format!("serialising index row: {e}")))?;
     line.push(b'\n');
     let index_target = dir.target(INDEX_FILE)?;
-    let mut extra = BTreeMap::new();
+    let journal_id = outcome.as_ref().map(|o| o.journal_id.clone());
+    if !extra.is_empty() {
+        extra.insert("blob_sha256".into(), json!(sha256));
+        extra.insert("blob_bytes".into(), json!(bytes.len()));
+        extra.insert("dedup".into(), json!(dedup));
+        extra.insert("blob_journal_id".into(), json!(journal_id));
+    }
     extra.insert("scratch".to_string(), json!(true));
-    svc.pipeline().commit(&index_target, who, |existing| {
+    let (_, replayed) = svc.pipeline().commit(&index_target, who, |existing| {
+        if let Some(row) = replay()? {
+            return Ok(Decision::Skip(Some(row)));
+        }
         let mut body = existing.map(|e| e.bytes.clone()).unwrap_or_default();
         if body.last().is_some_and(|&b| b != b'\n') {
             body.push(b'\n');
@@ -215,21 +240,24 @@ pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Res
                 extra,
                 new_file_mode: Some(0o600),
             },
-            (),
+            None,
         ))
     })?;
+    if let Some(row) = replayed {
+        return Ok(Err(row));
+    }
     if let Some(o) = &outcome {
         warnings.extend(o.warnings.iter().cloned());
     }
-    Ok(Deposit {
+    Ok(Ok(Deposit {
         scratch_path: blob_path(&sha256),
         sha256,
         bytes: bytes.len() as u64,
         dedup,
-        journal_id: outcome.map(|o| o.journal_id),
+        journal_id,
         entry,
         warnings,
-    })
+    }))
 }
 
 /// One parsed row of `index.jsonl`.

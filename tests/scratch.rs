@@ -124,6 +124,42 @@ fn state_rewrites_keep_no_history_objects() {
 }
 
 #[test]
+fn put_retried_with_an_idempotency_key_deposits_once() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let args = json!({"content": "kept once", "label": "k", "idempotency_key": "put-1"});
+    let first = s.ok("rw_scratch_put", args.clone());
+    assert_eq!(first["idempotent_replay"], false);
+    let again = s.ok("rw_scratch_put", args.clone());
+    assert_eq!(again["idempotent_replay"], true);
+    for field in ["sha256", "scratch_path", "bytes", "dedup", "journal_id"] {
+        assert_eq!(again[field], first[field], "{field}");
+    }
+    let rows = |ws: &Workspace| {
+        std::fs::read_to_string(scratch(ws, "index.jsonl"))
+            .unwrap()
+            .lines()
+            .count()
+    };
+    assert_eq!(rows(&ws), 1, "a replay adds no index row");
+    let e = s.err(
+        "rw_scratch_put",
+        json!({"content": "other", "idempotency_key": "put-1"}),
+    );
+    assert_eq!(e["error"], "stale_precondition");
+    assert_eq!(rows(&ws), 1);
+    // Across a restart too; and without a key, a second deposit adds its alias row.
+    drop(s);
+    let mut s = ws.server();
+    assert_eq!(s.ok("rw_scratch_put", args)["idempotent_replay"], true);
+    s.ok(
+        "rw_scratch_put",
+        json!({"content": "kept once", "label": "k"}),
+    );
+    assert_eq!(rows(&ws), 2);
+}
+
+#[test]
 fn ref_returns_the_index_entry_without_content() {
     let ws = Workspace::new();
     let mut s = ws.server();

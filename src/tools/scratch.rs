@@ -1,7 +1,7 @@
 //! The L4 tools: `scratch_put`, `scratch_ref`, `scratch_get`. Argument parsing and result
 //! shapes only; the store is [`crate::scratch`].
 
-use super::write::{ContentEncoding, decode_content};
+use super::write::{ContentEncoding, Replay, check_idempotency, decode_content, idempotency_extra};
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
@@ -28,6 +28,10 @@ pub struct ScratchPutArgs {
     /// utf-8 (default) or base64.
     #[serde(default)]
     pub encoding: ContentEncoding,
+    /// A retried deposit with the same key and arguments returns the first result without
+    /// adding another index row; the same key with other arguments is refused.
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// A non-fatal note on a scratchpad result.
@@ -52,6 +56,9 @@ pub struct ScratchPutResult {
     pub deduped: bool,
     /// Journal id of the blob write (null when deduplicated).
     pub journal_id: Option<String>,
+    /// True when answered from the first call with the same idempotency_key.
+    #[serde(default)]
+    pub idempotent_replay: bool,
     pub warnings: Vec<ScratchWarning>,
 }
 
@@ -177,8 +184,30 @@ fn gitignore_warnings(svc: &Service) -> Vec<ScratchWarning> {
         .collect()
 }
 
+/// The first result of a deposit, from its index row's journal row.
+fn replayed_put(svc: &Service, row: &Map<String, Value>) -> Result<Value> {
+    let sha256 = field(row, "blob_sha256").unwrap_or_default();
+    let dedup = row.get("dedup").and_then(Value::as_bool).unwrap_or(false);
+    to_value(&ScratchPutResult {
+        ok: true,
+        scratch_path: scratch::blob_path(&sha256),
+        sha256,
+        bytes: row.get("blob_bytes").and_then(Value::as_u64).unwrap_or(0),
+        dedup,
+        deduped: dedup,
+        journal_id: field(row, "blob_journal_id"),
+        idempotent_replay: true,
+        warnings: gitignore_warnings(svc),
+    })
+}
+
 fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
+    let request_sha256 = Service::request_hash("scratch_put", &raw);
     let args: ScratchPutArgs = parse_args(raw)?;
+    let key = args.idempotency_key.as_deref();
+    if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+        return replayed_put(svc, &row);
+    }
     let encoding = match args.encoding {
         ContentEncoding::Utf8 => "utf-8",
         ContentEncoding::Base64 => "base64",
@@ -188,7 +217,11 @@ fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
         caller: svc.caller(),
         tool: "scratch_put".into(),
     };
-    let d = scratch::deposit_as(
+    let replay = || match check_idempotency(svc, key, &request_sha256)? {
+        Replay::Recorded(row) => Ok(Some(row)),
+        Replay::Fresh => Ok(None),
+    };
+    let done = scratch::deposit_keyed(
         svc,
         &who,
         &bytes,
@@ -198,7 +231,13 @@ fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
             notes: args.notes.as_deref(),
             encoding,
         },
+        idempotency_extra(key, &request_sha256),
+        &replay,
     )?;
+    let d = match done {
+        Ok(d) => d,
+        Err(row) => return replayed_put(svc, &row),
+    };
     let mut warnings = gitignore_warnings(svc);
     warnings.extend(d.warnings.into_iter().map(|w| ScratchWarning {
         reason: "scratch".into(),
@@ -212,6 +251,7 @@ fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
         dedup: d.dedup,
         deduped: d.dedup,
         journal_id: d.journal_id,
+        idempotent_replay: false,
         warnings,
     })
 }
