@@ -39,7 +39,7 @@ use crate::service::Service;
 use crate::workspace::Target;
 use rustix::fs::FlockOperation;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -514,6 +514,20 @@ pub struct Committed {
     pub files: Vec<(StagedOp, Outcome)>,
 }
 
+/// The journal rows of transaction `tx_id`'s commit (one per file, in order; written by
+/// `tx_commit` or by the recovery that rolled it forward), or none when it never committed.
+pub fn committed_rows(svc: &Service, tx_id: &str) -> Result<Vec<Map<String, Value>>> {
+    let journal = svc.pipeline().journal();
+    journal
+        .tail_containing(
+            usize::MAX,
+            &crate::journal::json_string_forms(tx_id),
+            |row| row.get("tx_id").and_then(Value::as_str) == Some(tx_id),
+        )
+        .map(|(rows, _)| rows)
+        .map_err(|e| Failure::io("read journal", journal.path(), e))
+}
+
 /// `tx_commit`.
 pub fn commit(svc: &Service, tx_id: &str) -> Result<Committed> {
     let tx = open(svc, tx_id)?;
@@ -602,6 +616,8 @@ fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Plan> {
     }
     let mut extra = BTreeMap::new();
     extra.insert("tx_id".into(), json!(tx_id));
+    // The path as the caller staged it, so a retried tx_commit can answer as the first did.
+    extra.insert("tx_path".into(), json!(op.path));
     if let Some(r) = op.replacements {
         extra.insert("replacements".into(), json!(r));
     }

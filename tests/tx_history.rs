@@ -70,6 +70,64 @@ fn tx_commit_applies_every_file_and_journals_one_row_per_file_with_the_tx_id() {
 }
 
 #[test]
+fn a_retried_tx_commit_answers_as_the_first_and_writes_nothing() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "a.txt", "old a\n");
+    let tx = begin(&mut s);
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "a.txt", "content": "new a\n", "mode": "overwrite"}),
+    );
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "b.txt", "content": "b\n"}),
+    );
+    let first = s.ok("rw_tx_commit", json!({"tx_id": tx}));
+    assert_eq!(first["idempotent_replay"], false);
+    // The response was lost; the agent retries. Someone changes a.txt in between: the retry
+    // must not write it back.
+    write(&mut s, "a.txt", "later a\n");
+    let rows_before = journal_rows(&ws.root).len();
+    let again = s.ok("rw_tx_commit", json!({"tx_id": tx}));
+    assert_eq!(again["idempotent_replay"], true);
+    assert_eq!(again["tx_id"], json!(tx));
+    for (f, g) in first["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(again["files"].as_array().unwrap())
+    {
+        for k in [
+            "path",
+            "abs_path",
+            "sha256",
+            "bytes",
+            "mode_applied",
+            "prev_sha256",
+            "journal_id",
+        ] {
+            assert_eq!(f[k], g[k], "{k}");
+        }
+    }
+    assert_eq!(again["files"].as_array().map(Vec::len), Some(2));
+    assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"later a\n");
+    assert_eq!(
+        journal_rows(&ws.root).len(),
+        rows_before,
+        "nothing journaled"
+    );
+    // A transaction rolled back, or never begun, is still refused.
+    let tx2 = begin(&mut s);
+    s.ok("rw_tx_rollback", json!({"tx_id": tx2}));
+    let env = s.err("rw_tx_commit", json!({"tx_id": tx2}));
+    assert_eq!(env["error"], "stale_precondition");
+    let unknown = format!("tx-{}", "0".repeat(32));
+    let env = s.err("rw_tx_commit", json!({"tx_id": unknown}));
+    assert_eq!(env["error"], "stale_precondition");
+}
+
+#[test]
 fn tx_staging_touches_no_file_until_commit() {
     let ws = Workspace::new();
     let mut s = ws.server();
@@ -273,6 +331,16 @@ fn committed_transaction_is_rolled_forward_after_a_crash_at_the_commit_point() {
         .count();
     assert_eq!(rows, 2, "one row per file, written once");
     s.ok("rw_journal_tail", json!({}));
+    // The agent never saw the commit's answer: its retry learns that it committed.
+    let r = s.ok("rw_tx_commit", json!({"tx_id": tx}));
+    assert_eq!(r["idempotent_replay"], true);
+    let paths: Vec<&str> = r["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(paths, ["a.txt", "b.txt"]);
 }
 
 #[test]

@@ -14,7 +14,7 @@ use crate::service::Service;
 use crate::tx::{self, NewContent, StagedOp};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// Arguments of `tx_begin`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -175,8 +175,13 @@ pub struct CommittedFile {
 pub struct TxCommitResult {
     pub ok: bool,
     pub tx_id: String,
+    /// When it committed (for a replay: when its first file was journaled).
     pub committed_at: String,
     pub files: Vec<CommittedFile>,
+    /// True when the transaction had already committed (a retried tx_commit, or one rolled
+    /// forward after a crash): the files are those it wrote then, and nothing was written now.
+    #[serde(default)]
+    pub idempotent_replay: bool,
 }
 
 /// Result of `tx_rollback`.
@@ -265,10 +270,13 @@ pub const TX_COMMIT: ToolSpec = ToolSpec {
     description: "Apply every staged file of tx_id, all or nothing: every target must still \
         have the hash it had when staged (else stale_precondition with context.conflicts naming \
         each changed file, nothing written, the transaction stays open for tx_rollback). Each \
-        file is journaled with tx_id and its previous content kept for restore.",
+        file is journaled with tx_id and its previous content kept for restore. Safe to retry: \
+        a transaction that already committed (a lost response, a crash after the commit \
+        point) answers with what it wrote, idempotent_replay=true.",
     read_only: false,
     destructive: true,
-    idempotent: false,
+    // A retry of a committed transaction answers from the journal and writes nothing.
+    idempotent: true,
     input_schema: schema::<TxIdArgs>,
     output_schema: schema::<TxCommitResult>,
     run: run_tx_commit,
@@ -413,9 +421,56 @@ fn run_tx_status(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
+/// A committed transaction, from its journal rows.
+fn replayed_commit(tx_id: String, rows: &[Map<String, Value>]) -> Result<Value> {
+    let text = |row: &Map<String, Value>, k: &str| {
+        row.get(k)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    to_value(&TxCommitResult {
+        ok: true,
+        tx_id,
+        committed_at: rows.first().map(|r| text(r, "ts")).unwrap_or_default(),
+        files: rows
+            .iter()
+            .map(|r| CommittedFile {
+                path: r
+                    .get("tx_path")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| text(r, "path"), str::to_string),
+                abs_path: text(r, "path"),
+                sha256: text(r, "sha256"),
+                bytes: r.get("bytes").and_then(Value::as_u64).unwrap_or(0),
+                mode_applied: text(r, "mode"),
+                prev_sha256: r
+                    .get("prev_sha256")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                journal_id: text(r, "journal_id"),
+                warnings: Vec::new(),
+            })
+            .collect(),
+        idempotent_replay: true,
+    })
+}
+
 fn run_tx_commit(svc: &Service, raw: Value) -> Result<Value> {
     let args: TxIdArgs = parse_args(raw)?;
-    let c = tx::commit(svc, &args.tx_id)?;
+    let c = match tx::commit(svc, &args.tx_id) {
+        Ok(c) => c,
+        // Not open: if it committed (its response lost, or rolled forward after a crash),
+        // a retry answers as the commit did instead of calling it unknown.
+        Err(f @ Failure::TxNotOpen { .. }) => {
+            let rows = tx::committed_rows(svc, &args.tx_id)?;
+            if rows.is_empty() {
+                return Err(f);
+            }
+            return replayed_commit(args.tx_id, &rows);
+        }
+        Err(f) => return Err(f),
+    };
     to_value(&TxCommitResult {
         ok: true,
         tx_id: c.tx_id,
@@ -434,6 +489,7 @@ fn run_tx_commit(svc: &Service, raw: Value) -> Result<Value> {
                 warnings: o.warnings,
             })
             .collect(),
+        idempotent_replay: false,
     })
 }
 
