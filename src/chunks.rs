@@ -704,12 +704,7 @@ pub fn write_chunk(
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(content),
-                mode_label: if existing.is_some() {
-                    "overwrite"
-                } else {
-                    "create"
-                }
-                .into(),
+                mode_label: crate::pipeline::mode_over(existing, "overwrite"),
                 create_only: false,
                 extra,
                 new_file_mode: None,

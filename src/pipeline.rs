@@ -106,6 +106,17 @@ pub struct Plan {
     pub new_file_mode: Option<u32>,
 }
 
+/// The journal's mode for writing over `existing`: `create` when there is nothing there,
+/// else `replacing` (overwrite, append, ...).
+pub fn mode_over(existing: Option<&Existing>, replacing: &str) -> String {
+    if existing.is_some() {
+        replacing
+    } else {
+        "create"
+    }
+    .to_string()
+}
+
 /// The caller's verdict on the current content.
 pub enum Decision<T> {
     /// Write the plan, then return `T` with the outcome.

@@ -160,12 +160,7 @@ pub fn deposit_keyed(
                 _ => Ok(Decision::Write(
                     Plan {
                         body: Body::Bytes(body),
-                        mode_label: if existing.is_some() {
-                            "overwrite"
-                        } else {
-                            "create"
-                        }
-                        .into(),
+                        mode_label: crate::pipeline::mode_over(existing, "overwrite"),
                         create_only: existing.is_none(),
                         extra: blob_extra,
                         new_file_mode: Some(0o600),
@@ -230,12 +225,7 @@ pub fn deposit_keyed(
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(body),
-                mode_label: if existing.is_some() {
-                    "append"
-                } else {
-                    "create"
-                }
-                .into(),
+                mode_label: crate::pipeline::mode_over(existing, "append"),
                 create_only: existing.is_none(),
                 extra,
                 new_file_mode: Some(0o600),

@@ -15,6 +15,21 @@ fn begin(s: &mut Server) -> String {
         .to_string()
 }
 
+/// A transaction staging "new a" over an existing `a.txt` ("old a") and creating `b_path`.
+fn stage_a_and(s: &mut Server, b_path: &str) -> String {
+    write(s, "a.txt", "old a\n");
+    let tx = begin(s);
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": "a.txt", "content": "new a\n", "mode": "overwrite"}),
+    );
+    s.ok(
+        "rw_tx_write",
+        json!({"tx_id": tx, "path": b_path, "content": "b\n"}),
+    );
+    tx
+}
+
 fn objects(root: &Path) -> Vec<String> {
     let mut out = Vec::new();
     let dir = root.join(".resilient_write/objects");
@@ -45,16 +60,7 @@ fn write(s: &mut Server, path: &str, content: &str) -> Value {
 fn tx_commit_applies_every_file_and_journals_one_row_per_file_with_the_tx_id() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    write(&mut s, "a.txt", "old a\n");
-    let tx = begin(&mut s);
-    s.ok(
-        "rw_tx_write",
-        json!({"tx_id": tx, "path": "a.txt", "content": "new a\n", "mode": "overwrite"}),
-    );
-    s.ok(
-        "rw_tx_write",
-        json!({"tx_id": tx, "path": "new/dir/b.txt", "content": "b\n"}),
-    );
+    let tx = stage_a_and(&mut s, "new/dir/b.txt");
     let r = s.ok("rw_tx_commit", json!({"tx_id": tx}));
     assert_eq!(r["files"].as_array().map(Vec::len), Some(2));
     assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"new a\n");
@@ -73,16 +79,7 @@ fn tx_commit_applies_every_file_and_journals_one_row_per_file_with_the_tx_id() {
 fn a_retried_tx_commit_answers_as_the_first_and_writes_nothing() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    write(&mut s, "a.txt", "old a\n");
-    let tx = begin(&mut s);
-    s.ok(
-        "rw_tx_write",
-        json!({"tx_id": tx, "path": "a.txt", "content": "new a\n", "mode": "overwrite"}),
-    );
-    s.ok(
-        "rw_tx_write",
-        json!({"tx_id": tx, "path": "b.txt", "content": "b\n"}),
-    );
+    let tx = stage_a_and(&mut s, "b.txt");
     let first = s.ok("rw_tx_commit", json!({"tx_id": tx}));
     assert_eq!(first["idempotent_replay"], false);
     // The response was lost; the agent retries. Someone changes a.txt in between: the retry

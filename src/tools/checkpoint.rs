@@ -305,12 +305,7 @@ fn run_checkpoint(svc: &Service, raw: Value) -> Result<Value> {
         Ok(Decision::Write(
             Plan {
                 body,
-                mode_label: if existing.is_some() {
-                    "overwrite"
-                } else {
-                    "create"
-                }
-                .into(),
+                mode_label: crate::pipeline::mode_over(existing, "overwrite"),
                 create_only: false,
                 extra,
                 new_file_mode: Some(0o600),

@@ -284,12 +284,7 @@ fn run_handoff_write(svc: &Service, raw: Value) -> Result<Value> {
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(text.into_bytes()),
-                mode_label: if existing.is_some() {
-                    "overwrite"
-                } else {
-                    "create"
-                }
-                .into(),
+                mode_label: crate::pipeline::mode_over(existing, "overwrite"),
                 create_only: existing.is_none(),
                 extra: BTreeMap::new(),
                 new_file_mode: None,
