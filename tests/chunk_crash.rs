@@ -169,6 +169,9 @@ fn killed_chunk_sessions_stay_consistent_and_compose() {
 /// finishes the job.
 #[test]
 fn a_reset_killed_part_way_leaves_a_session_compose_refuses() {
+    if !common::faults_compiled_in() {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     let mut c = Killable::start(root, Some("reset_crash_after_first_unlink")).expect("starts");

@@ -454,6 +454,9 @@ fn messages_below_the_set_level_are_not_sent() {
 
 #[test]
 fn a_transaction_committed_in_a_client_root_is_finished_once_the_roots_are_known() {
+    if !common::faults_compiled_in() {
+        return;
+    }
     let ws = Workspace::new();
     let extra = Workspace::new();
     let a = extra.path("a.txt").display().to_string();

@@ -9,7 +9,7 @@
 mod common;
 
 use common::tmpfs::Tmpfs;
-use common::{Server, Workspace, journal_rows, temp_files};
+use common::{Server, Workspace, faults_compiled_in, journal_rows, temp_files};
 use serde_json::{Value, json};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -256,13 +256,6 @@ fn immutable_directory_is_refused_and_nothing_lost() {
     assert!(!ws.path("frozen/b.txt").exists());
     assert_eq!(temp_files(&ws.root), Vec::<PathBuf>::new());
     assert!(journal_rows(&ws.root).is_empty());
-}
-
-fn faults_compiled_in() -> bool {
-    if !cfg!(debug_assertions) {
-        println!("SKIPPED: fault injection is compiled out of release builds");
-    }
-    cfg!(debug_assertions)
 }
 
 #[test]

@@ -289,6 +289,9 @@ fn tx_write_checks_expected_prev_sha256_when_staging() {
 
 #[test]
 fn committed_transaction_is_rolled_forward_after_a_crash_at_the_commit_point() {
+    if !common::faults_compiled_in() {
+        return;
+    }
     let ws = Workspace::new();
     let mut s = ws.server();
     write(&mut s, "a.txt", "a0\n");

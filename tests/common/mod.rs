@@ -419,3 +419,12 @@ impl Rng {
         lo + self.next() % (hi - lo + 1)
     }
 }
+
+/// Whether the binary honours `RW_FAULT_INJECT` (debug builds only); prints a skip notice
+/// when it does not, so fault-driven tests pass by skipping under `cargo test --release`.
+pub fn faults_compiled_in() -> bool {
+    if !cfg!(debug_assertions) {
+        println!("SKIPPED: fault injection is compiled out of release builds");
+    }
+    cfg!(debug_assertions)
+}
