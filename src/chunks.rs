@@ -80,6 +80,11 @@ fn is_originals_temp(name: &str) -> bool {
     })
 }
 
+/// Display path of session `name`'s directory (`.resilient_write/chunks/<name>`).
+pub fn session_display(name: &str) -> String {
+    format!("{}/{CHUNKS_DIR}/{name}", crate::service::STATE_DIR_NAME)
+}
+
 /// Check a session name against `^[A-Za-z0-9_-]{1,64}$`.
 pub fn validate_session(session: &str) -> Result<()> {
     let ok = !session.is_empty()
@@ -1512,7 +1517,7 @@ pub struct Status {
 /// read again unless `verify`; compose and preview always hash every chunk.
 pub fn status(svc: &Service, name: &str, verify: bool) -> Result<(Status, String)> {
     validate_session(name)?;
-    let dir_display = format!("{}/{CHUNKS_DIR}/{name}", crate::service::STATE_DIR_NAME);
+    let dir_display = session_display(name);
     let Some(session) = open_session(svc, name, false, false)? else {
         return Ok((
             Status {

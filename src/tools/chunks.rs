@@ -3,7 +3,7 @@
 //! is [`crate::chunks`].
 
 use super::write::{
-    ContentEncoding, Replay, WriteMode, check_idempotency, decode_content, idempotency_extra,
+    ContentEncoding, WriteMode, decode_content, idempotency_extra, recorded, row_str,
 };
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::chunks::{self, ComposeMode, ComposeOptions, ModifiedChunk};
@@ -364,9 +364,8 @@ fn replayed_append(session: String, row: &Map<String, Value>) -> Result<Value> {
         ok: true,
         index,
         chunk_path: format!(
-            "{}/{}/{session}/{}",
-            crate::service::STATE_DIR_NAME,
-            chunks::CHUNKS_DIR,
+            "{}/{}",
+            chunks::session_display(&session),
             chunks::part_name(index)
         ),
         session,
@@ -404,16 +403,13 @@ fn run_chunk_append(svc: &Service, raw: Value) -> Result<Value> {
     let args: ChunkAppendArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let key = args.idempotency_key.as_deref();
-    if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+    if let Some(row) = recorded(svc, key, &request_sha256)? {
         return replayed_append(args.session, &row);
     }
     let total = index_arg(&args.session, "total_expected", args.total_expected)?;
     let bytes = decode_content(svc, args.content, args.encoding)?;
     svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
-    let replay = || match check_idempotency(svc, key, &request_sha256)? {
-        Replay::Recorded(row) => Ok(Some(row)),
-        Replay::Fresh => Ok(None),
-    };
+    let replay = || recorded(svc, key, &request_sha256);
     let done = chunks::write_chunk(
         svc,
         &caller(svc, "chunk_append"),
@@ -430,13 +426,6 @@ fn run_chunk_append(svc: &Service, raw: Value) -> Result<Value> {
         Ok(w) => written(args.session, w),
         Err(row) => replayed_append(args.session, &row),
     }
-}
-
-fn row_str(row: &Map<String, Value>, k: &str) -> String {
-    row.get(k)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
 }
 
 fn replayed(args: &ChunkComposeArgs, row: &Map<String, Value>) -> ChunkComposeResult {
@@ -470,7 +459,7 @@ fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let key = args.idempotency_key.as_deref();
     // A replay must not need the session (cleanup may have removed it).
-    if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+    if let Some(row) = recorded(svc, key, &request_sha256)? {
         return to_value(&replayed(&args, &row));
     }
     let target = svc.workspaces().resolve(&args.output_path, true)?;
@@ -497,10 +486,7 @@ fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
         &args.session,
         &target,
         opts,
-        |_| match check_idempotency(svc, key, &request_sha256)? {
-            Replay::Recorded(row) => Ok(Some(row)),
-            Replay::Fresh => Ok(None),
-        },
+        |_| recorded(svc, key, &request_sha256),
     )?;
     let c = match done {
         Ok(c) => c,

@@ -1,7 +1,7 @@
 //! The L4 tools: `scratch_put`, `scratch_ref`, `scratch_get`. Argument parsing and result
 //! shapes only; the store is [`crate::scratch`].
 
-use super::write::{ContentEncoding, Replay, check_idempotency, decode_content, idempotency_extra};
+use super::write::{ContentEncoding, decode_content, idempotency_extra, recorded};
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
@@ -205,7 +205,7 @@ fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
     let request_sha256 = Service::request_hash("scratch_put", &raw);
     let args: ScratchPutArgs = parse_args(raw)?;
     let key = args.idempotency_key.as_deref();
-    if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+    if let Some(row) = recorded(svc, key, &request_sha256)? {
         return replayed_put(svc, &row);
     }
     let encoding = match args.encoding {
@@ -217,10 +217,7 @@ fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
         caller: svc.caller(),
         tool: "scratch_put".into(),
     };
-    let replay = || match check_idempotency(svc, key, &request_sha256)? {
-        Replay::Recorded(row) => Ok(Some(row)),
-        Replay::Fresh => Ok(None),
-    };
+    let replay = || recorded(svc, key, &request_sha256);
     let done = scratch::deposit_keyed(
         svc,
         &who,

@@ -4,7 +4,7 @@
 //! [`crate::tx`].
 
 use super::write::{
-    ContentEncoding, EditArg, WriteMode, check_expected, decode_content, edits_from, one,
+    ContentEncoding, EditArg, WriteMode, check_expected, decode_content, edits_from, one, row_str,
 };
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::edit::apply_edits;
@@ -423,32 +423,26 @@ fn run_tx_status(svc: &Service, raw: Value) -> Result<Value> {
 
 /// A committed transaction, from its journal rows.
 fn replayed_commit(tx_id: String, rows: &[Map<String, Value>]) -> Result<Value> {
-    let text = |row: &Map<String, Value>, k: &str| {
-        row.get(k)
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string()
-    };
     to_value(&TxCommitResult {
         ok: true,
         tx_id,
-        committed_at: rows.first().map(|r| text(r, "ts")).unwrap_or_default(),
+        committed_at: rows.first().map(|r| row_str(r, "ts")).unwrap_or_default(),
         files: rows
             .iter()
             .map(|r| CommittedFile {
                 path: r
                     .get("tx_path")
                     .and_then(Value::as_str)
-                    .map_or_else(|| text(r, "path"), str::to_string),
-                abs_path: text(r, "path"),
-                sha256: text(r, "sha256"),
+                    .map_or_else(|| row_str(r, "path"), str::to_string),
+                abs_path: row_str(r, "path"),
+                sha256: row_str(r, "sha256"),
                 bytes: r.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-                mode_applied: text(r, "mode"),
+                mode_applied: row_str(r, "mode"),
                 prev_sha256: r
                     .get("prev_sha256")
                     .and_then(Value::as_str)
                     .map(str::to_string),
-                journal_id: text(r, "journal_id"),
+                journal_id: row_str(r, "journal_id"),
                 warnings: Vec::new(),
             })
             .collect(),

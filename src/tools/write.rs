@@ -285,19 +285,16 @@ pub fn check_expected(
     Ok(())
 }
 
-/// What an idempotency key says about this call, checked under the pipeline's lock.
-pub enum Replay {
-    /// No earlier call with this key: go ahead.
-    Fresh,
-    /// The earlier call's journal row: answer with it, write nothing.
-    Recorded(Map<String, Value>),
-}
-
-/// Look up `key` in the journal's idempotency index. The same key with other arguments is a
-/// conflict.
-pub fn check_idempotency(svc: &Service, key: Option<&str>, request_sha256: &str) -> Result<Replay> {
+/// The journal row of an earlier call with idempotency `key` and these arguments (answer
+/// with it, write nothing), or `None` (no key, or no earlier call: go ahead). The same key
+/// with other arguments is a conflict. Callers check again under their lock.
+pub fn recorded(
+    svc: &Service,
+    key: Option<&str>,
+    request_sha256: &str,
+) -> Result<Option<Map<String, Value>>> {
     let Some(key) = key else {
-        return Ok(Replay::Fresh);
+        return Ok(None);
     };
     if key.is_empty() || key.len() > 256 {
         return Err(Failure::InvalidArguments {
@@ -310,9 +307,9 @@ pub fn check_idempotency(svc: &Service, key: Option<&str>, request_sha256: &str)
         .unwrap_or_else(|p| p.into_inner())
         .lookup(svc.pipeline().journal(), key)?;
     match row {
-        None => Ok(Replay::Fresh),
+        None => Ok(None),
         Some(r) if r.get("request_sha256").and_then(Value::as_str) == Some(request_sha256) => {
-            Ok(Replay::Recorded(r))
+            Ok(Some(r))
         }
         Some(_) => Err(Failure::IdempotencyConflict { key: key.into() }),
     }
@@ -328,7 +325,8 @@ pub fn idempotency_extra(key: Option<&str>, request_sha256: &str) -> BTreeMap<St
     extra
 }
 
-fn row_str(row: &Map<String, Value>, k: &str) -> String {
+/// A string field of a journal row (empty when absent).
+pub(crate) fn row_str(row: &Map<String, Value>, k: &str) -> String {
     row.get(k)
         .and_then(Value::as_str)
         .unwrap_or_default()
@@ -397,7 +395,7 @@ fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
     let (outcome, replay) =
         svc.pipeline()
             .commit(&target, &caller(svc, "safe_write"), |existing| {
-                if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+                if let Some(row) = recorded(svc, key, &request_sha256)? {
                     return Ok(Decision::Skip(Some(row)));
                 }
                 if args.mode == WriteMode::Create
@@ -498,7 +496,7 @@ fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
     let (outcome, result) =
         svc.pipeline()
             .commit(&target, &caller(svc, "safe_replace"), |existing| {
-                if let Replay::Recorded(row) = check_idempotency(svc, key, &request_sha256)? {
+                if let Some(row) = recorded(svc, key, &request_sha256)? {
                     let w = replayed_write(path, &row);
                     return Ok(Decision::Skip(ReplaceResult {
                         ok: true,
