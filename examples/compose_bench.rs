@@ -15,8 +15,8 @@
 //! were met (median ratio of the rounds, peak RSS).
 
 use resilient_write::chunks::{self, ComposeMode, ComposeOptions};
+use resilient_write::dispatch::{Config, Service};
 use resilient_write::pipeline::Caller;
-use resilient_write::service::{Config, Service};
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
@@ -121,8 +121,8 @@ fn main() {
         .expect("temp dir");
     let root = tmp.path().canonicalize().expect("canonical");
     let mut config = Config::new(root.clone());
-    config.workspaces = vec![root.clone()];
-    config.sweep_on_start = false;
+    config.store.workspaces = vec![root.clone()];
+    config.store.sweep_on_start = false;
     let svc = Service::start(config);
 
     // The session, written with chunk_write as an agent would (each chunk recorded), or with

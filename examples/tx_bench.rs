@@ -8,8 +8,8 @@
 //! Run: `cargo run --release --example tx_bench` (add a directory argument to measure on a
 //! particular filesystem; the default is a temp dir).
 
+use resilient_write::dispatch::{Config, Service};
 use resilient_write::journal::{JournalRow, new_journal_id, now_rfc3339};
-use resilient_write::service::{Config, Service};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -17,8 +17,8 @@ use std::time::Instant;
 
 fn service(root: &std::path::Path) -> std::sync::Arc<Service> {
     let mut c = Config::new(root.to_path_buf());
-    c.workspaces = vec![root.to_path_buf()];
-    c.sweep_on_start = false;
+    c.store.workspaces = vec![root.to_path_buf()];
+    c.store.sweep_on_start = false;
     Service::start(c)
 }
 

@@ -3,7 +3,7 @@
 //! Run with `cargo run --release --example validate_bench`. Prints MB/s per format (best of a few
 //! runs, so a busy machine disturbs the figures less).
 
-#[path = "../src/validate/samples.rs"]
+#[path = "../crates/core/src/validate/samples.rs"]
 mod samples;
 
 use resilient_write::validate::validate;

@@ -4,10 +4,10 @@
 //! variables are resolved here
 //! into a [`Config`]; nothing below this module reads the environment for configuration.
 
+use crate::dispatch::{Config, DEFAULT_MAX_WRITE_BYTES, Service, ToolNames};
 use crate::http::HttpOptions;
 use crate::http::guard::Token;
 use crate::mcp::McpServer;
-use crate::service::{Config, DEFAULT_MAX_WRITE_BYTES, Service, ToolNames};
 use crate::shutdown::{Drain, Tracked};
 use crate::workspace::parse_workspace_env;
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -99,7 +99,7 @@ pub enum Command {
     Doctor(crate::doctor::DoctorArgs),
     /// Check files' syntax (json, jsonl, yaml, toml, python, latex, markdown, xml, html):
     /// each error with line:col; exit 1 when any file is invalid.
-    Validate(crate::validate::cli::ValidateArgs),
+    Validate(crate::cmd::validate::ValidateArgs),
 }
 
 #[derive(Debug, Args)]
@@ -255,14 +255,14 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
     let mut config = Config::new(cwd);
-    config.workspaces = global.workspaces.clone();
+    config.store.workspaces = global.workspaces.clone();
     if let Some(v) = std::env::var_os("RW_WORKSPACE") {
         let v = v.to_string_lossy();
-        config.workspaces.extend(parse_workspace_env(&v)?);
+        config.store.workspaces.extend(parse_workspace_env(&v)?);
     }
-    config.state_root = global.state_dir.clone();
-    config.policy_file = global.policy_file.clone();
-    config.max_write_bytes = global.max_write_bytes;
+    config.store.state_root = global.state_dir.clone();
+    config.store.policy_file = global.policy_file.clone();
+    config.store.max_write_bytes = global.max_write_bytes;
     config.tool_names = match global.tool_names {
         NameStyle::Underscore => ToolNames::Underscore,
         NameStyle::Dotted => ToolNames::Dotted,
@@ -290,14 +290,14 @@ pub fn main() -> ExitCode {
         Some(Command::Journal(args)) => journal(config, args),
         Some(Command::Scan(args)) => crate::scan::run(&config, &args),
         Some(Command::Analytics(args)) => analytics(config, args),
-        Some(Command::History(args)) => crate::history::cli::history(config, args),
-        Some(Command::Restore(args)) => crate::history::cli::restore(config, args),
-        Some(Command::Gc(args)) => crate::history::cli::gc(config, args),
-        Some(Command::Recover) => crate::history::cli::recover(config),
+        Some(Command::History(args)) => crate::cmd::history::history(config, args),
+        Some(Command::Restore(args)) => crate::cmd::history::restore(config, args),
+        Some(Command::Gc(args)) => crate::cmd::history::gc(config, args),
+        Some(Command::Recover) => crate::cmd::history::recover(config),
         Some(Command::Demo(args)) => crate::demo::run(&config, &args),
         Some(Command::Init(args)) => crate::init::run(&config, &args),
         Some(Command::Doctor(args)) => crate::doctor::run(&config, &args),
-        Some(Command::Validate(args)) => crate::validate::cli::run(&args),
+        Some(Command::Validate(args)) => crate::cmd::validate::run(&args),
     }
 }
 
@@ -367,7 +367,7 @@ fn serve(config: Config, args: ServeArgs) -> ExitCode {
     };
     let max_body = match args.max_body_bytes {
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        None => message_cap(config.max_write_bytes),
+        None => message_cap(config.store.max_write_bytes),
     };
     let opts = HttpOptions {
         host: args.host,
@@ -398,7 +398,7 @@ fn serve(config: Config, args: ServeArgs) -> ExitCode {
 /// stdin reached its end (rather than a signal stopping the server).
 async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, bool) {
     use rmcp::ServiceExt;
-    let max_line = message_cap(config.max_write_bytes);
+    let max_line = message_cap(config.store.max_write_bytes);
     let service = Service::start(config);
     let drain = Drain::new();
     let server = Tracked::new(McpServer::new(service), drain.clone());
@@ -449,7 +449,7 @@ async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, b
 }
 
 fn journal(mut config: Config, args: JournalArgs) -> ExitCode {
-    config.sweep_on_start = false;
+    config.store.sweep_on_start = false;
     let service = Service::start(config);
     let mut call = serde_json::json!({ "n": args.n });
     if let Some(p) = args.path {
@@ -498,7 +498,7 @@ fn journal(mut config: Config, args: JournalArgs) -> ExitCode {
 }
 
 fn analytics(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
-    config.sweep_on_start = false;
+    config.store.sweep_on_start = false;
     let service = Service::start(config);
     let query = crate::tools::analytics::AnalyticsArgs {
         since: args.since,

@@ -16,8 +16,8 @@
 //! says makes the command exit 1, naming the step, so the demo doubles as a test.
 
 use crate::client::{ClientError, Launch, McpClient};
+use crate::dispatch::{Config, STATE_DIR_NAME};
 use crate::hash::sha256_hex;
-use crate::service::{Config, STATE_DIR_NAME};
 use clap::Args;
 use serde_json::{Value, json};
 use std::io::IsTerminal;
@@ -620,9 +620,11 @@ fn drive(config: &Config, args: &DemoArgs, root: &Path, out: Out) -> Step<usize>
         .cwd(root)
         .client_name("resilient-write-demo")
         .timeout(CALL_TIMEOUT);
-    if let Some(policy) = &config.policy_file {
+    if let Some(policy) = &config.store.policy_file {
         // Relative to where the demo was started, not to the throwaway workspace.
-        launch = launch.arg("--policy-file").arg(config.cwd.join(policy));
+        launch = launch
+            .arg("--policy-file")
+            .arg(config.store.cwd.join(policy));
     }
     let client = launch.spawn()?;
     let server = &client.init_result()["serverInfo"];

@@ -22,8 +22,8 @@
 //! reported with what to do. Exit status: 0 healthy (warnings allowed), 1 problems remain.
 //! Long scans show progress on stderr when it is a terminal.
 
+use crate::dispatch::{Config, STATE_DIR_NAME, Service};
 use crate::pipeline::Caller;
-use crate::service::{Config, STATE_DIR_NAME, Service};
 use clap::Args;
 use serde::Serialize;
 use serde_json::json;
@@ -562,7 +562,7 @@ fn check_gitignore(svc: &Service, out: &mut Vec<Finding>) {
     let Some(root) = svc.state_dir().parent() else {
         return;
     };
-    if crate::service::state_dir_git_ignored(root) == Some(false) {
+    if crate::store::state_dir_git_ignored(root) == Some(false) {
         let path = root.join(".gitignore");
         out.push(
             Finding::problem(
@@ -627,8 +627,8 @@ fn repair(svc: &Service, what: &Repair) -> Result<(), String> {
 
 fn start(config: &Config) -> Arc<Service> {
     let mut config = config.clone();
-    config.sweep_on_start = false;
-    config.repair_on_start = false;
+    config.store.sweep_on_start = false;
+    config.store.repair_on_start = false;
     Service::start(config)
 }
 

@@ -20,8 +20,8 @@
 //! content would not change is not written: a second run reports every file `unchanged` and
 //! leaves them byte-identical.
 
+use crate::dispatch::{Config, STATE_DIR_NAME, Service};
 use crate::hash::sha256_hex;
-use crate::service::{Config, STATE_DIR_NAME, Service};
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -176,7 +176,7 @@ pub fn with_block(text: &str, block: &str) -> Result<String, String> {
 
 /// `text` of a .gitignore with `.resilient_write/` added unless some line already names it.
 pub fn with_gitignore_entry(text: &str) -> String {
-    if crate::service::gitignore_mentions_state(text) {
+    if crate::store::gitignore_mentions_state(text) {
         return text.to_string();
     }
     let mut out = text.to_string();
@@ -465,9 +465,9 @@ fn apply(service: &Service, files: &[PlannedFile]) -> Result<(), String> {
 
 /// Run `init` for the project named by `-w` (or the working directory).
 pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
-    let project = match config.workspaces.as_slice() {
-        [] => config.cwd.clone(),
-        [one] => config.cwd.join(one),
+    let project = match config.store.workspaces.as_slice() {
+        [] => config.store.cwd.clone(),
+        [one] => config.store.cwd.join(one),
         _ => {
             eprintln!("resilient-write init: sets up one project; give at most one -w DIR");
             return ExitCode::from(2);
@@ -486,7 +486,7 @@ pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
     let command = args.command.clone().unwrap_or_else(default_command);
     let plan = match plan(
         &project,
-        config.home.as_deref(),
+        config.store.home.as_deref(),
         &args.clients,
         &command,
         args.write_global,
@@ -509,8 +509,8 @@ pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
         }
     } else {
         let mut cfg = config.clone();
-        cfg.cwd = project.clone();
-        cfg.workspaces = vec![project.clone()];
+        cfg.store.cwd = project.clone();
+        cfg.store.workspaces = vec![project.clone()];
         // ~/.codex joins the workspaces only when it is written (--write-global).
         for f in &plan.files {
             if let Some(dir) = f.path.parent()
@@ -520,13 +520,13 @@ pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
                     eprintln!("resilient-write init: cannot create {}: {e}", dir.display());
                     return ExitCode::FAILURE;
                 }
-                cfg.workspaces.push(dir.to_path_buf());
+                cfg.store.workspaces.push(dir.to_path_buf());
             }
         }
-        if cfg.state_root.is_none() {
-            cfg.state_root = Some(project.clone());
+        if cfg.store.state_root.is_none() {
+            cfg.store.state_root = Some(project.clone());
         }
-        cfg.sweep_on_start = false;
+        cfg.store.sweep_on_start = false;
         let service = Service::start(cfg);
         if let Err(e) = apply(&service, &plan.files) {
             eprintln!("resilient-write init: {e}");

@@ -1,41 +1,26 @@
-//! resilient-write: a durable, fault-tolerant write surface for LLM coding agents.
+//! resilient-write: the MCP server and command line over [`resilient_write_core`].
 //!
-//! The core library knows nothing of MCP or of the command line: one module per layer of the
-//! paper, and thin front ends ([`mcp`], [`cli`]) on top. See `docs/ARCHITECTURE.md`.
+//! Everything a write means lives in the core crate; this crate holds dispatch (tool name and
+//! JSON arguments to a result or an envelope), the tools as thin adapters, the MCP handler,
+//! the transports and the subcommands for people. See `docs/ARCHITECTURE.md`.
 
-pub mod analytics;
-pub mod checkpoint;
-pub mod chunks;
-pub mod classify;
-pub mod edit;
-pub mod envelope;
-pub mod handoff;
-pub mod hash;
-pub mod history;
-pub mod http;
-pub mod journal;
-pub mod notices;
-pub mod objects;
-pub mod pipeline;
-pub mod policy;
-pub mod preflight;
-pub mod progress;
-pub mod retry;
-pub mod scratch;
-pub mod service;
-pub mod session;
-pub mod shutdown;
-pub mod state;
-pub mod stdio;
-pub mod tools;
-pub mod tx;
-pub mod validate;
-pub mod workspace;
+// The core's modules under their old paths, for the adapters and the integration tests.
+pub use resilient_write_core::{
+    analytics, checkpoint, chunks, classify, edit, envelope, handoff, hash, history, journal,
+    notices, objects, pipeline, policy, preflight, progress, retry, scratch, session, state, store,
+    tx, validate, workspace, write,
+};
 
 pub mod cli;
 pub mod client;
+pub mod cmd;
 pub mod demo;
+pub mod dispatch;
 pub mod doctor;
+pub mod http;
 pub mod init;
 pub mod mcp;
 pub mod scan;
+pub mod shutdown;
+pub mod stdio;
+pub mod tools;

@@ -10,8 +10,8 @@
 //! session over one `Arc<Service>`, and each call runs inside its client's
 //! [`Session`](crate::session::Session).
 
+use crate::dispatch::Service;
 use crate::notices::{Level, Notice, Sink};
-use crate::service::Service;
 use crate::session::{Session, with_session};
 use crate::tools::{self, catalog, listed_name};
 use crate::workspace::Workspaces;
@@ -209,7 +209,7 @@ fn file_uri_path(uri: &str) -> Option<PathBuf> {
 
 impl McpServer {
     pub fn new(service: Arc<Service>) -> McpServer {
-        let style = service.config().tool_names;
+        let style = service.tool_names();
         let tools = catalog()
             .iter()
             .map(|t| {

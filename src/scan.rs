@@ -10,8 +10,8 @@
 //! path could not be read or the policy file is unusable (the check is incomplete); else 0.
 
 use crate::classify::{RiskReport, Verdict, risk_score};
+use crate::dispatch::Config;
 use crate::preflight::ActivePolicy;
-use crate::service::Config;
 use clap::{Args, ValueEnum};
 use serde_json::json;
 use std::io::Read;
@@ -137,9 +137,13 @@ fn verdict_name(v: Verdict) -> &'static str {
 
 /// Run `scan` with the service configuration (for the policy file) and the arguments.
 pub fn run(config: &Config, args: &ScanArgs) -> ExitCode {
-    let state_root = config.state_root.as_deref().unwrap_or(&config.cwd);
+    let state_root = config
+        .store
+        .state_root
+        .as_deref()
+        .unwrap_or(&config.store.cwd);
     let policy = ActivePolicy::load(ActivePolicy::path_for(
-        config.policy_file.as_deref(),
+        config.store.policy_file.as_deref(),
         state_root,
     ));
     let classifier = match policy.classifier() {

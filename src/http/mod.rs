@@ -9,8 +9,8 @@ pub mod body;
 pub mod guard;
 pub mod sse;
 
+use crate::dispatch::Service;
 use crate::mcp::McpServer;
-use crate::service::Service;
 use crate::shutdown::Drain;
 use axum::Router;
 use axum::body::Body;

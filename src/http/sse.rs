@@ -11,8 +11,8 @@
 //! [`Tracked`] so that shutdown waits for its calls. Closing the event stream ends the session.
 
 use super::body;
+use crate::dispatch::Service;
 use crate::mcp::McpServer;
-use crate::service::Service;
 use crate::shutdown::{Drain, Tracked};
 use axum::Router;
 use axum::body::Body;

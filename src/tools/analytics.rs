@@ -2,8 +2,8 @@
 
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::analytics::{Analytics, Query, analyse, parse_since};
+use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
-use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -7,10 +7,10 @@ use super::{ToolSpec, parse_args, schema, to_value};
 use crate::checkpoint::{
     CHECKPOINT_DIR, CHUNK_THRESHOLD, Checkpoint, Fate, Format, Ttl, check_name, fate,
 };
+use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
 use crate::pipeline::{Body, Caller, Decision, Plan};
-use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

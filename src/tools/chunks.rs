@@ -7,10 +7,10 @@ use super::write::{
 };
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::chunks::{self, ComposeMode, ComposeOptions, ModifiedChunk};
+use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
 use crate::preflight::RejectAt;
-use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -399,7 +399,7 @@ fn run_chunk_write(svc: &Service, raw: Value) -> Result<Value> {
 }
 
 fn run_chunk_append(svc: &Service, raw: Value) -> Result<Value> {
-    let request_sha256 = Service::request_hash("chunk_append", &raw);
+    let request_sha256 = crate::write::idempotency::request_hash("chunk_append", &raw);
     let args: ChunkAppendArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let key = args.idempotency_key.as_deref();
@@ -452,7 +452,7 @@ fn replayed(args: &ChunkComposeArgs, row: &Map<String, Value>) -> ChunkComposeRe
 }
 
 fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
-    let request_sha256 = Service::request_hash("chunk_compose", &raw);
+    let request_sha256 = crate::write::idempotency::request_hash("chunk_compose", &raw);
     let args: ChunkComposeArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let expected =

@@ -5,11 +5,11 @@
 //! and report drift as warnings, never as errors.
 
 use super::{ToolSpec, parse_args, schema, to_value};
+use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Handoff, Step};
 use crate::journal::now_rfc3339;
 use crate::pipeline::{Body, Caller, Decision, Plan, read_existing};
-use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -3,10 +3,10 @@
 //! [`crate::history`].
 
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::history::{self, RestoreTo, Skipped, Version};
 use crate::pipeline::read_existing;
-use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -2,9 +2,9 @@
 //! journal backwards from its end, so it answers in time proportional to what it returns.
 
 use super::{ToolSpec, parse_args, schema, to_value};
+use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::journal::json_string_forms;
-use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -8,8 +8,8 @@
 
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::classify::{Original, RiskReport, redact};
+use crate::dispatch::Service;
 use crate::envelope::Result;
-use crate::service::Service;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -2,10 +2,10 @@
 //! output JSON Schemas derived from the Rust types its handler accepts and returns (so the
 //! published schemas cannot drift from the code), plus the handler itself.
 //!
-//! Front ends list [`catalog`] and dispatch through [`crate::service::Service::call`].
+//! Front ends list [`catalog`] and dispatch through [`crate::dispatch::Service::call`].
 
+use crate::dispatch::{Service, ToolNames};
 use crate::envelope::{Failure, Result};
-use crate::service::{Service, ToolNames};
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};

@@ -3,10 +3,10 @@
 
 use super::write::{ContentEncoding, decode_content, idempotency_extra, recorded};
 use super::{ToolSpec, parse_args, schema, to_value};
+use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
 use crate::scratch::{self, Meta, SkippedLine};
-use crate::service::Service;
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -175,7 +175,7 @@ pub const SCRATCH_GET: ToolSpec = ToolSpec {
 fn gitignore_warnings(svc: &Service) -> Vec<ScratchWarning> {
     svc.state_dir()
         .parent()
-        .and_then(crate::service::gitignore_note)
+        .and_then(crate::store::gitignore_note)
         .map(|hint| ScratchWarning {
             reason: "state_dir_not_gitignored".into(),
             hint,
@@ -202,7 +202,7 @@ fn replayed_put(svc: &Service, row: &Map<String, Value>) -> Result<Value> {
 }
 
 fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
-    let request_sha256 = Service::request_hash("scratch_put", &raw);
+    let request_sha256 = crate::write::idempotency::request_hash("scratch_put", &raw);
     let args: ScratchPutArgs = parse_args(raw)?;
     let key = args.idempotency_key.as_deref();
     if let Some(row) = recorded(svc, key, &request_sha256)? {

@@ -7,10 +7,10 @@ use super::write::{
     ContentEncoding, EditArg, WriteMode, check_expected, decode_content, edits_from, one, row_str,
 };
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use crate::dispatch::Service;
 use crate::edit::apply_edits;
 use crate::envelope::{Failure, Result};
 use crate::preflight::RejectAt;
-use crate::service::Service;
 use crate::tx::{self, NewContent, StagedOp};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

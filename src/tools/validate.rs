@@ -5,8 +5,8 @@
 
 use super::write::ContentEncoding;
 use super::{ToolSpec, parse_args, schema, to_value};
+use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
-use crate::service::Service;
 use crate::validate::ValidationReport;
 use base64::Engine;
 use schemars::JsonSchema;

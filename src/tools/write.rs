@@ -3,29 +3,17 @@
 //! idempotency key, edits) and let [`crate::pipeline::Pipeline::commit`] do the durable part.
 
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use crate::dispatch::Service;
 use crate::edit::{Edit, apply_edits, unified_diff};
 use crate::envelope::{Failure, Result};
-use crate::pipeline::{Body, Caller, Decision, Existing, Outcome, Plan};
+use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::preflight::RejectAt;
-use crate::service::Service;
+pub use crate::write::idempotency::{idempotency_extra, recorded};
+pub use crate::write::intent::{WriteMode, check_expected};
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
-use std::collections::BTreeMap;
-
-/// How `safe_write` treats an existing file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum WriteMode {
-    /// Refuse if the file exists (never clobbers; the default).
-    #[default]
-    Create,
-    /// Replace the file's content (creating it if missing).
-    Overwrite,
-    /// Add the content after the file's current content (creating it if missing).
-    Append,
-}
 
 /// How `content` is encoded in the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
@@ -266,65 +254,6 @@ pub fn decode_content(
     }
 }
 
-/// Check `expected_prev_sha256` against the current file.
-pub fn check_expected(
-    path: &str,
-    expected: Option<&str>,
-    existing: Option<&Existing>,
-) -> Result<()> {
-    if let Some(exp) = expected {
-        let actual = existing.map(|e| e.sha256.as_str());
-        if actual != Some(exp) {
-            return Err(Failure::StaleHash {
-                path: path.into(),
-                expected: exp.into(),
-                actual: actual.map(str::to_string),
-            });
-        }
-    }
-    Ok(())
-}
-
-/// The journal row of an earlier call with idempotency `key` and these arguments (answer
-/// with it, write nothing), or `None` (no key, or no earlier call: go ahead). The same key
-/// with other arguments is a conflict. Callers check again under their lock.
-pub fn recorded(
-    svc: &Service,
-    key: Option<&str>,
-    request_sha256: &str,
-) -> Result<Option<Map<String, Value>>> {
-    let Some(key) = key else {
-        return Ok(None);
-    };
-    if key.is_empty() || key.len() > 256 {
-        return Err(Failure::InvalidArguments {
-            message: "idempotency_key must be 1 to 256 characters".into(),
-        });
-    }
-    let row = svc
-        .idempotency
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .lookup(svc.pipeline().journal(), key)?;
-    match row {
-        None => Ok(None),
-        Some(r) if r.get("request_sha256").and_then(Value::as_str) == Some(request_sha256) => {
-            Ok(Some(r))
-        }
-        Some(_) => Err(Failure::IdempotencyConflict { key: key.into() }),
-    }
-}
-
-/// Journal fields recording an idempotency key.
-pub fn idempotency_extra(key: Option<&str>, request_sha256: &str) -> BTreeMap<String, Value> {
-    let mut extra = BTreeMap::new();
-    if let Some(k) = key {
-        extra.insert("idempotency_key".into(), json!(k));
-        extra.insert("request_sha256".into(), json!(request_sha256));
-    }
-    extra
-}
-
 /// A string field of a journal row (empty when absent).
 pub(crate) fn row_str(row: &Map<String, Value>, k: &str) -> String {
     row.get(k)
@@ -383,7 +312,7 @@ fn caller(svc: &Service, tool: &str) -> Caller {
 }
 
 fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
-    let request_sha256 = Service::request_hash("safe_write", &raw);
+    let request_sha256 = crate::write::idempotency::request_hash("safe_write", &raw);
     let args: SafeWriteArgs = parse_args(raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
@@ -478,7 +407,7 @@ pub fn edits_from(
 }
 
 fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
-    let request_sha256 = Service::request_hash("safe_replace", &raw);
+    let request_sha256 = crate::write::idempotency::request_hash("safe_replace", &raw);
     let args: SafeReplaceArgs = parse_args(raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;

@@ -51,7 +51,8 @@ pub fn run(args: &ValidateArgs) -> ExitCode {
             }
         };
         let path = (!stdin).then(|| file.to_string_lossy().to_string());
-        let report = super::validate_bytes(&bytes, args.format.as_deref(), path.as_deref());
+        let report =
+            crate::validate::validate_bytes(&bytes, args.format.as_deref(), path.as_deref());
         invalid |= !report.valid;
         if args.json {
             reports.push(json!({"file": shown, "report": report}));
@@ -59,8 +60,8 @@ pub fn run(args: &ValidateArgs) -> ExitCode {
         }
         for d in &report.errors {
             let severity = match d.severity {
-                super::Severity::Error => "error",
-                super::Severity::Warning => "warning",
+                crate::validate::Severity::Error => "error",
+                crate::validate::Severity::Warning => "warning",
             };
             println!("{shown}:{}:{}  {severity:<7}  {}", d.line, d.col, d.message);
         }

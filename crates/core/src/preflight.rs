@@ -8,7 +8,7 @@
 //! ([`Failure::PolicyInvalid`]) until the file is fixed and the server restarted; it is never a
 //! silent fallback to the defaults.
 //!
-//! Guarantees: [`Service::preflight`] (and [`Service::preflight_edit`] for edits) either lets the
+//! Guarantees: [`Store::preflight`] (and [`Store::preflight_edit`] for edits) either lets the
 //! write go ahead or refuses with [`Failure::ContentBlocked`] (`blocked` / `content_filter` /
 //! `redact`), whose `detected_patterns` are the families and whose `context.detected` lists each
 //! match with a snippet of at most 16 characters, never a whole secret. With `classify: false` it
@@ -17,7 +17,7 @@
 use crate::classify::{Classifier, Finding, RiskReport, Verdict, findings, findings_score};
 use crate::envelope::{Failure, Result};
 use crate::policy::{Policy, PolicyError};
-use crate::service::Service;
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -116,7 +116,7 @@ impl ActivePolicy {
             Some(p) if p.is_absolute() => p.to_path_buf(),
             Some(p) => state_root.join(p),
             None => state_root
-                .join(crate::service::STATE_DIR_NAME)
+                .join(crate::store::STATE_DIR_NAME)
                 .join(POLICY_FILE_NAME),
         }
     }
@@ -197,7 +197,7 @@ fn verdict_name(v: Verdict) -> &'static str {
     }
 }
 
-impl Service {
+impl Store {
     /// The compiled L0 classifier of the workspace policy, or the policy's failure.
     pub fn classifier(&self) -> Result<&Classifier> {
         self.policy().classifier()
@@ -231,7 +231,7 @@ impl Service {
         Ok(Some(report))
     }
 
-    /// [`Service::preflight`] for bytes (base64 content): invalid UTF-8 is scored as text with
+    /// [`Store::preflight`] for bytes (base64 content): invalid UTF-8 is scored as text with
     /// replacement characters, which the binary hints notice.
     pub fn preflight_bytes(
         &self,

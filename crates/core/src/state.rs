@@ -49,7 +49,7 @@ pub fn open_subdir(
     dir_mode: u32,
     create: bool,
 ) -> Result<Option<StateDir>> {
-    let mut display = crate::service::STATE_DIR_NAME.to_string();
+    let mut display = crate::store::STATE_DIR_NAME.to_string();
     let mut created = Vec::new();
     let mut dir = match rustix::fs::open(
         state_dir,

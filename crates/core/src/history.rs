@@ -22,7 +22,7 @@ use crate::envelope::{Failure, Result};
 use crate::journal::{Journal, Row, json_string_forms};
 use crate::objects::ObjectStore;
 use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
-use crate::service::Service;
+use crate::store::Store;
 use crate::tx::{self, NewContent};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -171,7 +171,7 @@ pub enum RestoreTo {
 
 /// Restore `path` to a journaled version through the pipeline (mode `restore`).
 pub fn restore(
-    svc: &Service,
+    svc: &Store,
     path: &str,
     to: RestoreTo,
     expected_prev_sha256: Option<&str>,
@@ -226,7 +226,7 @@ pub fn restore(
     let mut diff = None;
     let mut prev = None;
     let (outcome, ()) = svc.pipeline().commit(&target, &who, |existing| {
-        crate::tools::write::check_expected(path, expected_prev_sha256, existing)?;
+        crate::write::intent::check_expected(path, expected_prev_sha256, existing)?;
         prev = existing.map(|e| e.sha256.clone());
         if existing.map(|e| e.sha256.as_str()) == Some(sha.as_str()) {
             return Ok(Decision::Skip(()));
@@ -289,7 +289,7 @@ pub struct Skipped {
 /// transaction. A file changed since the transaction fails the whole restore
 /// (stale_precondition); a file the transaction created is skipped (the pipeline does not
 /// delete files).
-pub fn restore_tx(svc: &Service, tx_id: &str) -> Result<(tx::Committed, Vec<Skipped>)> {
+pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skipped>)> {
     let journal = svc.pipeline().journal();
     let rows =
         tx_rows(journal, tx_id).map_err(|e| Failure::io("read journal", journal.path(), e))?;
@@ -538,154 +538,5 @@ mod tests {
         assert_eq!(r.keep_last, 3);
         assert!(Retention::from_policy(Some(&json!({"keep_versions": 3}))).is_err());
         assert_eq!(Retention::from_policy(None).unwrap(), Retention::default());
-    }
-}
-
-/// The people-facing subcommands `history`, `restore`, `gc` and `recover`.
-pub mod cli {
-    use crate::cli::{GcArgs, HistoryCliArgs, RestoreCliArgs};
-    use crate::service::{Config, Service};
-    use serde_json::{Value, json};
-    use std::process::ExitCode;
-
-    fn fail(msg: &str) -> ExitCode {
-        eprintln!("resilient-write: {msg}");
-        ExitCode::FAILURE
-    }
-
-    fn message(env: &crate::envelope::Envelope) -> String {
-        env.context
-            .get("message")
-            .and_then(Value::as_str)
-            .unwrap_or("failed")
-            .to_string()
-    }
-
-    pub fn history(mut config: Config, args: HistoryCliArgs) -> ExitCode {
-        config.sweep_on_start = false;
-        let svc = Service::start(config);
-        let v = match svc.call(
-            "history",
-            json!({"path": args.path, "limit": args.n.clamp(1, 10_000)}),
-        ) {
-            Ok(v) => v,
-            Err(env) => return fail(&message(&env)),
-        };
-        if args.json {
-            println!("{v}");
-            return ExitCode::SUCCESS;
-        }
-        println!(
-            "{:<27} {:<9} {:>10} {:<16} {:<7} {:<32} tx",
-            "ts", "mode", "bytes", "sha256", "stored", "journal_id"
-        );
-        for r in v["versions"].as_array().into_iter().flatten() {
-            let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
-            println!(
-                "{:<27} {:<9} {:>10} {:<16} {:<7} {:<32} {}",
-                s("ts"),
-                s("mode"),
-                r["bytes"].as_u64().unwrap_or(0),
-                s("sha256").chars().take(16).collect::<String>(),
-                if r["stored"] == json!(true) {
-                    "yes"
-                } else {
-                    "no"
-                },
-                s("journal_id"),
-                s("tx_id")
-            );
-        }
-        ExitCode::SUCCESS
-    }
-
-    pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
-        config.sweep_on_start = false;
-        let svc = Service::start(config);
-        svc.set_caller("cli");
-        let mut call = json!({"path": args.path, "dry_run": args.diff});
-        if crate::hash::is_sha256_hex(&args.to) {
-            call["to_sha256"] = json!(args.to);
-        } else {
-            call["journal_id"] = json!(args.to);
-        }
-        match svc.call("restore", call) {
-            Ok(v) => {
-                if args.diff {
-                    print!("{}", v["diff"].as_str().unwrap_or(""));
-                } else {
-                    let f = &v["files"][0];
-                    if f["unchanged"] == json!(true) {
-                        println!("{}: already at {}", args.path, args.to);
-                    } else {
-                        println!(
-                            "{}: restored to {} (journal_id {}; undo with --to {})",
-                            args.path,
-                            f["sha256"].as_str().unwrap_or(""),
-                            f["journal_id"].as_str().unwrap_or(""),
-                            f["prev_sha256"].as_str().unwrap_or("")
-                        );
-                    }
-                }
-                ExitCode::SUCCESS
-            }
-            Err(env) => fail(&message(&env)),
-        }
-    }
-
-    pub fn gc(mut config: Config, args: GcArgs) -> ExitCode {
-        config.sweep_on_start = false;
-        let svc = Service::start(config);
-        let policy_path = match args.policy {
-            Some(p) if p.is_absolute() => p,
-            Some(p) => svc.state_dir().parent().map(|r| r.join(&p)).unwrap_or(p),
-            None => svc.state_dir().join("policy.yaml"),
-        };
-        let policy = match crate::policy::Policy::load(&policy_path) {
-            Ok(p) => p,
-            Err(e) => return fail(&e.to_string()),
-        };
-        let retention = match super::Retention::from_policy(policy.history.as_ref()) {
-            Ok(r) => r,
-            Err(e) => return fail(&format!("{}: {e}", policy_path.display())),
-        };
-        let Some(objects) = svc.pipeline().objects() else {
-            return fail("no object store");
-        };
-        match super::gc(svc.pipeline().journal(), objects, &retention, args.dry_run) {
-            Ok(r) => {
-                println!(
-                    "{} {} object(s), {} bytes; kept {} object(s), {} bytes",
-                    if r.dry_run { "would remove" } else { "removed" },
-                    r.removed,
-                    r.removed_bytes,
-                    r.kept,
-                    r.kept_bytes
-                );
-                ExitCode::SUCCESS
-            }
-            Err(e) => fail(&format!("gc: {e}")),
-        }
-    }
-
-    pub fn recover(mut config: Config) -> ExitCode {
-        config.sweep_on_start = false;
-        // Service::start recovers; report what it did.
-        let svc = Service::start(config);
-        let r = svc.recovery().cloned().unwrap_or_default();
-        for line in r.summary() {
-            println!("{line}");
-        }
-        if !r.open.is_empty() {
-            println!(
-                "{} transaction(s) open in live processes, left alone",
-                r.open.len()
-            );
-        }
-        if r.problems.is_empty() {
-            ExitCode::SUCCESS
-        } else {
-            ExitCode::FAILURE
-        }
     }
 }

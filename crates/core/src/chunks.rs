@@ -25,8 +25,8 @@ use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::pipeline::{Body, Caller, Decision, Existing, Outcome, Plan, read_existing};
 use crate::progress::Progress;
-use crate::service::Service;
 use crate::state::{StateDir, open_subdir};
+use crate::store::Store;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 use serde::{Deserialize, Serialize};
@@ -82,7 +82,7 @@ fn is_originals_temp(name: &str) -> bool {
 
 /// Display path of session `name`'s directory (`.resilient_write/chunks/<name>`).
 pub fn session_display(name: &str) -> String {
-    format!("{}/{CHUNKS_DIR}/{name}", crate::service::STATE_DIR_NAME)
+    format!("{}/{CHUNKS_DIR}/{name}", crate::store::STATE_DIR_NAME)
 }
 
 /// Check a session name against `^[A-Za-z0-9_-]{1,64}$`.
@@ -279,7 +279,7 @@ fn session_failure(
 /// Open (and with `create`, create) session `name` and lock it, exclusively or shared.
 /// `Ok(None)` when the session does not exist and `create` is not set.
 pub fn open_session(
-    svc: &Service,
+    svc: &Store,
     name: &str,
     create: bool,
     exclusive: bool,
@@ -511,7 +511,7 @@ impl Session {
 /// its record but is what its own latest journaled write left lost only its record (a crash
 /// between the two writes), not its integrity. An earlier write does not vouch: a chunk put
 /// back by hand to a content it once had is still an edit.
-fn journaled(svc: &Service, session: &Session, name: &str, sha256: &str) -> bool {
+fn journaled(svc: &Store, session: &Session, name: &str, sha256: &str) -> bool {
     journaled_in(
         svc.pipeline().journal(),
         &session.dir.path.join(name),
@@ -567,7 +567,7 @@ fn modified_failure(session: &str, modified: &[ModifiedChunk]) -> Failure {
 
 /// Check a chunk's actual hash against its record.
 fn check_record(
-    svc: &Service,
+    svc: &Store,
     session: &Session,
     index: u64,
     name: &str,
@@ -620,7 +620,7 @@ impl Default for ChunkWriteOptions<'_> {
 /// an append), updating the manifest. Holds the session lock throughout. `Err(row)`: the
 /// call repeats the journaled call `row`, and nothing was written.
 pub fn write_chunk(
-    svc: &Service,
+    svc: &Store,
     who: &Caller,
     session_name: &str,
     index: Option<u64>,
@@ -798,7 +798,7 @@ impl ManifestDrift {
 
 /// Compare session `name`'s records (manifest plus records log) with its files (shared
 /// lock; writes nothing).
-pub fn manifest_drift(svc: &Service, name: &str) -> Result<Option<(ManifestDrift, Listing)>> {
+pub fn manifest_drift(svc: &Store, name: &str) -> Result<Option<(ManifestDrift, Listing)>> {
     let Some(session) = open_session(svc, name, false, false)? else {
         return Ok(None);
     };
@@ -829,7 +829,7 @@ pub fn manifest_drift(svc: &Service, name: &str) -> Result<Option<(ManifestDrift
 /// the records log is folded in, records of vanished chunks are dropped, chunks without a
 /// record are hashed as they are now, and existing records are kept (so a chunk edited by
 /// hand is still reported as modified). Returns whether the manifest was written.
-pub fn rebuild_manifest(svc: &Service, who: &Caller, name: &str) -> Result<bool> {
+pub fn rebuild_manifest(svc: &Store, who: &Caller, name: &str) -> Result<bool> {
     let Some(session) = open_session(svc, name, false, true)? else {
         return Ok(false);
     };
@@ -866,7 +866,7 @@ pub fn rebuild_manifest(svc: &Service, who: &Caller, name: &str) -> Result<bool>
 /// or before a crash cut its record), then empty the log. A crash between the two leaves
 /// log lines the manifest already holds, which fold again harmlessly.
 fn fold_manifest(
-    svc: &Service,
+    svc: &Store,
     who: &Caller,
     session: &Session,
     listing: &Listing,
@@ -898,7 +898,7 @@ fn fold_manifest(
 }
 
 /// Write the manifest (which now holds every record), then empty the records log.
-fn store_manifest(svc: &Service, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
+fn store_manifest(svc: &Store, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
     write_manifest(svc, who, session, m)?;
     session
         .open_log(OFlags::WRONLY)
@@ -912,7 +912,7 @@ fn store_manifest(svc: &Service, who: &Caller, session: &Session, m: &Manifest) 
         })
 }
 
-fn write_manifest(svc: &Service, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
+fn write_manifest(svc: &Store, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
     // Through a Value so that keys come out sorted, as the original writes them.
     let value = serde_json::to_value(m)
         .map_err(|e| Failure::Internal(format!("serialising manifest: {e}")))?;
@@ -1070,7 +1070,7 @@ struct StreamReport {
 /// pipeline's lock before anything is written (idempotency replay, expected hash); it may
 /// return a value that makes compose write nothing and return it instead.
 pub fn compose<R>(
-    svc: &Service,
+    svc: &Store,
     who: &Caller,
     session_name: &str,
     target: &crate::workspace::Target,
@@ -1128,7 +1128,7 @@ pub fn compose<R>(
                 existing_sha256: e.sha256.clone(),
             });
         }
-        crate::tools::write::check_expected(&shown, expected.as_deref(), existing)?;
+        crate::write::intent::check_expected(&shown, expected.as_deref(), existing)?;
         let (applied, prefix_len) = match (mode, existing) {
             (_, None) => ("create", 0),
             (ComposeMode::Append, Some(_)) => {
@@ -1484,7 +1484,7 @@ fn remove_session(session: &Session) -> Result<u64> {
 }
 
 /// Remove session `name`. Returns `(existed, files removed)`.
-pub fn reset(svc: &Service, name: &str) -> Result<(bool, u64)> {
+pub fn reset(svc: &Store, name: &str) -> Result<(bool, u64)> {
     match open_session(svc, name, false, true)? {
         None => Ok((false, 0)),
         Some(session) => Ok((true, remove_session(&session)?)),
@@ -1515,7 +1515,7 @@ pub struct Status {
 /// Inspect a session (shared lock: concurrent appends wait, other readers do not). A chunk
 /// whose file is unchanged since its hash was recorded (same inode, ctime and size) is not
 /// read again unless `verify`; compose and preview always hash every chunk.
-pub fn status(svc: &Service, name: &str, verify: bool) -> Result<(Status, String)> {
+pub fn status(svc: &Store, name: &str, verify: bool) -> Result<(Status, String)> {
     validate_session(name)?;
     let dir_display = session_display(name);
     let Some(session) = open_session(svc, name, false, false)? else {
@@ -1594,7 +1594,7 @@ pub struct Preview {
 }
 
 /// Compose `session` in memory (at most `limit` bytes), with every check of a compose.
-pub fn preview(svc: &Service, name: &str, separator: &[u8], limit: u64) -> Result<Preview> {
+pub fn preview(svc: &Store, name: &str, separator: &[u8], limit: u64) -> Result<Preview> {
     let session = open_session(svc, name, false, false)?.ok_or_else(|| {
         session_failure(
             name,

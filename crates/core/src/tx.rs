@@ -21,7 +21,7 @@
 //!   pre-image is kept, then the `COMMIT` record is made durable: that is the commit point.
 //!   Then one journal row per file (all rows in one append, each with `tx_id`), the renames,
 //!   one fsync per touched directory, and the WAL is retired.
-//! - Recovery ([`recover`], run by `Service::start` and `resilient-write recover`): a
+//! - Recovery ([`recover`], run by `Store::open` and `resilient-write recover`): a
 //!   transaction with a `COMMIT` record is rolled forward idempotently (a file that already
 //!   has its new hash is left alone; journal rows are not written twice); one without is
 //!   rolled back when its owner process is gone, and discarded when its timeout has passed.
@@ -35,7 +35,7 @@ use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::journal::{json_string_forms, now_rfc3339};
 use crate::pipeline::{Body, Caller, Existing, Outcome, Plan, read_existing};
-use crate::service::Service;
+use crate::store::Store;
 use crate::workspace::Target;
 use rustix::fs::FlockOperation;
 use serde::{Deserialize, Serialize};
@@ -113,7 +113,7 @@ pub struct CommitRecord {
     pub files: Vec<StagedOp>,
 }
 
-fn wal_root(svc: &Service) -> PathBuf {
+fn wal_root(svc: &Store) -> PathBuf {
     svc.state_dir().join(WAL_DIR)
 }
 
@@ -285,7 +285,7 @@ fn retire(dir: &Path) -> io::Result<()> {
 }
 
 /// Lock transaction `tx_id` and check that it is open (not committed, not expired).
-fn open(svc: &Service, tx_id: &str) -> Result<Locked> {
+fn open(svc: &Store, tx_id: &str) -> Result<Locked> {
     if !valid_tx_id(tx_id) {
         return Err(Failure::InvalidArguments {
             message: format!("tx_id {tx_id:?} is not a transaction id (tx-<32 hex digits>)"),
@@ -329,7 +329,7 @@ fn open(svc: &Service, tx_id: &str) -> Result<Locked> {
 }
 
 /// `tx_begin`: a new open transaction.
-pub fn begin(svc: &Service, label: Option<String>, timeout_secs: Option<u64>) -> Result<Manifest> {
+pub fn begin(svc: &Store, label: Option<String>, timeout_secs: Option<u64>) -> Result<Manifest> {
     let timeout = timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
     if timeout == 0 || timeout > MAX_TIMEOUT_SECS {
         return Err(Failure::InvalidArguments {
@@ -388,7 +388,7 @@ pub struct Current {
 /// new content (checking mode and `expected_prev_sha256` itself). Returns the staged entry
 /// and the number of files staged in the transaction.
 pub fn stage(
-    svc: &Service,
+    svc: &Store,
     tx_id: &str,
     path: &str,
     tool: &str,
@@ -477,7 +477,7 @@ pub fn stage(
 }
 
 /// `tx_status`: the transaction and, per staged file, whether its target still has its base.
-pub fn status(svc: &Service, tx_id: &str) -> Result<(Manifest, Vec<Option<String>>)> {
+pub fn status(svc: &Store, tx_id: &str) -> Result<(Manifest, Vec<Option<String>>)> {
     let tx = open(svc, tx_id)?;
     let current = tx
         .manifest
@@ -488,7 +488,7 @@ pub fn status(svc: &Service, tx_id: &str) -> Result<(Manifest, Vec<Option<String
     Ok((tx.manifest.clone(), current))
 }
 
-fn current_hash(svc: &Service, abs_path: &str) -> Result<Option<String>> {
+fn current_hash(svc: &Store, abs_path: &str) -> Result<Option<String>> {
     let resolved = svc.workspaces().resolve(abs_path, false);
     match resolved {
         Ok(t) => Ok(read_existing(&t.dir, &t.name)
@@ -500,7 +500,7 @@ fn current_hash(svc: &Service, abs_path: &str) -> Result<Option<String>> {
 }
 
 /// `tx_rollback`: discard an open transaction. Returns the number of staged files dropped.
-pub fn rollback(svc: &Service, tx_id: &str) -> Result<usize> {
+pub fn rollback(svc: &Store, tx_id: &str) -> Result<usize> {
     let tx = open(svc, tx_id)?;
     let n = tx.manifest.ops.len();
     retire(&tx.dir).map_err(|e| Failure::io("remove transaction", &tx.dir, e))?;
@@ -516,7 +516,7 @@ pub struct Committed {
 
 /// The journal rows of transaction `tx_id`'s commit (one per file, in order; written by
 /// `tx_commit` or by the recovery that rolled it forward), or none when it never committed.
-pub fn committed_rows(svc: &Service, tx_id: &str) -> Result<Vec<Map<String, Value>>> {
+pub fn committed_rows(svc: &Store, tx_id: &str) -> Result<Vec<Map<String, Value>>> {
     let journal = svc.pipeline().journal();
     journal
         .tail_containing(
@@ -529,7 +529,7 @@ pub fn committed_rows(svc: &Service, tx_id: &str) -> Result<Vec<Map<String, Valu
 }
 
 /// `tx_commit`.
-pub fn commit(svc: &Service, tx_id: &str) -> Result<Committed> {
+pub fn commit(svc: &Store, tx_id: &str) -> Result<Committed> {
     let tx = open(svc, tx_id)?;
     let m = &tx.manifest;
     let targets = m
@@ -684,7 +684,7 @@ pub enum TxState {
 
 /// Every transaction in the WAL and what [`recover`] would do with it (oldest first). Reads
 /// only: `doctor` reports these, and `doctor --fix` runs [`recover`].
-pub fn inspect(svc: &Service) -> Vec<(String, TxState)> {
+pub fn inspect(svc: &Store) -> Vec<(String, TxState)> {
     let Ok(entries) = fs::read_dir(wal_root(svc)) else {
         return Vec::new();
     };
@@ -713,7 +713,7 @@ pub fn inspect(svc: &Service) -> Vec<(String, TxState)> {
 }
 
 /// Recovery of every transaction in the WAL (see the module doc).
-pub fn recover(svc: &Service) -> RecoveryReport {
+pub fn recover(svc: &Store) -> RecoveryReport {
     let mut report = RecoveryReport::default();
     let root = wal_root(svc);
     let Ok(entries) = fs::read_dir(&root) else {
@@ -748,7 +748,7 @@ pub fn recover(svc: &Service) -> RecoveryReport {
     report
 }
 
-fn recover_one(svc: &Service, tx_id: &str, dir: &Path, report: &mut RecoveryReport) -> Result<()> {
+fn recover_one(svc: &Store, tx_id: &str, dir: &Path, report: &mut RecoveryReport) -> Result<()> {
     match fs::read(dir.join(COMMIT)) {
         Ok(bytes) => {
             let record: CommitRecord = serde_json::from_slice(&bytes).map_err(|e| {
@@ -782,7 +782,7 @@ fn recover_one(svc: &Service, tx_id: &str, dir: &Path, report: &mut RecoveryRepo
 /// a file with its base hash gets the staged content; any other content means someone wrote
 /// the file after the crash: it is left alone and reported.
 fn roll_forward(
-    svc: &Service,
+    svc: &Store,
     dir: &Path,
     record: &CommitRecord,
     report: &mut RecoveryReport,
@@ -839,19 +839,19 @@ fn roll_forward(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::Config;
+    use crate::store::Config;
     use std::sync::Arc;
 
-    fn service() -> (tempfile::TempDir, Arc<Service>) {
+    fn service() -> (tempfile::TempDir, Arc<Store>) {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
         let mut c = Config::new(root.clone());
         c.workspaces = vec![root];
         c.sweep_on_start = false;
-        (t, Service::start(c))
+        (t, Store::open(c))
     }
 
-    fn stage_bytes(svc: &Service, tx_id: &str, path: &str, bytes: &[u8]) -> (StagedOp, usize) {
+    fn stage_bytes(svc: &Store, tx_id: &str, path: &str, bytes: &[u8]) -> (StagedOp, usize) {
         stage(svc, tx_id, path, "tx_write", |cur| {
             Ok(NewContent {
                 bytes: bytes.to_vec(),

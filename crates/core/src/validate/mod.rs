@@ -16,7 +16,6 @@
 //! a look at the first few kilobytes of the content. Content that matches nothing is reported as
 //! format `text`, valid, with a summary saying nothing was checked.
 
-pub mod cli;
 mod html;
 mod json;
 mod jsonl;

@@ -18,8 +18,8 @@
 use crate::envelope::{Failure, Result};
 use crate::hash::{is_sha256_hex, sha256_hex};
 use crate::pipeline::{Body, Caller, Decision, Plan, read_existing};
-use crate::service::Service;
 use crate::state::{StateDir, open_subdir};
+use crate::store::Store;
 use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -67,18 +67,18 @@ pub struct SkippedLine {
 pub fn blob_path(sha256: &str) -> String {
     format!(
         "{}/{SCRATCH_DIR}/{sha256}.bin",
-        crate::service::STATE_DIR_NAME
+        crate::store::STATE_DIR_NAME
     )
 }
 
-fn open_scratch(svc: &Service, create: bool) -> Result<Option<StateDir>> {
+fn open_scratch(svc: &Store, create: bool) -> Result<Option<StateDir>> {
     open_subdir(svc.state_dir(), &[SCRATCH_DIR], 0o700, create)
 }
 
 /// Deposit `bytes` with the given metadata, as tool `scratch_put` would: the library entry
 /// point for other layers (e.g. `redact` depositing originals).
 pub fn deposit(
-    svc: &Service,
+    svc: &Store,
     bytes: &[u8],
     label: Option<&str>,
     content_type: Option<&str>,
@@ -107,7 +107,7 @@ pub fn deposit(
 }
 
 /// Deposit `bytes`, journaled as `who`.
-pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Result<Deposit> {
+pub fn deposit_as(svc: &Store, who: &Caller, bytes: &[u8], meta: &Meta) -> Result<Deposit> {
     deposit_keyed(svc, who, bytes, meta, BTreeMap::new(), &|| Ok(None))?
         .map_err(|_| Failure::Internal("a deposit without a key was replayed".into()))
 }
@@ -117,7 +117,7 @@ pub fn deposit_as(svc: &Service, who: &Caller, bytes: &[u8], meta: &Meta) -> Res
 /// run under the index's lock: `Err(row)` when the call repeats the journaled call `row`
 /// (the blob write before it is content-addressed, so a replay adds nothing).
 pub fn deposit_keyed(
-    svc: &Service,
+    svc: &Store,
     who: &Caller,
     bytes: &[u8],
     meta: &Meta,
@@ -254,7 +254,7 @@ pub fn deposit_keyed(
 pub type IndexRow = Map<String, Value>;
 
 /// The index rows (with their line numbers) and the lines skipped as torn or corrupt.
-pub fn read_index(svc: &Service) -> Result<(Vec<IndexRow>, Vec<SkippedLine>)> {
+pub fn read_index(svc: &Store) -> Result<(Vec<IndexRow>, Vec<SkippedLine>)> {
     let Some(dir) = open_scratch(svc, false)? else {
         return Ok((Vec::new(), Vec::new()));
     };
@@ -302,7 +302,7 @@ pub fn read_index(svc: &Service) -> Result<(Vec<IndexRow>, Vec<SkippedLine>)> {
 /// Rewrite `index.jsonl` without the lines [`read_index`] skips (torn or corrupt), through
 /// the pipeline and under its lock, so a concurrent deposit is never lost. Blobs are not
 /// touched. Returns how many lines were dropped.
-pub fn drop_unreadable_index_lines(svc: &Service, who: &Caller) -> Result<usize> {
+pub fn drop_unreadable_index_lines(svc: &Store, who: &Caller) -> Result<usize> {
     let Some(dir) = open_scratch(svc, false)? else {
         return Ok(0);
     };
@@ -363,7 +363,7 @@ pub fn parse_sha256(v: &str) -> Result<String> {
 }
 
 /// Whether the blob for `sha256` exists.
-pub fn blob_exists(svc: &Service, sha256: &str) -> bool {
+pub fn blob_exists(svc: &Store, sha256: &str) -> bool {
     open_scratch(svc, false).ok().flatten().is_some_and(|d| {
         rustix::fs::statat(
             &d.dir,
@@ -375,7 +375,7 @@ pub fn blob_exists(svc: &Service, sha256: &str) -> bool {
 }
 
 /// Read and verify a blob. `RW_SCRATCH_DISABLE_GET` refuses.
-pub fn get(svc: &Service, sha256: &str) -> Result<Vec<u8>> {
+pub fn get(svc: &Store, sha256: &str) -> Result<Vec<u8>> {
     if std::env::var_os(DISABLE_GET_ENV).is_some_and(|v| !v.is_empty()) {
         return Err(Failure::ScratchGetDisabled);
     }
@@ -401,7 +401,7 @@ pub fn get(svc: &Service, sha256: &str) -> Result<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::service::Config;
+    use crate::store::Config;
 
     #[test]
     fn deposit_is_a_library_call_that_stores_and_indexes_binary_originals() {
@@ -409,7 +409,7 @@ mod tests {
         let root = t.path().canonicalize().unwrap();
         let mut config = Config::new(root.clone());
         config.sweep_on_start = false;
-        let svc = Service::start(config);
+        let svc = Store::open(config);
         let original = b"\xffnot utf-8 original".to_vec();
         let d = deposit(
             &svc,

@@ -1,24 +1,20 @@
-//! The service: everything a front end (MCP server, CLI) needs to run tools, and nothing of
-//! either front end. It owns the workspaces, the pipeline and journal, the retry budgets and
-//! the idempotency index, and turns `(tool name, JSON arguments)` into a JSON result or an
-//! [`Envelope`] via [`Service::call`].
+//! The store: everything the tools act on, and nothing of any front end. It owns the
+//! workspaces, the pipeline and journal, the object store, the workspace policy and the
+//! idempotency index. Front ends (the MCP server and the CLI, in the `resilient-write` crate)
+//! wrap it with dispatch, retry budgets and transports.
 //!
-//! Startup work that matters for durability happens in [`Service::start`]: the journal's torn
+//! Startup work that matters for durability happens in [`Store::open`]: the journal's torn
 //! tail is repaired and stale temp files of crashed writers are swept (in the background, so
 //! the server answers `initialize` at once). The default L0 classifier is compiled on first
 //! use, so neither the handshake nor an idle server pays for it.
 
-use crate::envelope::{Envelope, Failure, Result};
 use crate::journal::Journal;
 use crate::notices::{Level, Notices};
 use crate::objects::ObjectStore;
 use crate::pipeline::{Pipeline, sweep_temp_files};
 use crate::preflight::ActivePolicy;
-use crate::retry::{RetryBudgets, canonical_json};
-use crate::tools;
 use crate::workspace::Workspaces;
-use serde_json::{Map, Value};
-use std::collections::HashMap;
+use crate::write::idempotency::IdempotencyIndex;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
@@ -28,16 +24,6 @@ pub const STATE_DIR_NAME: &str = ".resilient_write";
 /// Default cap on one write's content: big enough for any source file, small enough that a
 /// runaway payload is refused with `quota_exceeded`/`size_limit` instead of filling a disk.
 pub const DEFAULT_MAX_WRITE_BYTES: u64 = 64 * 1024 * 1024;
-
-/// How tools are listed (SPEC section 2); calls accept both spellings whatever is listed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolNames {
-    /// `rw_safe_write`: accepted by every client's name rules.
-    #[default]
-    Underscore,
-    /// `rw.safe_write`: the original's spelling.
-    Dotted,
-}
 
 /// Configuration resolved from flags and environment by the front end.
 #[derive(Debug, Clone)]
@@ -49,7 +35,6 @@ pub struct Config {
     pub state_root: Option<PathBuf>,
     pub max_write_bytes: u64,
     pub retry_budget: u32,
-    pub tool_names: ToolNames,
     /// Sweep stale temp files at start (tests of the sweep itself turn it off).
     pub sweep_on_start: bool,
     /// Repair at start: cut a torn journal tail and recover transactions. `doctor` turns it
@@ -71,7 +56,6 @@ impl Config {
             state_root: None,
             max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
             retry_budget: 3,
-            tool_names: ToolNames::default(),
             sweep_on_start: true,
             repair_on_start: true,
             policy_file: None,
@@ -79,43 +63,15 @@ impl Config {
     }
 }
 
-/// Idempotency keys seen in the journal, kept current by reading only what was appended since
-/// the last look. Rows carry `idempotency_key` and `request_sha256`, so the index survives a
-/// restart and is shared by every process writing the same journal.
-#[derive(Debug, Default)]
-pub struct IdempotencyIndex {
-    offset: u64,
-    rows: HashMap<String, Map<String, Value>>,
-}
-
-impl IdempotencyIndex {
-    /// The row that recorded `key`, after catching up with the journal.
-    pub fn lookup(&mut self, journal: &Journal, key: &str) -> Result<Option<Map<String, Value>>> {
-        let (rows, next, _) = journal
-            .read_from(self.offset)
-            .map_err(|e| Failure::io("read journal", journal.path(), e))?;
-        if next < self.offset {
-            // The journal was replaced or truncated: rebuild from scratch.
-            self.rows.clear();
-        }
-        self.offset = next;
-        for row in rows {
-            if let Some(k) = row.get("idempotency_key").and_then(Value::as_str) {
-                self.rows.insert(k.to_string(), row);
-            }
-        }
-        Ok(self.rows.get(key).cloned())
-    }
-}
-
-/// A running service.
-pub struct Service {
+/// The state every tool acts on, shared by every session of a running server.
+pub struct Store {
     /// The static roots (flags, environment, CWD). Client roots live in each session.
     workspaces: Arc<Workspaces>,
     pipeline: Pipeline,
     state_dir: PathBuf,
     config: Config,
-    budgets: RetryBudgets,
+    /// The retry budget's start value: the policy's `retry_budget.default`, else the flag.
+    retry_start: u32,
     pub(crate) idempotency: Mutex<IdempotencyIndex>,
     caller: RwLock<String>,
     notes: Vec<String>,
@@ -125,10 +81,10 @@ pub struct Service {
     recovery: std::sync::OnceLock<crate::tx::RecoveryReport>,
 }
 
-impl Service {
-    /// Build the service and do the start-up repairs. Never fails: configuration problems are
+impl Store {
+    /// Open the store and do the start-up repairs. Never fails: configuration problems are
     /// logged and reported by every tool call that they affect.
-    pub fn start(config: Config) -> Arc<Service> {
+    pub fn open(config: Config) -> Arc<Store> {
         let notices = Arc::new(Notices::default());
         let mut ws = Workspaces::new(&config.workspaces, &config.cwd, config.home.as_deref());
         for (path, reason) in ws.refused() {
@@ -212,12 +168,12 @@ impl Service {
                 })
                 .ok();
         }
-        let svc = Arc::new(Service {
+        let svc = Arc::new(Store {
             workspaces: Arc::new(ws),
             // History: every replaced content is kept in the object store (objects.rs).
             pipeline: Pipeline::new(journal).with_objects(ObjectStore::new(&state_dir)),
             state_dir,
-            budgets: RetryBudgets::new(retry_start),
+            retry_start,
             config,
             idempotency: Mutex::new(IdempotencyIndex::default()),
             caller: RwLock::new("unknown".into()),
@@ -240,7 +196,12 @@ impl Service {
         svc
     }
 
-    /// What transaction recovery did when this service started.
+    /// The retry budget a failed call starts with.
+    pub fn retry_start(&self) -> u32 {
+        self.retry_start
+    }
+
+    /// What transaction recovery did when this store was opened.
     pub fn recovery(&self) -> Option<&crate::tx::RecoveryReport> {
         self.recovery.get()
     }
@@ -314,57 +275,6 @@ impl Service {
             .read()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-    }
-
-    /// Run tool `name` (either spelling) with `args`. Failures become the envelope, with the
-    /// retry budget counted here.
-    pub fn call(&self, name: &str, args: Value) -> std::result::Result<Value, Envelope> {
-        let Some(spec) = tools::find(name) else {
-            return Err(Failure::UnknownTool { name: name.into() }.envelope(name, 0));
-        };
-        let shown = tools::listed_name(spec.name, self.config.tool_names);
-        let mut key = RetryBudgets::key(spec.name, &args);
-        // A client's roots are part of what a call means: once they change, a call refused
-        // outside every root may succeed, so it counts against a budget of its own.
-        if let Some(ws) = crate::session::current().and_then(|s| s.workspaces.clone()) {
-            let roots: Vec<String> = ws.roots().map(|r| r.display().to_string()).collect();
-            key = crate::hash::sha256_hex(format!("{key}\0{}", roots.join("\0")).as_bytes());
-        }
-        if self.budgets.exhausted(&key) {
-            let f = Failure::RetryBudgetExhausted {
-                last_error: crate::envelope::ErrorKind::Blocked,
-            };
-            return Err(f.envelope(&shown, 0));
-        }
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (spec.run)(self, args)))
-                .unwrap_or_else(|panic| {
-                    let msg = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "panic".into());
-                    Err(Failure::Internal(msg))
-                });
-        match outcome {
-            Ok(v) => {
-                self.budgets.on_success(&key);
-                Ok(v)
-            }
-            Err(f) => {
-                let left = self.budgets.on_failure(&key, f.retriable());
-                Err(f.envelope(&shown, left))
-            }
-        }
-    }
-
-    /// Hash of a request's arguments without its idempotency key, for idempotent replays.
-    pub fn request_hash(tool: &str, args: &Value) -> String {
-        let mut a = args.clone();
-        if let Value::Object(m) = &mut a {
-            m.remove("idempotency_key");
-        }
-        crate::hash::sha256_hex(format!("{tool}\0{}", canonical_json(&a)).as_bytes())
     }
 }
 

@@ -3,7 +3,7 @@
 //!
 //! The service is shared by every session (one per stdio process, one per HTTP client), so a
 //! session's roots must never leak into another's. A front end builds a [`Session`] for its
-//! client and installs it around each call with [`with_session`]; [`crate::service::Service`]
+//! client and installs it around each call with [`with_session`]; [`crate::store::Store`]
 //! answers `workspaces()` and `caller()` from it. Like [`crate::progress`], the installed
 //! session is per thread: each tool call runs on its own blocking thread, so concurrent calls of
 //! different sessions never see each other's roots.

@@ -1,0 +1,30 @@
+//! resilient-write-core: durable, verified, journaled writes for LLM coding agents, with no
+//! MCP, async runtime or command line. One module per layer of the paper; the MCP server and
+//! the CLI (the `resilient-write` crate) are thin front ends over [`store::Store`]. See
+//! `docs/ARCHITECTURE.md` for the code map and the rules of which module may import which.
+
+pub mod analytics;
+pub mod checkpoint;
+pub mod chunks;
+pub mod classify;
+pub mod edit;
+pub mod envelope;
+pub mod handoff;
+pub mod hash;
+pub mod history;
+pub mod journal;
+pub mod notices;
+pub mod objects;
+pub mod pipeline;
+pub mod policy;
+pub mod preflight;
+pub mod progress;
+pub mod retry;
+pub mod scratch;
+pub mod session;
+pub mod state;
+pub mod store;
+pub mod tx;
+pub mod validate;
+pub mod workspace;
+pub mod write;

@@ -1,0 +1,8 @@
+//! L1 write semantics: what a write means before the pipeline makes it durable.
+//!
+//! - [`intent`]: the one home of write preconditions (mode, existing file, expected hash,
+//!   size limit). Every writing tool, compose, restore and transaction staging decides here.
+//! - [`idempotency`]: idempotency keys, found again in the journal, so a retried call is
+//!   answered from its first result instead of applied twice.
+pub mod idempotency;
+pub mod intent;

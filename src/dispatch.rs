@@ -1,0 +1,121 @@
+//! Dispatch: turns `(tool name, JSON arguments)` into a JSON result or an [`Envelope`]. The
+//! MCP handler and the CLI both call tools only through [`Service::call`], which finds the
+//! tool by either spelling of its name, counts the retry budget (L3) and turns a panic into
+//! the envelope. The state the tools act on is the core's [`Store`], which `Service` derefs
+//! to.
+
+use crate::tools;
+use resilient_write_core::envelope::{Envelope, ErrorKind, Failure};
+use resilient_write_core::retry::RetryBudgets;
+use resilient_write_core::store::{self, Store};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub use resilient_write_core::store::{DEFAULT_MAX_WRITE_BYTES, STATE_DIR_NAME};
+
+/// How tools are listed (SPEC section 2); calls accept both spellings whatever is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolNames {
+    /// `rw_safe_write`: accepted by every client's name rules.
+    #[default]
+    Underscore,
+    /// `rw.safe_write`: the original's spelling.
+    Dotted,
+}
+
+/// Configuration resolved from flags and environment by `cli`: the store's and the listing's.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub store: store::Config,
+    pub tool_names: ToolNames,
+}
+
+impl Config {
+    /// Defaults for a process started in `cwd`.
+    pub fn new(cwd: PathBuf) -> Config {
+        Config {
+            store: store::Config::new(cwd),
+            tool_names: ToolNames::default(),
+        }
+    }
+}
+
+/// A running service: the store, the retry budgets and how tools are listed.
+pub struct Service {
+    store: Arc<Store>,
+    budgets: RetryBudgets,
+    tool_names: ToolNames,
+}
+
+impl std::ops::Deref for Service {
+    type Target = Store;
+    fn deref(&self) -> &Store {
+        &self.store
+    }
+}
+
+impl Service {
+    /// Open the store (with its start-up repairs) and serve it. Never fails: configuration
+    /// problems are logged and reported by every tool call that they affect.
+    pub fn start(config: Config) -> Arc<Service> {
+        let store = Store::open(config.store);
+        Arc::new(Service {
+            budgets: RetryBudgets::new(store.retry_start()),
+            store,
+            tool_names: config.tool_names,
+        })
+    }
+
+    /// The store the tools act on.
+    pub fn store(&self) -> &Arc<Store> {
+        &self.store
+    }
+
+    /// How tools are listed.
+    pub fn tool_names(&self) -> ToolNames {
+        self.tool_names
+    }
+
+    /// Run tool `name` (either spelling) with `args`. Failures become the envelope, with the
+    /// retry budget counted here.
+    pub fn call(&self, name: &str, args: Value) -> std::result::Result<Value, Envelope> {
+        let Some(spec) = tools::find(name) else {
+            return Err(Failure::UnknownTool { name: name.into() }.envelope(name, 0));
+        };
+        let shown = tools::listed_name(spec.name, self.tool_names);
+        let mut key = RetryBudgets::key(spec.name, &args);
+        // A client's roots are part of what a call means: once they change, a call refused
+        // outside every root may succeed, so it counts against a budget of its own.
+        if let Some(ws) = crate::session::current().and_then(|s| s.workspaces.clone()) {
+            let roots: Vec<String> = ws.roots().map(|r| r.display().to_string()).collect();
+            key = crate::hash::sha256_hex(format!("{key}\0{}", roots.join("\0")).as_bytes());
+        }
+        if self.budgets.exhausted(&key) {
+            let f = Failure::RetryBudgetExhausted {
+                last_error: ErrorKind::Blocked,
+            };
+            return Err(f.envelope(&shown, 0));
+        }
+        let outcome =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (spec.run)(self, args)))
+                .unwrap_or_else(|panic| {
+                    let msg = panic
+                        .downcast_ref::<&str>()
+                        .map(|s| s.to_string())
+                        .or_else(|| panic.downcast_ref::<String>().cloned())
+                        .unwrap_or_else(|| "panic".into());
+                    Err(Failure::Internal(msg))
+                });
+        match outcome {
+            Ok(v) => {
+                self.budgets.on_success(&key);
+                Ok(v)
+            }
+            Err(f) => {
+                let left = self.budgets.on_failure(&key, f.retriable());
+                Err(f.envelope(&shown, left))
+            }
+        }
+    }
+}
