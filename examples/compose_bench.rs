@@ -14,7 +14,7 @@
 //! `warm_memory`), so both runs fill equally warm pages. The last line says whether the targets
 //! were met (median ratio of the rounds, peak RSS).
 
-use resilient_write::chunks::{self, ComposeMode, ComposeOptions};
+use resilient_write::chunks::{self, ComposeOptions};
 use resilient_write::dispatch::{Config, Service};
 use resilient_write::pipeline::Caller;
 use std::collections::BTreeMap;
@@ -204,7 +204,7 @@ fn main() {
             &target,
             ComposeOptions {
                 separator: Vec::new(),
-                mode: ComposeMode::Auto,
+                mode: None,
                 expected_prev_sha256: None,
                 cleanup: false,
                 extra: BTreeMap::new(),

@@ -11,6 +11,7 @@ use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
 use crate::pipeline::{Body, Caller, Decision, Plan};
+use crate::write::intent;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -277,13 +278,7 @@ fn run_checkpoint(svc: &Service, raw: Value) -> Result<Value> {
         .encoded_len()
         .map_err(|e| Failure::Internal(format!("encoding checkpoint: {e}")))?;
     let limit = svc.config().max_write_bytes;
-    if size > limit {
-        return Err(Failure::TooLarge {
-            what: "checkpoint".into(),
-            bytes: size,
-            limit,
-        });
-    }
+    intent::within_limit("checkpoint", size, limit)?;
     let chunked = size > CHUNK_THRESHOLD;
     let body = if chunked {
         Body::Stream(Box::new(move |w| cp.write_to(w)))
@@ -346,9 +341,10 @@ fn run_checkpoint_read(svc: &Service, raw: Value) -> Result<Value> {
     let args: CheckpointReadArgs = parse_args(raw)?;
     check_name(&args.name)?;
     let Some((path, format, bytes)) = find(svc, &args.name)? else {
-        return Err(Failure::TargetMissing {
-            path: format!(".resilient_write/{CHECKPOINT_DIR}/{}", args.name),
-        });
+        return Err(intent::missing(format!(
+            ".resilient_write/{CHECKPOINT_DIR}/{}",
+            args.name
+        )));
     };
     let cp =
         Checkpoint::parse(&bytes, &args.name, format).map_err(|reason| Failure::CorruptState {

@@ -6,7 +6,7 @@ use super::write::{
     ContentEncoding, WriteMode, decode_content, idempotency_extra, recorded, row_str,
 };
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
-use crate::chunks::{self, ComposeMode, ComposeOptions, ModifiedChunk};
+use crate::chunks::{self, ComposeOptions, ModifiedChunk};
 use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
@@ -465,12 +465,7 @@ fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
     let target = svc.workspaces().resolve(&args.output_path, true)?;
     let opts = ComposeOptions {
         separator: args.separator.as_bytes().to_vec(),
-        mode: match args.mode {
-            None => ComposeMode::Auto,
-            Some(WriteMode::Create) => ComposeMode::Create,
-            Some(WriteMode::Overwrite) => ComposeMode::Overwrite,
-            Some(WriteMode::Append) => ComposeMode::Append,
-        },
+        mode: args.mode,
         expected_prev_sha256: expected,
         cleanup: args.cleanup,
         extra: idempotency_extra(key, &request_sha256),

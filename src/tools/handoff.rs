@@ -327,7 +327,7 @@ pub fn load(svc: &Service, path: &str) -> Result<LoadedHandoff> {
     let target = svc.workspaces().resolve(path, false)?;
     let existing = read_existing(&target.dir, &target.name)
         .map_err(|e| Failure::io("read", path, e))?
-        .ok_or_else(|| Failure::TargetMissing { path: path.into() })?;
+        .ok_or_else(|| crate::write::intent::missing(path))?;
     let text = String::from_utf8(existing.bytes).map_err(|e| Failure::Encoding {
         field: "path".into(),
         reason: format!("the handoff file is not valid UTF-8: {e}"),

@@ -3,15 +3,14 @@
 //! (same decoding, size cap, `expected_prev_sha256` and edit semantics); the durable part is
 //! [`crate::tx`].
 
-use super::write::{
-    ContentEncoding, EditArg, WriteMode, check_expected, decode_content, edits_from, one, row_str,
-};
+use super::write::{ContentEncoding, EditArg, WriteMode, decode_content, edits_from, one, row_str};
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::dispatch::Service;
 use crate::edit::apply_edits;
 use crate::envelope::{Failure, Result};
 use crate::preflight::RejectAt;
 use crate::tx::{self, NewContent, StagedOp};
+use crate::write::intent::{self, Order, Precondition};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -325,33 +324,18 @@ fn run_tx_write(svc: &Service, raw: Value) -> Result<Value> {
     let path = args.path.clone();
     let op = tx::stage(svc, &args.tx_id, &args.path, "tx_write", |cur| {
         let existing = cur.existing.as_ref();
-        check_expected(&path, expected.as_deref(), existing)?;
-        let (bytes, mode) = match (args.mode, existing) {
-            (WriteMode::Create, Some(e)) => {
-                return Err(Failure::TargetExists {
-                    path: path.clone(),
-                    existing_sha256: e.sha256.clone(),
-                });
-            }
-            (WriteMode::Create, None) => (bytes, "create"),
-            (WriteMode::Overwrite, e) => (bytes, if e.is_some() { "overwrite" } else { "create" }),
-            (WriteMode::Append, Some(e)) => {
-                let mut all = e.bytes.clone();
-                all.extend_from_slice(&bytes);
-                (all, "append")
-            }
-            (WriteMode::Append, None) => (bytes, "create"),
-        };
-        if bytes.len() as u64 > limit {
-            return Err(Failure::TooLarge {
-                what: "resulting file".into(),
-                bytes: bytes.len() as u64,
-                limit,
-            });
+        let applied = Precondition {
+            shown: &path,
+            mode: Some(args.mode),
+            expected: expected.as_deref(),
+            order: Order::HashFirst,
         }
+        .check(existing)?;
+        let bytes = intent::body(applied, existing, bytes);
+        intent::within_limit("resulting file", bytes.len() as u64, limit)?;
         Ok(NewContent {
             bytes,
-            mode: mode.into(),
+            mode: applied.label().into(),
             replacements: None,
         })
     })?;
@@ -371,23 +355,15 @@ fn run_tx_replace(svc: &Service, raw: Value) -> Result<Value> {
     let limit = svc.config().max_write_bytes;
     let path = args.path.clone();
     let op = tx::stage(svc, &args.tx_id, &args.path, "tx_replace", |cur| {
-        let Some(existing) = cur.existing.as_ref() else {
-            return Err(Failure::TargetMissing { path: path.clone() });
-        };
-        check_expected(&path, expected.as_deref(), Some(existing))?;
+        let existing =
+            intent::existing_for_edit(&path, expected.as_deref(), cur.existing.as_ref())?;
         let text = std::str::from_utf8(&existing.bytes).map_err(|e| Failure::Encoding {
             field: "path".into(),
             reason: format!("the file is not valid UTF-8 ({e}); tx_replace edits text files"),
         })?;
         let (new_text, n) = apply_edits(text, &edits, &path)?;
         svc.preflight_edit(text, &new_text, args.classify, args.classify_reject_at)?;
-        if new_text.len() as u64 > limit {
-            return Err(Failure::TooLarge {
-                what: "resulting file".into(),
-                bytes: new_text.len() as u64,
-                limit,
-            });
-        }
+        intent::within_limit("resulting file", new_text.len() as u64, limit)?;
         Ok(NewContent {
             bytes: new_text.into_bytes(),
             mode: if cur.staged { "overwrite" } else { "replace" }.into(),

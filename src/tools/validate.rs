@@ -8,6 +8,7 @@ use super::{ToolSpec, parse_args, schema, to_value};
 use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::validate::ValidationReport;
+use crate::write::intent::within_limit;
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -83,13 +84,7 @@ fn run_validate(svc: &Service, mut raw: Value) -> Result<Value> {
     let report = match (bad_bytes, args.encoding) {
         (Some(bytes), _) => crate::validate::validate_bytes(&bytes, hint, path),
         (None, ContentEncoding::Utf8) => {
-            if args.content.len() as u64 > limit {
-                return Err(Failure::TooLarge {
-                    what: "content".into(),
-                    bytes: args.content.len() as u64,
-                    limit,
-                });
-            }
+            within_limit("content", args.content.len() as u64, limit)?;
             crate::validate::validate(&args.content, hint, path)
         }
         (None, ContentEncoding::Base64) => {
@@ -99,13 +94,7 @@ fn run_validate(svc: &Service, mut raw: Value) -> Result<Value> {
                     field: "content".into(),
                     reason: format!("invalid base64: {e}"),
                 })?;
-            if bytes.len() as u64 > limit {
-                return Err(Failure::TooLarge {
-                    what: "content".into(),
-                    bytes: bytes.len() as u64,
-                    limit,
-                });
-            }
+            within_limit("content", bytes.len() as u64, limit)?;
             crate::validate::validate_bytes(&bytes, hint, path)
         }
     };

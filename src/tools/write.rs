@@ -9,7 +9,8 @@ use crate::envelope::{Failure, Result};
 use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::preflight::RejectAt;
 pub use crate::write::idempotency::{idempotency_extra, recorded};
-pub use crate::write::intent::{WriteMode, check_expected};
+pub use crate::write::intent::WriteMode;
+use crate::write::intent::{self, Order, Precondition};
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -226,17 +227,7 @@ pub fn decode_content(
     encoding: ContentEncoding,
 ) -> Result<Vec<u8>> {
     let limit = svc.config().max_write_bytes;
-    let check = |n: usize| {
-        if n as u64 > limit {
-            Err(Failure::TooLarge {
-                what: "content".into(),
-                bytes: n as u64,
-                limit,
-            })
-        } else {
-            Ok(())
-        }
-    };
+    let check = |n: usize| intent::within_limit("content", n as u64, limit);
     match encoding {
         ContentEncoding::Utf8 => {
             check(content.len())?;
@@ -327,39 +318,21 @@ fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
                 if let Some(row) = recorded(svc, key, &request_sha256)? {
                     return Ok(Decision::Skip(Some(row)));
                 }
-                if args.mode == WriteMode::Create
-                    && let Some(e) = existing
-                {
-                    return Err(Failure::TargetExists {
-                        path: path.into(),
-                        existing_sha256: e.sha256.clone(),
-                    });
+                let applied = Precondition {
+                    shown: path,
+                    mode: Some(args.mode),
+                    expected: expected.as_deref(),
+                    order: Order::ModeFirst,
                 }
-                check_expected(path, expected.as_deref(), existing)?;
-                let (body, label) = match (args.mode, existing) {
-                    (_, None) => (bytes, "create"),
-                    (WriteMode::Append, Some(e)) => {
-                        let mut all = Vec::with_capacity(e.bytes.len() + bytes.len());
-                        all.extend_from_slice(&e.bytes);
-                        all.extend_from_slice(&bytes);
-                        (all, "append")
-                    }
-                    (_, Some(_)) => (bytes, "overwrite"),
-                };
-                let total = body.len() as u64;
+                .check(existing)?;
+                let body = intent::body(applied, existing, bytes);
                 let limit = svc.config().max_write_bytes;
-                if total > limit {
-                    return Err(Failure::TooLarge {
-                        what: "resulting file".into(),
-                        bytes: total,
-                        limit,
-                    });
-                }
+                intent::within_limit("resulting file", body.len() as u64, limit)?;
                 Ok(Decision::Write(
                     Plan {
                         body: Body::Bytes(body),
-                        mode_label: label.into(),
-                        create_only: existing.is_none(),
+                        mode_label: applied.label().into(),
+                        create_only: applied.create_only(),
                         extra: idempotency_extra(key, &request_sha256),
                         new_file_mode: None,
                     },
@@ -445,10 +418,7 @@ fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
                         warnings: Vec::new(),
                     }));
                 }
-                let Some(existing) = existing else {
-                    return Err(Failure::TargetMissing { path: path.into() });
-                };
-                check_expected(path, expected.as_deref(), Some(existing))?;
+                let existing = intent::existing_for_edit(path, expected.as_deref(), existing)?;
                 let text = std::str::from_utf8(&existing.bytes).map_err(|e| Failure::Encoding {
                     field: "path".into(),
                     reason: format!(
@@ -457,13 +427,7 @@ fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
                 })?;
                 let (new_text, replacements) = apply_edits(text, &edits, path)?;
                 svc.preflight_edit(text, &new_text, args.classify, args.classify_reject_at)?;
-                if new_text.len() as u64 > limit {
-                    return Err(Failure::TooLarge {
-                        what: "resulting file".into(),
-                        bytes: new_text.len() as u64,
-                        limit,
-                    });
-                }
+                intent::within_limit("resulting file", new_text.len() as u64, limit)?;
                 let base = ReplaceResult {
                     ok: true,
                     path: path.into(),

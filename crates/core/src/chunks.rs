@@ -27,6 +27,7 @@ use crate::pipeline::{Body, Caller, Decision, Existing, Outcome, Plan, read_exis
 use crate::progress::Progress;
 use crate::state::{StateDir, open_subdir};
 use crate::store::Store;
+use crate::write::intent::{self, Applied, Order, Precondition, WriteMode};
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags};
 use serde::{Deserialize, Serialize};
@@ -1020,20 +1021,11 @@ pub fn snapshot(session: &Session) -> Result<Snapshot> {
     })
 }
 
-/// How compose treats an existing output file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ComposeMode {
-    /// The original's behaviour: create, or overwrite if the file exists.
-    Auto,
-    Create,
-    Overwrite,
-    Append,
-}
-
 /// Options of a compose.
 pub struct ComposeOptions {
     pub separator: Vec<u8>,
-    pub mode: ComposeMode,
+    /// `None`: the original's behaviour, create or overwrite if the file exists.
+    pub mode: Option<WriteMode>,
     pub expected_prev_sha256: Option<String>,
     pub cleanup: bool,
     /// Extra journal fields (idempotency key and request hash).
@@ -1120,26 +1112,22 @@ pub fn compose<R>(
         if let Some(r) = check(existing)? {
             return Ok(Decision::Skip(Err(r)));
         }
-        if mode == ComposeMode::Create
-            && let Some(e) = existing
-        {
-            return Err(Failure::TargetExists {
-                path: shown.clone(),
-                existing_sha256: e.sha256.clone(),
-            });
+        // Compose streams: the decision reads the target's hash, never its bytes.
+        let applied = Precondition {
+            shown: &shown,
+            mode,
+            expected: expected.as_deref(),
+            order: Order::ModeFirst,
         }
-        crate::write::intent::check_expected(&shown, expected.as_deref(), existing)?;
-        let (applied, prefix_len) = match (mode, existing) {
-            (_, None) => ("create", 0),
-            (ComposeMode::Append, Some(_)) => {
-                let size = rustix::fs::statat(&out_dir, &out_name, AtFlags::SYMLINK_NOFOLLOW)
-                    .map(|st| st.st_size.max(0) as u64)
-                    .map_err(|e| Failure::io("stat", &shown, errno(e)))?;
-                ("append", size)
-            }
-            (_, Some(_)) => ("overwrite", 0),
+        .check(existing)?;
+        let prefix_len = if applied == Applied::Append {
+            rustix::fs::statat(&out_dir, &out_name, AtFlags::SYMLINK_NOFOLLOW)
+                .map(|st| st.st_size.max(0) as u64)
+                .map_err(|e| Failure::io("stat", &shown, errno(e)))?
+        } else {
+            0
         };
-        extra.insert("compose_mode".into(), json!(applied));
+        extra.insert("compose_mode".into(), json!(applied.label()));
         let total = total + prefix_len;
         let producer = move |w: &mut dyn Write| -> io::Result<String> {
             let mut done = 0u64;
@@ -1313,11 +1301,11 @@ pub fn compose<R>(
             Plan {
                 body: Body::HashedStream(Box::new(producer)),
                 mode_label: "compose".into(),
-                create_only: existing.is_none(),
+                create_only: applied.create_only(),
                 extra,
                 new_file_mode: None,
             },
-            Ok(applied.to_string()),
+            Ok(applied.label().to_string()),
         ))
     });
 
@@ -1606,13 +1594,7 @@ pub fn preview(svc: &Store, name: &str, separator: &[u8], limit: u64) -> Result<
     let snap = snapshot(&session)?;
     let seps = separator.len() as u64 * (snap.names.len() as u64).saturating_sub(1);
     let total = snap.sizes.iter().sum::<u64>() + seps;
-    if total > limit {
-        return Err(Failure::TooLarge {
-            what: "previewed content".into(),
-            bytes: total,
-            limit,
-        });
-    }
+    intent::within_limit("previewed content", total, limit)?;
     let mut content = Vec::with_capacity(total as usize);
     let mut hashes = Vec::with_capacity(snap.names.len());
     let mut modified = Vec::new();

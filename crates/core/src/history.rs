@@ -24,6 +24,7 @@ use crate::objects::ObjectStore;
 use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::store::Store;
 use crate::tx::{self, NewContent};
+use crate::write::intent;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::borrow::Cow;
@@ -226,7 +227,7 @@ pub fn restore(
     let mut diff = None;
     let mut prev = None;
     let (outcome, ()) = svc.pipeline().commit(&target, &who, |existing| {
-        crate::write::intent::check_expected(path, expected_prev_sha256, existing)?;
+        intent::check_expected(path, expected_prev_sha256, existing)?;
         prev = existing.map(|e| e.sha256.clone());
         if existing.map(|e| e.sha256.as_str()) == Some(sha.as_str()) {
             return Ok(Decision::Skip(()));
@@ -314,14 +315,7 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
             };
             let after = s(row, "sha256");
             tx::stage(svc, &undo.tx_id, &path, "restore", |cur| {
-                let now = cur.existing.as_ref().map(|e| e.sha256.clone());
-                if now.as_deref() != Some(after.as_str()) {
-                    return Err(Failure::StaleHash {
-                        path: path.clone(),
-                        expected: after.clone(),
-                        actual: now,
-                    });
-                }
+                intent::check_expected(&path, Some(&after), cur.existing.as_ref())?;
                 let bytes = objects
                     .as_ref()
                     .map(|o| o.get(prev))
