@@ -263,6 +263,8 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     config.store.state_root = global.state_dir.clone();
     config.store.policy_file = global.policy_file.clone();
     config.store.max_write_bytes = global.max_write_bytes;
+    config.store.scratch_get_disabled =
+        std::env::var_os(crate::scratch::DISABLE_GET_ENV).is_some_and(|v| !v.is_empty());
     config.tool_names = match global.tool_names {
         NameStyle::Underscore => ToolNames::Underscore,
         NameStyle::Dotted => ToolNames::Dotted,

@@ -7,7 +7,9 @@
 use crate::tools;
 use resilient_write_core::envelope::{Envelope, ErrorKind, Failure};
 use resilient_write_core::retry::RetryBudgets;
+use resilient_write_core::startup;
 use resilient_write_core::store::{self, Store};
+use resilient_write_core::tx::RecoveryReport;
 use serde_json::Value;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -32,10 +34,13 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults for a process started in `cwd`.
+    /// Defaults for a process started in `cwd` (and `HOME`, whose directory itself is never
+    /// a workspace).
     pub fn new(cwd: PathBuf) -> Config {
+        let mut store = store::Config::new(cwd);
+        store.home = std::env::var_os("HOME").map(PathBuf::from);
         Config {
-            store: store::Config::new(cwd),
+            store,
             tool_names: ToolNames::default(),
         }
     }
@@ -46,6 +51,7 @@ pub struct Service {
     store: Arc<Store>,
     budgets: RetryBudgets,
     tool_names: ToolNames,
+    recovery: Option<RecoveryReport>,
 }
 
 impl std::ops::Deref for Service {
@@ -59,17 +65,23 @@ impl Service {
     /// Open the store (with its start-up repairs) and serve it. Never fails: configuration
     /// problems are logged and reported by every tool call that they affect.
     pub fn start(config: Config) -> Arc<Service> {
-        let store = Store::open(config.store);
+        let (store, recovery) = startup::open(config.store);
         Arc::new(Service {
             budgets: RetryBudgets::new(store.retry_start()),
             store,
             tool_names: config.tool_names,
+            recovery,
         })
     }
 
     /// The store the tools act on.
     pub fn store(&self) -> &Arc<Store> {
         &self.store
+    }
+
+    /// What transaction recovery did when the store was opened (`None`: repair was off).
+    pub fn recovery(&self) -> Option<&RecoveryReport> {
+        self.recovery.as_ref()
     }
 
     /// How tools are listed.

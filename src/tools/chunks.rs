@@ -2,9 +2,7 @@
 //! `chunk_status`, `chunk_reset`. Argument parsing and result shapes only; the session logic
 //! is [`crate::chunks`].
 
-use super::write::{
-    ContentEncoding, WriteMode, decode_content, idempotency_extra, recorded, row_str,
-};
+use super::write::{ContentEncoding, WriteMode, decode_content, idempotency_extra, row_str};
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::chunks::{self, ComposeOptions, ModifiedChunk};
 use crate::dispatch::Service;
@@ -211,7 +209,7 @@ pub struct SessionArgs {
 pub struct ChunkStatusArgs {
     pub session: String,
     /// Re-hash every chunk (default false: a chunk whose file is unchanged since its hash was
-    /// recorded, same inode, change time and size, is not read again).
+    /// same inode, change time and size, is not read again).
     #[serde(default)]
     pub verify: bool,
 }
@@ -403,13 +401,13 @@ fn run_chunk_append(svc: &Service, raw: Value) -> Result<Value> {
     let args: ChunkAppendArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let key = args.idempotency_key.as_deref();
-    if let Some(row) = recorded(svc, key, &request_sha256)? {
+    if let Some(row) = svc.recorded(key, &request_sha256)? {
         return replayed_append(args.session, &row);
     }
     let total = index_arg(&args.session, "total_expected", args.total_expected)?;
     let bytes = decode_content(svc, args.content, args.encoding)?;
     svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
-    let replay = || recorded(svc, key, &request_sha256);
+    let replay = || svc.recorded(key, &request_sha256);
     let done = chunks::write_chunk(
         svc,
         &caller(svc, "chunk_append"),
@@ -459,7 +457,7 @@ fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let key = args.idempotency_key.as_deref();
     // A replay must not need the session (cleanup may have removed it).
-    if let Some(row) = recorded(svc, key, &request_sha256)? {
+    if let Some(row) = svc.recorded(key, &request_sha256)? {
         return to_value(&replayed(&args, &row));
     }
     let target = svc.workspaces().resolve(&args.output_path, true)?;
@@ -481,7 +479,7 @@ fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
         &args.session,
         &target,
         opts,
-        |_| recorded(svc, key, &request_sha256),
+        |_| svc.recorded(key, &request_sha256),
     )?;
     let c = match done {
         Ok(c) => c,

@@ -1,7 +1,7 @@
 //! The L4 tools: `scratch_put`, `scratch_ref`, `scratch_get`. Argument parsing and result
 //! shapes only; the store is [`crate::scratch`].
 
-use super::write::{ContentEncoding, decode_content, idempotency_extra, recorded};
+use super::write::{ContentEncoding, decode_content, idempotency_extra};
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
@@ -205,7 +205,7 @@ fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
     let request_sha256 = crate::write::idempotency::request_hash("scratch_put", &raw);
     let args: ScratchPutArgs = parse_args(raw)?;
     let key = args.idempotency_key.as_deref();
-    if let Some(row) = recorded(svc, key, &request_sha256)? {
+    if let Some(row) = svc.recorded(key, &request_sha256)? {
         return replayed_put(svc, &row);
     }
     let encoding = match args.encoding {
@@ -217,7 +217,7 @@ fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
         caller: svc.caller(),
         tool: "scratch_put".into(),
     };
-    let replay = || recorded(svc, key, &request_sha256);
+    let replay = || svc.recorded(key, &request_sha256);
     let done = scratch::deposit_keyed(
         svc,
         &who,
@@ -320,7 +320,7 @@ fn run_scratch_ref(svc: &Service, raw: Value) -> Result<Value> {
 fn run_scratch_get(svc: &Service, raw: Value) -> Result<Value> {
     // The switch is checked before anything else: a write-only scratchpad says so even to a
     // malformed request.
-    if std::env::var_os(scratch::DISABLE_GET_ENV).is_some_and(|v| !v.is_empty()) {
+    if svc.config().scratch_get_disabled {
         return Err(Failure::ScratchGetDisabled);
     }
     let args: ScratchGetArgs = parse_args(raw)?;

@@ -8,7 +8,7 @@ use crate::edit::{Edit, apply_edits, unified_diff};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::preflight::RejectAt;
-pub use crate::write::idempotency::{idempotency_extra, recorded};
+pub use crate::write::idempotency::idempotency_extra;
 pub use crate::write::intent::WriteMode;
 use crate::write::intent::{self, Order, Precondition};
 use base64::Engine;
@@ -315,7 +315,7 @@ fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
     let (outcome, replay) =
         svc.pipeline()
             .commit(&target, &caller(svc, "safe_write"), |existing| {
-                if let Some(row) = recorded(svc, key, &request_sha256)? {
+                if let Some(row) = svc.recorded(key, &request_sha256)? {
                     return Ok(Decision::Skip(Some(row)));
                 }
                 let applied = Precondition {
@@ -398,7 +398,7 @@ fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
     let (outcome, result) =
         svc.pipeline()
             .commit(&target, &caller(svc, "safe_replace"), |existing| {
-                if let Some(row) = recorded(svc, key, &request_sha256)? {
+                if let Some(row) = svc.recorded(key, &request_sha256)? {
                     let w = replayed_write(path, &row);
                     return Ok(Decision::Skip(ReplaceResult {
                         ok: true,

@@ -17,7 +17,6 @@
 use crate::classify::{Classifier, Finding, RiskReport, Verdict, findings, findings_score};
 use crate::envelope::{Failure, Result};
 use crate::policy::{Policy, PolicyError};
-use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
@@ -116,7 +115,7 @@ impl ActivePolicy {
             Some(p) if p.is_absolute() => p.to_path_buf(),
             Some(p) => state_root.join(p),
             None => state_root
-                .join(crate::store::STATE_DIR_NAME)
+                .join(crate::layout::STATE_DIR_NAME)
                 .join(POLICY_FILE_NAME),
         }
     }
@@ -197,12 +196,9 @@ fn verdict_name(v: Verdict) -> &'static str {
     }
 }
 
-impl Store {
-    /// The compiled L0 classifier of the workspace policy, or the policy's failure.
-    pub fn classifier(&self) -> Result<&Classifier> {
-        self.policy().classifier()
-    }
-
+/// The checks every writing tool makes before a byte is written. The store answers the same
+/// calls for its policy ([`crate::store::Store::preflight`] and the rest delegate here).
+impl ActivePolicy {
     /// Score `content` under the workspace policy (the `risk_score` tool).
     pub fn risk_score(&self, content: &str) -> Result<RiskReport> {
         Ok(crate::classify::risk_score(content, self.classifier()?))

@@ -376,7 +376,7 @@ pub fn blob_exists(svc: &Store, sha256: &str) -> bool {
 
 /// Read and verify a blob. `RW_SCRATCH_DISABLE_GET` refuses.
 pub fn get(svc: &Store, sha256: &str) -> Result<Vec<u8>> {
-    if std::env::var_os(DISABLE_GET_ENV).is_some_and(|v| !v.is_empty()) {
+    if svc.config().scratch_get_disabled {
         return Err(Failure::ScratchGetDisabled);
     }
     let not_found = || Failure::ScratchNotFound {

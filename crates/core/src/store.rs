@@ -8,24 +8,23 @@
 //! the server answers `initialize` at once). The default L0 classifier is compiled on first
 //! use, so neither the handshake nor an idle server pays for it.
 
+use crate::classify::{Classifier, RiskReport};
+use crate::envelope::Result;
 use crate::journal::Journal;
 use crate::notices::{Level, Notices};
 use crate::objects::ObjectStore;
 use crate::pipeline::{Pipeline, sweep_temp_files};
-use crate::preflight::ActivePolicy;
+use crate::preflight::{ActivePolicy, RejectAt};
 use crate::workspace::Workspaces;
-use crate::write::idempotency::IdempotencyIndex;
+use crate::write::idempotency::{IdempotencyIndex, check_key, replay_of};
+use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// Name of the state directory inside the state root.
-pub const STATE_DIR_NAME: &str = ".resilient_write";
+pub use crate::layout::{DEFAULT_MAX_WRITE_BYTES, STATE_DIR_NAME};
 
-/// Default cap on one write's content: big enough for any source file, small enough that a
-/// runaway payload is refused with `quota_exceeded`/`size_limit` instead of filling a disk.
-pub const DEFAULT_MAX_WRITE_BYTES: u64 = 64 * 1024 * 1024;
-
-/// Configuration resolved from flags and environment by the front end.
+/// Configuration resolved from flags and environment by the front end: nothing in this crate
+/// reads the environment (`tests/layers.rs` checks).
 #[derive(Debug, Clone)]
 pub struct Config {
     pub workspaces: Vec<PathBuf>,
@@ -44,6 +43,8 @@ pub struct Config {
     /// `.resilient_write/policy.yaml`. The policy's `retry_budget.default` replaces
     /// `retry_budget` when the file is usable.
     pub policy_file: Option<PathBuf>,
+    /// RW_SCRATCH_DISABLE_GET: the scratchpad is write-only (`scratch_get` refuses).
+    pub scratch_get_disabled: bool,
 }
 
 impl Config {
@@ -52,13 +53,14 @@ impl Config {
         Config {
             workspaces: Vec::new(),
             cwd,
-            home: std::env::var_os("HOME").map(PathBuf::from),
+            home: None,
             state_root: None,
             max_write_bytes: DEFAULT_MAX_WRITE_BYTES,
             retry_budget: 3,
             sweep_on_start: true,
             repair_on_start: true,
             policy_file: None,
+            scratch_get_disabled: false,
         }
     }
 }
@@ -77,12 +79,11 @@ pub struct Store {
     notes: Vec<String>,
     notices: Arc<Notices>,
     policy: ActivePolicy,
-    /// What transaction recovery did at start (tx.rs).
-    recovery: std::sync::OnceLock<crate::tx::RecoveryReport>,
 }
 
 impl Store {
-    /// Open the store and do the start-up repairs. Never fails: configuration problems are
+    /// Open the store and repair the journal's torn tail. Transaction recovery, which needs
+    /// the store, is [`crate::startup::open`]'s: use that to serve. Never fails: configuration problems are
     /// logged and reported by every tool call that they affect.
     pub fn open(config: Config) -> Arc<Store> {
         let notices = Arc::new(Notices::default());
@@ -180,30 +181,77 @@ impl Store {
             notes,
             notices,
             policy,
-            recovery: std::sync::OnceLock::new(),
         });
-        if !svc.config.repair_on_start {
-            return svc;
-        }
-        // Transactions: finish committed ones, roll back dead ones (tx.rs), before serving.
-        let report = crate::tx::recover(&svc);
-        for line in report.summary() {
-            svc.notices.record(Level::Warning, line);
-        }
-        let _ = svc.recovery.set(report);
         // The default classifier compiles on first use (preflight.rs): neither the handshake
         // nor an idle server pays for it (~50 ms of CPU, ~10 MB of compiled automata).
         svc
     }
 
+    /// The compiled L0 classifier of the workspace policy, or the policy's failure.
+    pub fn classifier(&self) -> Result<&Classifier> {
+        self.policy.classifier()
+    }
+
+    /// Score `content` under the workspace policy (the `risk_score` tool).
+    pub fn risk_score(&self, content: &str) -> Result<RiskReport> {
+        self.policy.risk_score(content)
+    }
+
+    /// The pre-flight check of every writing tool ([`ActivePolicy::preflight`]).
+    pub fn preflight(
+        &self,
+        content: &str,
+        classify: bool,
+        reject_at: RejectAt,
+    ) -> Result<Option<RiskReport>> {
+        self.policy.preflight(content, classify, reject_at)
+    }
+
+    /// [`Store::preflight`] for bytes ([`ActivePolicy::preflight_bytes`]).
+    pub fn preflight_bytes(
+        &self,
+        content: &[u8],
+        classify: bool,
+        reject_at: RejectAt,
+    ) -> Result<Option<RiskReport>> {
+        self.policy.preflight_bytes(content, classify, reject_at)
+    }
+
+    /// The pre-flight check of an edit ([`ActivePolicy::preflight_edit`]).
+    pub fn preflight_edit(
+        &self,
+        before: &str,
+        after: &str,
+        classify: bool,
+        reject_at: RejectAt,
+    ) -> Result<()> {
+        self.policy
+            .preflight_edit(before, after, classify, reject_at)
+    }
+
+    /// The journal row of an earlier call with idempotency `key` and these arguments (answer
+    /// with it, write nothing), or `None` (no key, or no earlier call: go ahead). The same key
+    /// with other arguments is a conflict. Callers check again under their lock.
+    pub fn recorded(
+        &self,
+        key: Option<&str>,
+        request_sha256: &str,
+    ) -> Result<Option<Map<String, Value>>> {
+        let Some(key) = key else {
+            return Ok(None);
+        };
+        let key = check_key(key)?;
+        let row = self
+            .idempotency
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .lookup(self.pipeline.journal(), key)?;
+        replay_of(key, row, request_sha256)
+    }
+
     /// The retry budget a failed call starts with.
     pub fn retry_start(&self) -> u32 {
         self.retry_start
-    }
-
-    /// What transaction recovery did when this store was opened.
-    pub fn recovery(&self) -> Option<&crate::tx::RecoveryReport> {
-        self.recovery.get()
     }
 
     /// The workspace policy loaded at start (L0 classifier, retry budget).

@@ -1,0 +1,9 @@
+//! Names of the on-disk state (SPEC section 8), shared with the Python original: what
+//! `.resilient_write/` is called and the defaults that go with it.
+
+/// Name of the state directory inside the state root.
+pub const STATE_DIR_NAME: &str = ".resilient_write";
+
+/// Default cap on one write's content: big enough for any source file, small enough that a
+/// runaway payload is refused with `quota_exceeded`/`size_limit` instead of filling a disk.
+pub const DEFAULT_MAX_WRITE_BYTES: u64 = 64 * 1024 * 1024;

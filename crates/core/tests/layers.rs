@@ -1,0 +1,363 @@
+//! The core's architecture rules, checked on its source text (docs/ARCHITECTURE.md, "Layers"):
+//!
+//! 1. a module imports only modules of a lower rank (or, within one rank, the edges listed);
+//! 2. nothing in the core reads the environment: the front end fills `store::Config`;
+//! 3. the write-precondition failures (`StaleHash`, `TargetExists`, `TargetMissing`) are built
+//!    only in `write::intent` (and the pipeline's create-only rename), in this crate or the
+//!    server's.
+//!
+//! Comments and `#[cfg(test)]` modules are left out: tests may reach any module. Each failure
+//! names the file and line.
+
+use std::path::{Path, PathBuf};
+
+/// Ranks of the core's modules: a module may import a module of a lower rank only. A key
+/// names a top-level module, or a submodule where the folder holds modules of several ranks.
+const RANKS: &[(&str, u32)] = &[
+    ("envelope", 0),
+    ("hash", 0),
+    ("layout", 0),
+    ("notices", 0),
+    ("progress", 0),
+    ("util", 0),
+    ("classify", 1),
+    ("edit", 1),
+    ("validate", 1),
+    ("analytics", 1),
+    ("retry", 1),
+    ("policy", 2),
+    ("workspace", 2),
+    ("journal", 2),
+    ("objects", 2),
+    ("handoff", 2),
+    ("checkpoint", 3),
+    ("preflight", 3),
+    ("session", 3),
+    ("write::pipeline", 3),
+    ("write::intent", 4),
+    ("write::idempotency", 4),
+    ("write", 4),
+    ("state", 4),
+    ("store", 5),
+    ("chunks", 6),
+    ("scratch", 6),
+    ("tx", 6),
+    ("history", 7),
+    ("startup", 7),
+];
+
+/// Old paths kept by `pub use` in lib.rs, and what they name.
+const ALIASES: &[(&str, &str)] = &[("pipeline", "write::pipeline")];
+
+/// Imports between modules of one rank that the design allows.
+const SAME_RANK: &[(&str, &str)] = &[
+    ("checkpoint", "handoff"),
+    ("write::intent", "write::idempotency"),
+];
+
+fn core_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("src")
+}
+
+fn server_src() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../src")
+}
+
+fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            rust_files(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
+
+/// The file's code without comments (string and char literals kept, line breaks kept, so
+/// offsets map to the same lines) and without its `#[cfg(test)]` modules.
+fn code_of(text: &str) -> String {
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < b.len() {
+        let c = b[i];
+        if c == b'/' && b.get(i + 1) == Some(&b'/') {
+            while i < b.len() && b[i] != b'\n' {
+                i += 1;
+            }
+        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
+            i += 2;
+            while i < b.len() && !(b[i] == b'*' && b.get(i + 1) == Some(&b'/')) {
+                if b[i] == b'\n' {
+                    out.push('\n');
+                }
+                i += 1;
+            }
+            i += 2;
+        } else if c == b'"' {
+            // a string literal (raw strings of this code base hold no `"` before their end)
+            let start = i;
+            i += 1;
+            while i < b.len() && b[i] != b'"' {
+                if b[i] == b'\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+            out.push_str(&text[start..i.min(b.len())]);
+        } else if c == b'\'' && b.get(i + 2) == Some(&b'\'') {
+            out.push_str(&text[i..i + 3]);
+            i += 3;
+        } else {
+            let ch = text[i..].chars().next().unwrap_or(' ');
+            out.push(ch);
+            i += ch.len_utf8();
+        }
+    }
+    // Test modules sit at the end of a file, after `#[cfg(test)]`.
+    let mut kept = String::new();
+    let mut lines = out.lines().peekable();
+    while let Some(line) = lines.next() {
+        if line.trim() == "#[cfg(test)]"
+            && lines
+                .peek()
+                .is_some_and(|next| next.trim_start().starts_with("mod "))
+        {
+            break;
+        }
+        kept.push_str(line);
+        kept.push('\n');
+    }
+    kept
+}
+
+/// The module a file of `root` is: `chunks/compose.rs` is `chunks::compose`.
+fn module_of(root: &Path, file: &Path) -> String {
+    let rel = file.strip_prefix(root).unwrap_or(file);
+    let mut parts: Vec<String> = rel
+        .components()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect();
+    if let Some(last) = parts.last_mut() {
+        *last = last.trim_end_matches(".rs").to_string();
+    }
+    if parts.last().is_some_and(|l| l == "mod" || l == "lib") {
+        parts.pop();
+    }
+    parts.join("::")
+}
+
+/// The ranked key a module path falls under (its longest prefix in [`RANKS`]).
+fn key_of(path: &str) -> Option<&'static str> {
+    let path = ALIASES
+        .iter()
+        .find(|(old, _)| path == *old || path.starts_with(&format!("{old}::")))
+        .map(|(old, new)| format!("{new}{}", &path[old.len()..]))
+        .unwrap_or_else(|| path.to_string());
+    RANKS
+        .iter()
+        .filter(|(k, _)| path == *k || path.starts_with(&format!("{k}::")))
+        .max_by_key(|(k, _)| k.len())
+        .map(|(k, _)| *k)
+}
+
+fn rank(key: &str) -> u32 {
+    RANKS
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(u32::MAX, |(_, r)| *r)
+}
+
+/// Every `crate::…` path in `code`, with its line: `use crate::{a::x, b}` gives `a::x` and `b`.
+fn crate_paths(code: &str) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    for (at, _) in code.match_indices("crate::") {
+        let before = code[..at].chars().next_back();
+        if before.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == ':') {
+            continue; // `resilient_write_core::…`, `$crate::…`
+        }
+        let line = code[..at].matches('\n').count() + 1;
+        let rest = &code[at + "crate::".len()..];
+        if let Some(group) = rest.strip_prefix('{') {
+            let mut depth = 1;
+            let mut item = String::new();
+            for ch in group.chars() {
+                match ch {
+                    '{' => depth += 1,
+                    '}' => depth -= 1,
+                    _ => {}
+                }
+                if depth == 0 || (depth == 1 && ch == ',') {
+                    let p = item.trim().to_string();
+                    if !p.is_empty() {
+                        out.push((line, p));
+                    }
+                    item.clear();
+                    if depth == 0 {
+                        break;
+                    }
+                } else {
+                    item.push(ch);
+                }
+            }
+        } else {
+            let p: String = rest
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || *c == '_' || *c == ':')
+                .collect();
+            out.push((line, p.trim_end_matches(':').to_string()));
+        }
+    }
+    out
+}
+
+#[test]
+fn every_core_module_imports_only_lower_ranks() {
+    let root = core_src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    assert!(files.len() > 20, "no sources under {}", root.display());
+    let mut broken = Vec::new();
+    for file in &files {
+        let module = module_of(&root, file);
+        if module.is_empty() {
+            continue; // lib.rs: declarations and re-exports
+        }
+        let Some(from) = key_of(&module) else {
+            broken.push(format!(
+                "{}: module `{module}` has no rank in tests/layers.rs",
+                file.display()
+            ));
+            continue;
+        };
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        for (line, path) in crate_paths(&code) {
+            let Some(to) = key_of(&path) else {
+                broken.push(format!(
+                    "{}:{line}: `crate::{path}` is no ranked module",
+                    file.display()
+                ));
+                continue;
+            };
+            let same_family = to == from
+                || to.starts_with(&format!("{from}::"))
+                || from.starts_with(&format!("{to}::"));
+            let ok = same_family || rank(to) < rank(from) || SAME_RANK.contains(&(from, to));
+            if !ok {
+                broken.push(format!(
+                    "{}:{line}: `{from}` (rank {}) imports `crate::{path}` (`{to}`, rank {})",
+                    file.display(),
+                    rank(from),
+                    rank(to)
+                ));
+            }
+        }
+    }
+    assert!(broken.is_empty(), "layering broken:\n{}", broken.join("\n"));
+}
+
+/// Every read of the environment in `code`, as line numbers.
+fn env_reads(code: &str) -> Vec<usize> {
+    ["env::var", "env::vars", "env!(\"HOME", "option_env!"]
+        .iter()
+        .flat_map(|needle| code.match_indices(needle).map(|(at, _)| at))
+        .map(|at| code[..at].matches('\n').count() + 1)
+        .collect()
+}
+
+#[test]
+fn nothing_in_the_core_reads_the_environment() {
+    let root = core_src();
+    let mut files = Vec::new();
+    rust_files(&root, &mut files);
+    let mut found = Vec::new();
+    for file in &files {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        for line in env_reads(&code) {
+            found.push(format!("{}:{line}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the core reads the environment (put it in store::Config, filled by the server's cli):\n{}",
+        found.join("\n")
+    );
+}
+
+/// Constructions (not patterns) of the write-precondition failures in `code`, as lines.
+fn precondition_constructions(code: &str) -> Vec<usize> {
+    let mut out = Vec::new();
+    for variant in ["StaleHash", "TargetExists", "TargetMissing"] {
+        let needle = format!("Failure::{variant}");
+        for (at, _) in code.match_indices(&needle) {
+            let rest = &code[at + needle.len()..];
+            let body_end = rest.find('}').unwrap_or(rest.len());
+            let body = &rest[..body_end];
+            let after = rest[(body_end + 1).min(rest.len())..].trim_start();
+            let pattern = body.contains("..")
+                || after.starts_with("=>")
+                || after.starts_with('|')
+                || !rest.trim_start().starts_with('{');
+            if !pattern {
+                out.push(code[..at].matches('\n').count() + 1);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn write_precondition_failures_are_built_only_in_write_intent() {
+    let mut files = Vec::new();
+    rust_files(&core_src(), &mut files);
+    rust_files(&server_src(), &mut files);
+    let home = |f: &Path| {
+        let s = f.to_string_lossy();
+        s.ends_with("write/intent.rs")
+            // the create-only rename's EEXIST: a file no lock could see appeared
+            || s.contains("write/pipeline")
+            || s.ends_with("/pipeline.rs")
+            // the enum itself and its one mapping to the envelope
+            || s.ends_with("/envelope.rs")
+    };
+    let mut found = Vec::new();
+    for file in files.iter().filter(|f| !home(f)) {
+        let code = code_of(&std::fs::read_to_string(file).unwrap());
+        for line in precondition_constructions(&code) {
+            found.push(format!("{}:{line}", file.display()));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "write-precondition failures built outside write::intent (use Precondition::check, \
+         check_expected, existing_for_edit or missing):\n{}",
+        found.join("\n")
+    );
+}
+
+// The checks above must be able to fail: each is run on a planted breach.
+
+#[test]
+fn the_checks_see_a_planted_breach_and_ignore_comments_and_tests() {
+    let code = code_of(
+        "use crate::{envelope::Failure, tx::{self, stage}};\n\
+         // use crate::chunks;\n\
+         fn f() { let _ = std::env::var(\"X\"); }\n\
+         fn g() -> Failure { Failure::StaleHash { path: p, expected: e, actual: None } }\n\
+         fn h(f: &Failure) -> bool { matches!(f, Failure::TargetMissing { .. }) }\n\
+         #[cfg(test)]\n\
+         mod tests { use crate::startup; }\n",
+    );
+    let paths: Vec<String> = crate_paths(&code).into_iter().map(|(_, p)| p).collect();
+    assert_eq!(paths, ["envelope::Failure", "tx::{self, stage}"]);
+    assert_eq!(key_of("tx::{self, stage}"), Some("tx"));
+    assert_eq!(key_of("pipeline::Existing"), Some("write::pipeline"));
+    assert_eq!(env_reads(&code), [3]);
+    assert_eq!(precondition_constructions(&code), [4]);
+    assert!(rank("store") > rank("write::pipeline"));
+}
