@@ -34,13 +34,10 @@ pub struct Config {
 }
 
 impl Config {
-    /// Defaults for a process started in `cwd` (and `HOME`, whose directory itself is never
-    /// a workspace).
+    /// Defaults for a process started in `cwd`.
     pub fn new(cwd: PathBuf) -> Config {
-        let mut store = store::Config::new(cwd);
-        store.home = std::env::var_os("HOME").map(PathBuf::from);
         Config {
-            store,
+            store: store::Config::new(cwd),
             tool_names: ToolNames::default(),
         }
     }

@@ -11,16 +11,13 @@ pub use resilient_write_core::{
     startup, state, store, tx, validate, workspace, write,
 };
 
-pub mod cli;
 pub mod client;
 pub mod cmd;
-pub mod demo;
+
 pub mod dispatch;
-pub mod doctor;
-pub mod http;
-pub mod init;
+
 pub mod mcp;
-pub mod scan;
-pub mod shutdown;
-pub mod stdio;
+
 pub mod tools;
+pub mod transport;
+pub mod wire;

@@ -1,3 +1,3 @@
 fn main() -> std::process::ExitCode {
-    resilient_write::cli::main()
+    resilient_write::cmd::main()
 }

@@ -1,9 +1,44 @@
 //! `resilient-write history`, `restore`, `gc` and `recover` for people: tables over the history tools.
 
-use crate::cli::{GcArgs, HistoryCliArgs, RestoreCliArgs};
 use crate::dispatch::{Config, Service};
+use clap::Args;
 use serde_json::{Value, json};
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct HistoryCliArgs {
+    /// The file.
+    pub path: String,
+    /// Most versions to show.
+    #[arg(short, long, default_value_t = 50)]
+    pub n: usize,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct RestoreCliArgs {
+    /// The file.
+    pub path: String,
+    /// The version's SHA-256 (or a journal_id) from `history`.
+    #[arg(long = "to", value_name = "SHA")]
+    pub to: String,
+    /// Show the diff from the current content to that version and write nothing.
+    #[arg(long)]
+    pub diff: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct GcArgs {
+    /// Policy file with the `history:` section (default: .resilient_write/policy.yaml).
+    #[arg(long, env = "RW_POLICY_FILE", value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+    /// Report what would be removed; remove nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+}
 
 fn fail(msg: &str) -> ExitCode {
     eprintln!("resilient-write: {msg}");

@@ -142,12 +142,12 @@ pub fn listed_name(name: &str, style: ToolNames) -> String {
 /// Deserialise a tool's arguments, turning every problem into a typed failure. A string that
 /// is not valid Unicode (e.g. a lone surrogate escape) is an encoding failure.
 pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
-    if let Some(bytes) = args.get(crate::stdio::OVERSIZE_KEY).and_then(Value::as_u64) {
+    if let Some(bytes) = args.get(crate::wire::OVERSIZE_KEY).and_then(Value::as_u64) {
         return Err(Failure::TooLarge {
             what: "the request message".into(),
             bytes,
             limit: args
-                .get(crate::stdio::OVERSIZE_LIMIT_KEY)
+                .get(crate::wire::OVERSIZE_LIMIT_KEY)
                 .and_then(Value::as_u64)
                 .unwrap_or(0),
         });
@@ -177,7 +177,7 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
 /// The path of the first string in `v` carrying the transport's bad-Unicode sentinel.
 fn bad_unicode_field(v: &Value, at: &str) -> Option<String> {
     match v {
-        Value::String(s) if s.contains(crate::stdio::BAD_UNICODE_SENTINEL) => {
+        Value::String(s) if s.contains(crate::wire::BAD_UNICODE_SENTINEL) => {
             Some(if at.is_empty() {
                 "arguments".into()
             } else {

@@ -65,10 +65,10 @@ fn run_validate(svc: &Service, mut raw: Value) -> Result<Value> {
     // an invalid byte.
     let mut bad_bytes: Option<Vec<u8>> = None;
     if let Some(Value::String(s)) = raw.get_mut("content")
-        && s.contains(crate::stdio::BAD_UNICODE_SENTINEL)
+        && s.contains(crate::wire::BAD_UNICODE_SENTINEL)
     {
         let mut bytes = Vec::with_capacity(s.len());
-        for (i, part) in s.split(crate::stdio::BAD_UNICODE_SENTINEL).enumerate() {
+        for (i, part) in s.split(crate::wire::BAD_UNICODE_SENTINEL).enumerate() {
             if i > 0 {
                 bytes.push(0xff);
             }

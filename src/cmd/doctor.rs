@@ -619,8 +619,8 @@ fn repair(svc: &Service, what: &Repair) -> Result<(), String> {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
                 Err(e) => return Err(e.to_string()),
             };
-            let new = crate::init::with_gitignore_entry(old.as_deref().unwrap_or(""));
-            crate::init::write_text(svc, path, old.as_deref(), &new)
+            let new = crate::cmd::init::with_gitignore_entry(old.as_deref().unwrap_or(""));
+            crate::cmd::init::write_text(svc, path, old.as_deref(), &new)
         }
     }
 }

@@ -1,4 +1,4 @@
-//! The HTTP front door for JSON-RPC bodies, the counterpart of [`crate::stdio`]. Before a POST
+//! The HTTP front door for JSON-RPC bodies, the counterpart of [`crate::wire`]. Before a POST
 //! reaches rmcp it checks, in order: the content type (415), the size limit (413, also for
 //! chunked bodies without a `Content-Length`), and that the body is JSON (-32700 Parse error)
 //! holding a JSON-RPC message (-32600 Invalid Request). rmcp itself would answer the last two
@@ -105,7 +105,7 @@ pub async fn read_message(
             ));
         }
     };
-    let bytes = match crate::stdio::sanitize_line(&bytes) {
+    let bytes = match crate::wire::sanitize_line(&bytes) {
         std::borrow::Cow::Borrowed(_) => bytes,
         std::borrow::Cow::Owned(clean) => Bytes::from(clean),
     };

@@ -11,7 +11,7 @@ pub mod sse;
 
 use crate::dispatch::Service;
 use crate::mcp::McpServer;
-use crate::shutdown::Drain;
+use crate::transport::shutdown::Drain;
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};

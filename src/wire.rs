@@ -1,4 +1,4 @@
-//! The stdio transport's front door. JSON cannot carry a lone UTF-16 surrogate (`"\ud800"`)
+//! What every transport's front door does to a message before it is parsed. JSON cannot carry a lone UTF-16 surrogate (`"\ud800"`)
 //! or raw bytes that are not UTF-8, and a JSON-RPC library that meets one drops the whole
 //! message: the agent waits forever for an answer. This module rewrites each such unit, inside
 //! a JSON string, into a sentinel that is valid JSON, so the message parses and the tool
@@ -7,7 +7,6 @@
 //! with a replacement character in place of what the agent sent.
 
 use std::borrow::Cow;
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
 
 /// What an unrepresentable unit becomes. Starts with NUL, which no JSON text decodes to by
 /// accident in a tool argument that is meant to be written.
@@ -105,7 +104,7 @@ pub const OVERSIZE_KEY: &str = "__rw_oversize_bytes";
 pub const OVERSIZE_LIMIT_KEY: &str = "__rw_oversize_limit";
 
 /// How much of an oversized line's start and end is kept to find its `id` and tool name.
-const KEEP: usize = 64 * 1024;
+pub(crate) const KEEP: usize = 64 * 1024;
 
 /// The last match of `"key": value` (number or string) in `hay`, as raw JSON text.
 fn find_scalar(hay: &[u8], key: &str, last: bool) -> Option<String> {
@@ -142,7 +141,12 @@ fn find_scalar(hay: &[u8], key: &str, last: bool) -> Option<String> {
 /// A small request standing in for one that was over the cap: same id and tool, arguments
 /// replaced by the [`OVERSIZE_KEY`] marker. `None` when no id can be found (then nothing can
 /// be answered and the line is dropped with a log).
-fn oversize_stand_in(head: &[u8], tail: &[u8], bytes: usize, limit: usize) -> Option<Vec<u8>> {
+pub(crate) fn oversize_stand_in(
+    head: &[u8],
+    tail: &[u8],
+    bytes: usize,
+    limit: usize,
+) -> Option<Vec<u8>> {
     // Clients put `id` before `params` (head) or after it (tail); in the tail the real one is
     // the last, in the head the first.
     let head_id = head
@@ -155,68 +159,6 @@ fn oversize_stand_in(head: &[u8], tail: &[u8], bytes: usize, limit: usize) -> Op
         "{{\"jsonrpc\":\"2.0\",\"id\":{id},\"method\":\"tools/call\",\"params\":{{\"name\":{name},\"arguments\":{{\"{OVERSIZE_KEY}\":{bytes},\"{OVERSIZE_LIMIT_KEY}\":{limit}}}}}}}\n"
     );
     Some(msg.into_bytes())
-}
-
-/// A reader that yields `input` with every line sanitised, and every line longer than
-/// `max_line` bytes replaced by a small stand-in request (never buffered whole).
-pub fn sanitized(
-    input: impl AsyncRead + Unpin + Send + 'static,
-    max_line: usize,
-) -> impl AsyncRead + Unpin + Send {
-    let (reader, mut writer) = tokio::io::duplex(1 << 20);
-    tokio::spawn(async move {
-        let mut input = BufReader::with_capacity(1 << 20, input);
-        let mut line = Vec::new();
-        let mut tail: Vec<u8> = Vec::new();
-        let mut total = 0usize;
-        while let Ok(buf) = input.fill_buf().await {
-            if buf.is_empty() {
-                if !line.is_empty() && total <= max_line {
-                    let _ = writer.write_all(&sanitize_line(&line)).await;
-                }
-                break;
-            }
-            let (take, complete) = match buf.iter().position(|&b| b == b'\n') {
-                Some(p) => (p + 1, true),
-                None => (buf.len(), false),
-            };
-            total += take;
-            if total <= max_line {
-                line.extend_from_slice(&buf[..take]);
-            } else {
-                if line.len() > KEEP {
-                    line.truncate(KEEP);
-                }
-                tail.extend_from_slice(&buf[..take]);
-                if tail.len() > 2 * KEEP {
-                    tail.drain(..tail.len() - KEEP);
-                }
-            }
-            input.consume(take);
-            if !complete {
-                continue;
-            }
-            let out = if total <= max_line {
-                Some(sanitize_line(&line).into_owned())
-            } else {
-                let stand_in = oversize_stand_in(&line, &tail, total, max_line);
-                if stand_in.is_none() {
-                    tracing::error!(bytes = total, "dropped an oversized message without an id");
-                }
-                stand_in
-            };
-            if let Some(out) = out
-                && writer.write_all(&out).await.is_err()
-            {
-                break;
-            }
-            line.clear();
-            tail.clear();
-            total = 0;
-        }
-        let _ = writer.shutdown().await;
-    });
-    reader
 }
 
 #[cfg(test)]

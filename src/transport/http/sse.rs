@@ -13,7 +13,7 @@
 use super::body;
 use crate::dispatch::Service;
 use crate::mcp::McpServer;
-use crate::shutdown::{Drain, Tracked};
+use crate::transport::shutdown::{Drain, Tracked};
 use axum::Router;
 use axum::body::Body;
 use axum::extract::{Query, State};

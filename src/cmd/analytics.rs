@@ -1,0 +1,87 @@
+//! `resilient-write analytics`: the `analytics` tool's summary as a table or JSON.
+
+use crate::dispatch::{Config, Service};
+use clap::Args;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct AnalyticsCliArgs {
+    /// Only rows at or after this time (RFC 3339 or a date).
+    #[arg(long)]
+    pub since: Option<String>,
+    /// Only this chunk session in the sessions breakdown.
+    #[arg(long)]
+    pub session: Option<String>,
+    /// Print the analysis as JSON instead of tables.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
+    config.store.sweep_on_start = false;
+    let service = Service::start(config);
+    let query = crate::tools::analytics::AnalyticsArgs {
+        since: args.since,
+        session_filter: args.session,
+    };
+    let a = match crate::tools::analytics::run_query(&service, query) {
+        Ok(a) => a,
+        Err(f) => {
+            eprintln!("resilient-write: {f}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.json {
+        match serde_json::to_string_pretty(&a) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("resilient-write: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let p = &a.period;
+    println!(
+        "writes {}  paths {}  bytes {}  corrupt lines {}",
+        a.total_writes, a.unique_paths, a.total_bytes_written, a.corrupt_lines
+    );
+    println!(
+        "period {} .. {} ({:.1} s)  {:.2} writes/min  {:.0} bytes/write  peak minute {}",
+        p.first_entry.as_deref().unwrap_or("-"),
+        p.last_entry.as_deref().unwrap_or("-"),
+        p.duration_seconds,
+        a.write_velocity.writes_per_minute,
+        a.write_velocity.avg_bytes_per_write,
+        a.write_velocity.peak_minute.as_deref().unwrap_or("-")
+    );
+    for (title, map) in [("mode", &a.by_mode), ("caller", &a.by_caller)] {
+        println!("\n{title:<24} {:>10}", "writes");
+        for (k, n) in map {
+            println!("{k:<24} {n:>10}");
+        }
+    }
+    println!(
+        "\n{:>8} {:>12} {:<27} hot path",
+        "writes", "bytes", "last write"
+    );
+    for h in &a.hot_paths {
+        println!(
+            "{:>8} {:>12} {:<27} {}",
+            h.write_count, h.total_bytes, h.last_write, h.path
+        );
+    }
+    if !a.sessions.is_empty() {
+        println!(
+            "\n{:<24} {:>8} {:>8} {:>10}",
+            "session", "chunks", "composes", "seconds"
+        );
+        for (name, s) in &a.sessions {
+            println!(
+                "{name:<24} {:>8} {:>8} {:>10.1}",
+                s.chunk_writes, s.composes, s.duration_seconds
+            );
+        }
+    }
+    ExitCode::SUCCESS
+}

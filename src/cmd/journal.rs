@@ -1,0 +1,70 @@
+//! `resilient-write journal`: the journal's last rows as a table or JSON lines.
+
+use crate::dispatch::{Config, Service};
+use clap::Args;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct JournalArgs {
+    /// How many rows.
+    #[arg(short, long, default_value_t = 20)]
+    pub n: usize,
+    /// Only rows for this path.
+    #[arg(long)]
+    pub path: Option<String>,
+    /// Only rows with this mode.
+    #[arg(long)]
+    pub mode: Option<String>,
+    /// Print JSON lines instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
+    config.store.sweep_on_start = false;
+    let service = Service::start(config);
+    let mut call = serde_json::json!({ "n": args.n });
+    if let Some(p) = args.path {
+        call["filter_path"] = p.into();
+    }
+    if let Some(m) = args.mode {
+        call["filter_mode"] = m.into();
+    }
+    match service.call("journal_tail", call) {
+        Ok(v) => {
+            let rows = v["entries"].as_array().cloned().unwrap_or_default();
+            if args.json {
+                for r in rows {
+                    println!("{r}");
+                }
+            } else {
+                println!(
+                    "{:<27} {:<9} {:>10} {:<12} path",
+                    "ts", "mode", "bytes", "sha256"
+                );
+                for r in rows {
+                    let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+                    println!(
+                        "{:<27} {:<9} {:>10} {:<12} {}",
+                        s("ts"),
+                        s("mode"),
+                        r["bytes"].as_u64().unwrap_or(0),
+                        s("sha256").chars().take(12).collect::<String>(),
+                        s("path")
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(env) => {
+            eprintln!(
+                "resilient-write: {}",
+                env.context
+                    .get("message")
+                    .and_then(|m| m.as_str())
+                    .unwrap_or("failed")
+            );
+            ExitCode::FAILURE
+        }
+    }
+}

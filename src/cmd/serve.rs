@@ -1,0 +1,219 @@
+//! `resilient-write [serve]`: the MCP server over stdio (the default) or HTTP, with the drain
+//! that lets requests in flight finish on SIGINT/SIGTERM.
+
+use crate::dispatch::{Config, Service};
+use crate::mcp::McpServer;
+use crate::transport::http::HttpOptions;
+use crate::transport::http::guard::Token;
+use crate::transport::shutdown::{Drain, Tracked};
+use clap::{Args, ValueEnum};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// stdio (default), http (Streamable HTTP at /mcp) or sse (the legacy GET /sse +
+    /// POST /messages/ pair).
+    #[arg(long, value_enum, default_value = "stdio")]
+    pub transport: Transport,
+    /// Address to listen on (http, sse). Loopback by default; any other address needs a
+    /// bearer token.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// Port to listen on (http, sse); 0 picks a free one. The bound address is printed on
+    /// stderr as `listening on http://ADDR/mcp`.
+    #[arg(long, default_value_t = 8000)]
+    pub port: u16,
+    /// Also accept this Host header (`name` for any port, or `name:port`; repeatable). The
+    /// localhost forms of the bound address are always accepted; anything else gets 403.
+    #[arg(long = "allowed-host", value_name = "HOST[:PORT]")]
+    pub allowed_hosts: Vec<String>,
+    /// Also accept requests carrying this browser Origin (`scheme://host[:port]`;
+    /// repeatable). Requests without Origin are accepted; other Origins get 403.
+    #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+    pub allowed_origins: Vec<String>,
+    /// File holding the bearer token every HTTP request must carry
+    /// (`Authorization: Bearer <token>`). Also RW_AUTH_TOKEN (the token itself).
+    #[arg(long, value_name = "FILE")]
+    pub auth_token_file: Option<PathBuf>,
+    /// Largest HTTP request body accepted (413 beyond). Default: 6 x --max-write-bytes + 1 MiB,
+    /// the same cap as a stdio message (JSON escaping can grow content up to 6x).
+    #[arg(long, value_name = "BYTES")]
+    pub max_body_bytes: Option<u64>,
+    /// After SIGINT/SIGTERM (or stdin EOF), how long calls in flight may run on before the
+    /// server exits.
+    #[arg(long, value_name = "SECS", default_value_t = crate::transport::shutdown::DEFAULT_GRACE.as_secs())]
+    pub shutdown_grace_secs: u64,
+}
+
+impl Default for ServeArgs {
+    fn default() -> ServeArgs {
+        ServeArgs {
+            transport: Transport::Stdio,
+            host: "127.0.0.1".into(),
+            port: 8000,
+            allowed_hosts: Vec::new(),
+            allowed_origins: Vec::new(),
+            auth_token_file: None,
+            max_body_bytes: None,
+            shutdown_grace_secs: crate::transport::shutdown::DEFAULT_GRACE.as_secs(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Transport {
+    /// MCP over stdin/stdout.
+    Stdio,
+    /// Streamable HTTP at /mcp.
+    Http,
+    /// Legacy HTTP+SSE: GET /sse and POST /messages/.
+    Sse,
+}
+
+/// The largest message a transport accepts for a given write cap: JSON escaping can grow
+/// content up to 6x, plus room for the envelope. Beyond it, stdio answers with a typed size
+/// error and HTTP with 413.
+pub fn message_cap(max_write_bytes: u64) -> usize {
+    let cap = max_write_bytes.saturating_mul(6).saturating_add(1 << 20);
+    usize::try_from(cap).unwrap_or(usize::MAX)
+}
+
+/// The bearer token from `--auth-token-file` or `RW_AUTH_TOKEN` (not both).
+fn load_token(args: &ServeArgs) -> Result<Option<Token>, String> {
+    let env = std::env::var("RW_AUTH_TOKEN")
+        .ok()
+        .filter(|t| !t.is_empty());
+    match (&args.auth_token_file, env) {
+        (Some(_), Some(_)) => {
+            Err("the token is given twice: use --auth-token-file or RW_AUTH_TOKEN, not both".into())
+        }
+        (Some(path), None) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| format!("cannot read --auth-token-file {}: {e}", path.display()))?;
+            Token::new(&text)
+                .map(Some)
+                .map_err(|e| format!("--auth-token-file {}: {e}", path.display()))
+        }
+        (None, Some(text)) => Token::new(&text)
+            .map(Some)
+            .map_err(|e| format!("RW_AUTH_TOKEN: {e}")),
+        (None, None) => Ok(None),
+    }
+}
+
+pub fn run(config: Config, args: ServeArgs) -> ExitCode {
+    let grace = std::time::Duration::from_secs(args.shutdown_grace_secs);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("resilient-write: cannot start the async runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    if args.transport == Transport::Stdio {
+        let (code, stdin_closed) = runtime.block_on(serve_stdio(config, grace));
+        if stdin_closed {
+            // Writes whose handler rmcp dropped at EOF still run on blocking threads.
+            runtime.shutdown_timeout(grace);
+        } else {
+            // After a signal every call was answered or its grace period is spent. tokio's
+            // stdin reader is a blocking read that does not return while the client keeps
+            // stdin open: do not wait for it.
+            runtime.shutdown_background();
+        }
+        return code;
+    }
+    let token = match load_token(&args) {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("resilient-write: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let max_body = match args.max_body_bytes {
+        Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
+        None => message_cap(config.store.max_write_bytes),
+    };
+    let opts = HttpOptions {
+        host: args.host,
+        port: args.port,
+        legacy_sse: args.transport == Transport::Sse,
+        allowed_hosts: args.allowed_hosts,
+        allowed_origins: args.allowed_origins,
+        token,
+        max_body_bytes: max_body,
+        grace,
+    };
+    let result = runtime.block_on(async move {
+        let service = Service::start(config);
+        crate::transport::http::serve(service, opts, crate::transport::shutdown::signal()).await
+    });
+    // Calls whose client went away still run on blocking threads: let them finish (bounded).
+    runtime.shutdown_timeout(grace);
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("resilient-write: {e}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// MCP over stdio until stdin closes or a signal arrives. Returns the exit code and whether
+/// stdin reached its end (rather than a signal stopping the server).
+async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, bool) {
+    use rmcp::ServiceExt;
+    let max_line = message_cap(config.store.max_write_bytes);
+    let service = Service::start(config);
+    let drain = Drain::new();
+    let server = Tracked::new(McpServer::new(service), drain.clone());
+    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(
+        crate::transport::stdio::sanitized(tokio::io::stdin(), max_line),
+        tokio::io::stdout(),
+    )
+    .with_max_line_length(usize::MAX);
+    let signal = crate::transport::shutdown::signal();
+    tokio::pin!(signal);
+    let running = tokio::select! {
+        r = server.serve(transport) => match r {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::error!("MCP initialisation failed: {e}");
+                return (ExitCode::FAILURE, true);
+            }
+        },
+        () = &mut signal => return (ExitCode::SUCCESS, false),
+    };
+    let stop = running.cancellation_token();
+    let waiting = running.waiting();
+    tokio::pin!(waiting);
+    tokio::select! {
+        r = &mut waiting => {
+            // stdin closed: answer what is still running, then exit.
+            drain.begin();
+            drain.idle(grace).await;
+            match r {
+                Ok(_) => (ExitCode::SUCCESS, true),
+                Err(e) => {
+                    tracing::error!("MCP server stopped: {e}");
+                    (ExitCode::FAILURE, true)
+                }
+            }
+        }
+        () = &mut signal => {
+            drain.begin();
+            let drained = drain.idle(grace).await;
+            if !drained {
+                tracing::warn!(in_flight = drain.active(), "grace period over; exiting");
+            }
+            stop.cancel();
+            let _ = waiting.await;
+            (ExitCode::SUCCESS, false)
+        }
+    }
+}
