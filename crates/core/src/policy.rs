@@ -29,29 +29,12 @@ use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 use crate::classify::Classifier;
+pub use crate::classify::config::{PatternSpec, Thresholds};
 
 /// The label used in error messages when a policy is parsed from a string.
 const DEFAULT_LABEL: &str = "policy.yaml";
 /// The only policy format version this build understands.
 pub const POLICY_VERSION: u32 = 1;
-
-/// Verdict cut-offs on the [0, 1] score (paper: high >= 0.70, medium >= 0.40, low >= 0.10).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Thresholds {
-    pub high: f64,
-    pub medium: f64,
-    pub low: f64,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            high: 0.70,
-            medium: 0.40,
-            low: 0.10,
-        }
-    }
-}
 
 /// The start value of the L3 retry budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -63,24 +46,6 @@ impl Default for RetryBudget {
     fn default() -> Self {
         RetryBudget { default: 3 }
     }
-}
-
-/// One rule added by the operator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PatternSpec {
-    /// The reporting family (`kind` in findings); may be a new family.
-    pub family: String,
-    /// The rule name (`pattern` in findings, and the redaction placeholder).
-    pub name: String,
-    /// A Rust `regex` expression.
-    pub regex: String,
-    /// Weight of the family, in [0, 1].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weight: Option<f64>,
-    /// Line of the `regex` in the policy file, for error messages.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub(crate) line: Option<u64>,
 }
 
 /// The effective policy: defaults merged with the operator's file.

@@ -46,6 +46,7 @@
 //! gives a weight.
 
 mod binary;
+pub(crate) mod config;
 mod entropy;
 mod pii;
 mod redact;
@@ -59,7 +60,8 @@ use regex::bytes::{Captures, Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::policy::{Policy, PolicyError, Thresholds};
+use crate::policy::{Policy, PolicyError};
+use config::Thresholds;
 use rules::{Check, Scanner, Tier, Window};
 
 pub use redact::{Original, Redaction, Replacement, redact};
