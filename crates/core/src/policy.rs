@@ -343,6 +343,24 @@ impl Policy {
     }
 }
 
+impl Classifier {
+    /// Compiles the built-in rules (minus disabled families) and the policy's `extend_patterns`.
+    pub fn new(policy: &Policy) -> Result<Classifier, PolicyError> {
+        Classifier::build(
+            &policy.disable_families,
+            &policy.extend_patterns,
+            policy.weight_overrides(),
+            policy.thresholds,
+        )
+        .map_err(|e| PolicyError::InvalidRegex {
+            file: "policy.yaml".to_string(),
+            line: e.line,
+            name: e.name,
+            message: e.message,
+        })
+    }
+}
+
 /// serde-saphyr renders a source snippet after the first line; the envelope wants one line.
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").trim().to_string()
@@ -351,6 +369,8 @@ fn first_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::tests::{ALNUM, HEX, synth};
+    use crate::classify::{Verdict, risk_score};
 
     #[test]
     fn empty_policy_is_the_defaults() {
@@ -485,5 +505,43 @@ mod tests {
         std::fs::write(&path, "bogus: 1\n").unwrap();
         let err = Policy::load(&path).unwrap_err();
         assert!(err.to_string().contains("policy.yaml line 1"), "{err}");
+    }
+
+    // ---- the policy drives the classifier ----
+
+    #[test]
+    fn policy_pattern_is_detected_with_its_weight() {
+        let p = Policy::from_yaml_str("extend_patterns:\n  - family: internal\n    name: acme_token\n    regex: 'acme_[0-9a-f]{16}'\n    weight: 0.8\n")
+            .unwrap_or_default();
+        let c = p.compile().unwrap_or_default();
+        let r = risk_score(&format!("x = {}\n", synth("acme_", HEX, 16)), &c);
+        assert_eq!(r.detected_patterns[0].pattern, "acme_token");
+        assert_eq!(r.verdict, Verdict::High);
+    }
+
+    #[test]
+    fn disabled_family_is_not_reported() {
+        let p = Policy::from_yaml_str("disable_families: [github_pat]\n").unwrap_or_default();
+        let c = p.compile().unwrap_or_default();
+        assert!(
+            risk_score(&synth("ghp_", ALNUM, 36), &c)
+                .detected_patterns
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn policy_thresholds_move_the_verdict() {
+        let p = Policy::from_yaml_str("thresholds:\n  medium: 0.5\n").unwrap_or_default();
+        let c = p.compile().unwrap_or_default();
+        assert_eq!(
+            risk_score(&synth("ghp_", ALNUM, 36), &c).verdict,
+            Verdict::Low
+        );
+    }
+
+    #[test]
+    fn builtin_rules_compile() {
+        assert!(Classifier::new(&Policy::default()).is_ok());
     }
 }

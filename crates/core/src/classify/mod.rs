@@ -60,8 +60,7 @@ use regex::bytes::{Captures, Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-use crate::policy::{Policy, PolicyError};
-use config::Thresholds;
+use config::{PatternSpec, Thresholds};
 use rules::{Check, Scanner, Tier, Window};
 
 pub use redact::{Original, Redaction, Replacement, redact};
@@ -174,7 +173,7 @@ struct KeywordRule {
     exact: Option<Box<[u8]>>,
 }
 
-/// The compiled rules of a policy; build once ([`Policy::compile`]) and reuse. Cloning is
+/// The compiled rules of a policy; build once (`Policy::compile`) and reuse. Cloning is
 /// cheap (compiled automata are shared), for work that outlives a borrow (a streaming compose).
 #[derive(Clone)]
 pub struct Classifier {
@@ -204,7 +203,8 @@ impl Default for Classifier {
         // The built-in rules are constants of this crate; failing to compile them is a bug caught
         // by `builtin_rules_compile`.
         #[allow(clippy::expect_used)]
-        Classifier::new(&Policy::default()).expect("built-in L0 rules compile")
+        Classifier::build(&[], &[], BTreeMap::new(), Thresholds::default())
+            .expect("built-in L0 rules compile")
     }
 }
 
@@ -221,16 +221,31 @@ fn build_ac(words: &[String]) -> Option<AhoCorasick> {
         .ok()
 }
 
+/// A rule whose regex does not compile: its name, the policy line of its `regex` (0 when unknown)
+/// and the last line of the regex error. The policy turns it into its `InvalidRegex` error.
+#[derive(Debug)]
+pub(crate) struct InvalidRule {
+    pub(crate) name: String,
+    pub(crate) line: u64,
+    pub(crate) message: String,
+}
+
 impl Classifier {
-    /// Compiles the built-in rules (minus disabled families) and the policy's `extend_patterns`.
-    pub fn new(policy: &Policy) -> Result<Classifier, PolicyError> {
-        let disabled: BTreeSet<&str> = policy.disable_families.iter().map(String::as_str).collect();
+    /// Compiles the built-in rules (minus `disable_families`) and the operator's `extend_patterns`,
+    /// with the family weights of `weight_overrides` and the verdict cut-offs `thresholds`.
+    pub(crate) fn build(
+        disable_families: &[String],
+        extend_patterns: &[PatternSpec],
+        weight_overrides: BTreeMap<String, f64>,
+        thresholds: Thresholds,
+    ) -> Result<Classifier, InvalidRule> {
+        let disabled: BTreeSet<&str> = disable_families.iter().map(String::as_str).collect();
         let mut specs: Vec<rules::RuleSpec> = rules::builtin()
             .into_iter()
             .filter(|r| !disabled.contains(r.family.as_str()))
             .collect();
         let custom_start = specs.len();
-        for p in &policy.extend_patterns {
+        for p in extend_patterns {
             if disabled.contains(p.family.as_str()) {
                 continue;
             }
@@ -264,14 +279,12 @@ impl Classifier {
                 match built {
                     Ok(r) => Some(r),
                     Err(e) => {
-                        let line = policy
-                            .extend_patterns
+                        let line = extend_patterns
                             .iter()
                             .find(|p| p.name == spec.name)
                             .and_then(|p| p.line)
                             .unwrap_or(0);
-                        return Err(PolicyError::InvalidRegex {
-                            file: "policy.yaml".to_string(),
+                        return Err(InvalidRule {
                             line,
                             name: spec.name,
                             message: e
@@ -329,7 +342,7 @@ impl Classifier {
                 .entry(r.family.clone())
                 .or_insert(DEFAULT_CUSTOM_WEIGHT);
         }
-        weights.extend(policy.weight_overrides());
+        weights.extend(weight_overrides);
         Ok(Classifier {
             rules,
             keywords: build_ac(&words),
@@ -337,7 +350,7 @@ impl Classifier {
             unkeyed,
             scanners,
             weights,
-            thresholds: policy.thresholds,
+            thresholds,
         })
     }
 
@@ -1243,4 +1256,4 @@ pub fn risk_score(content: &str, classifier: &Classifier) -> RiskReport {
 pub mod stream;
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
