@@ -857,7 +857,7 @@ fn unquoted_env_password_is_found_when_the_next_line_also_has_a_keyword() {
 
 #[test]
 fn keyword_hit_filter_only_applies_where_the_keyword_starts_every_match() {
-    use super::keyword_starts_token;
+    use super::compile::keyword_starts_token;
     let rules = super::rules::builtin();
     let regex_of = |name: &str| {
         rules
