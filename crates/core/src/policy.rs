@@ -29,29 +29,12 @@ use serde::{Deserialize, Serialize};
 use serde_saphyr::Spanned;
 
 use crate::classify::Classifier;
+pub use crate::classify::config::{PatternSpec, Thresholds};
 
 /// The label used in error messages when a policy is parsed from a string.
 const DEFAULT_LABEL: &str = "policy.yaml";
 /// The only policy format version this build understands.
 pub const POLICY_VERSION: u32 = 1;
-
-/// Verdict cut-offs on the [0, 1] score (paper: high >= 0.70, medium >= 0.40, low >= 0.10).
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct Thresholds {
-    pub high: f64,
-    pub medium: f64,
-    pub low: f64,
-}
-
-impl Default for Thresholds {
-    fn default() -> Self {
-        Thresholds {
-            high: 0.70,
-            medium: 0.40,
-            low: 0.10,
-        }
-    }
-}
 
 /// The start value of the L3 retry budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
@@ -63,24 +46,6 @@ impl Default for RetryBudget {
     fn default() -> Self {
         RetryBudget { default: 3 }
     }
-}
-
-/// One rule added by the operator.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct PatternSpec {
-    /// The reporting family (`kind` in findings); may be a new family.
-    pub family: String,
-    /// The rule name (`pattern` in findings, and the redaction placeholder).
-    pub name: String,
-    /// A Rust `regex` expression.
-    pub regex: String,
-    /// Weight of the family, in [0, 1].
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub weight: Option<f64>,
-    /// Line of the `regex` in the policy file, for error messages.
-    #[serde(skip)]
-    #[schemars(skip)]
-    pub(crate) line: Option<u64>,
 }
 
 /// The effective policy: defaults merged with the operator's file.
@@ -378,6 +343,24 @@ impl Policy {
     }
 }
 
+impl Classifier {
+    /// Compiles the built-in rules (minus disabled families) and the policy's `extend_patterns`.
+    pub fn new(policy: &Policy) -> Result<Classifier, PolicyError> {
+        Classifier::build(
+            &policy.disable_families,
+            &policy.extend_patterns,
+            policy.weight_overrides(),
+            policy.thresholds,
+        )
+        .map_err(|e| PolicyError::InvalidRegex {
+            file: "policy.yaml".to_string(),
+            line: e.line,
+            name: e.name,
+            message: e.message,
+        })
+    }
+}
+
 /// serde-saphyr renders a source snippet after the first line; the envelope wants one line.
 fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").trim().to_string()
@@ -386,6 +369,8 @@ fn first_line(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::tests::{ALNUM, HEX, synth};
+    use crate::classify::{Verdict, risk_score};
 
     #[test]
     fn empty_policy_is_the_defaults() {
@@ -520,5 +505,43 @@ mod tests {
         std::fs::write(&path, "bogus: 1\n").unwrap();
         let err = Policy::load(&path).unwrap_err();
         assert!(err.to_string().contains("policy.yaml line 1"), "{err}");
+    }
+
+    // ---- the policy drives the classifier ----
+
+    #[test]
+    fn policy_pattern_is_detected_with_its_weight() {
+        let p = Policy::from_yaml_str("extend_patterns:\n  - family: internal\n    name: acme_token\n    regex: 'acme_[0-9a-f]{16}'\n    weight: 0.8\n")
+            .unwrap_or_default();
+        let c = p.compile().unwrap_or_default();
+        let r = risk_score(&format!("x = {}\n", synth("acme_", HEX, 16)), &c);
+        assert_eq!(r.detected_patterns[0].pattern, "acme_token");
+        assert_eq!(r.verdict, Verdict::High);
+    }
+
+    #[test]
+    fn disabled_family_is_not_reported() {
+        let p = Policy::from_yaml_str("disable_families: [github_pat]\n").unwrap_or_default();
+        let c = p.compile().unwrap_or_default();
+        assert!(
+            risk_score(&synth("ghp_", ALNUM, 36), &c)
+                .detected_patterns
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn policy_thresholds_move_the_verdict() {
+        let p = Policy::from_yaml_str("thresholds:\n  medium: 0.5\n").unwrap_or_default();
+        let c = p.compile().unwrap_or_default();
+        assert_eq!(
+            risk_score(&synth("ghp_", ALNUM, 36), &c).verdict,
+            Verdict::Low
+        );
+    }
+
+    #[test]
+    fn builtin_rules_compile() {
+        assert!(Classifier::new(&Policy::default()).is_ok());
     }
 }

@@ -5,8 +5,8 @@ use std::sync::OnceLock;
 
 use super::*;
 
-const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-const HEX: &[u8] = b"0123456789abcdef";
+pub(crate) const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
+pub(crate) const HEX: &[u8] = b"0123456789abcdef";
 const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 const URLSAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
@@ -27,7 +27,7 @@ impl Rng {
     }
 }
 
-pub(super) fn synth(prefix: &str, set: &[u8], n: usize) -> String {
+pub(crate) fn synth(prefix: &str, set: &[u8], n: usize) -> String {
     let mut r = Rng(prefix.len() as u64 * 7919 + n as u64);
     format!("{prefix}{}", r.chars(set, n))
 }
@@ -764,44 +764,6 @@ fn report_schema_is_generated() {
     assert!(text.contains("detected_patterns") && text.contains("\"match\""));
 }
 
-// ---- policy ----
-
-#[test]
-fn policy_pattern_is_detected_with_its_weight() {
-    let p = Policy::from_yaml_str("extend_patterns:\n  - family: internal\n    name: acme_token\n    regex: 'acme_[0-9a-f]{16}'\n    weight: 0.8\n")
-        .unwrap_or_default();
-    let c = p.compile().unwrap_or_default();
-    let r = risk_score(&format!("x = {}\n", synth("acme_", HEX, 16)), &c);
-    assert_eq!(r.detected_patterns[0].pattern, "acme_token");
-    assert_eq!(r.verdict, Verdict::High);
-}
-
-#[test]
-fn disabled_family_is_not_reported() {
-    let p = Policy::from_yaml_str("disable_families: [github_pat]\n").unwrap_or_default();
-    let c = p.compile().unwrap_or_default();
-    assert!(
-        risk_score(&synth("ghp_", ALNUM, 36), &c)
-            .detected_patterns
-            .is_empty()
-    );
-}
-
-#[test]
-fn policy_thresholds_move_the_verdict() {
-    let p = Policy::from_yaml_str("thresholds:\n  medium: 0.5\n").unwrap_or_default();
-    let c = p.compile().unwrap_or_default();
-    assert_eq!(
-        risk_score(&synth("ghp_", ALNUM, 36), &c).verdict,
-        Verdict::Low
-    );
-}
-
-#[test]
-fn builtin_rules_compile() {
-    assert!(Classifier::new(&Policy::default()).is_ok());
-}
-
 // ---- redaction ----
 
 fn mixed_draft() -> String {
@@ -895,7 +857,7 @@ fn unquoted_env_password_is_found_when_the_next_line_also_has_a_keyword() {
 
 #[test]
 fn keyword_hit_filter_only_applies_where_the_keyword_starts_every_match() {
-    use super::keyword_starts_token;
+    use super::compile::keyword_starts_token;
     let rules = super::rules::builtin();
     let regex_of = |name: &str| {
         rules

@@ -1,0 +1,263 @@
+//! Building a [`Classifier`]: the built-in rules minus the disabled families plus the operator's
+//! rules, each regex compiled once, every rule keyword in one Aho-Corasick automaton (with what a
+//! keyword hit wakes up), the scanners and rules without keywords listed apart, and the family
+//! weights and verdict cut-offs. Everything here runs once per policy, never per draft.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use regex::bytes::{Regex, RegexBuilder};
+
+use super::config::{PatternSpec, Thresholds};
+use super::rules::{self, Check, Scanner, Tier, Window};
+use super::{DEFAULT_CUSTOM_WEIGHT, DEFAULT_WEIGHTS};
+
+#[derive(Clone)]
+pub(super) struct CompiledRule {
+    pub(super) name: String,
+    pub(super) family: String,
+    pub(super) tier: Tier,
+    pub(super) check: Check,
+    pub(super) window: Window,
+    pub(super) regex: Option<Regex>,
+    pub(super) has_groups: bool,
+    /// The regex needs an assignment operator (`=` or `:`) in the window.
+    pub(super) needs_assign: bool,
+}
+
+/// A rule a keyword hit wakes up.
+#[derive(Clone)]
+pub(super) struct KeywordRule {
+    pub(super) rule: usize,
+    /// The keyword can only matter at the start of a token.
+    pub(super) at_start: bool,
+    /// The keyword's exact bytes when the rule is case-sensitive (the automaton is not).
+    pub(super) exact: Option<Box<[u8]>>,
+}
+
+/// The compiled rules of a policy; build once (`Policy::compile`) and reuse. Cloning is
+/// cheap (compiled automata are shared), for work that outlives a borrow (a streaming compose).
+#[derive(Clone)]
+pub struct Classifier {
+    pub(super) rules: Vec<CompiledRule>,
+    /// Every rule's keywords in one ASCII case-insensitive automaton: one pass over the content.
+    pub(super) keywords: Option<AhoCorasick>,
+    /// The rules of each keyword of `keywords`, by pattern id.
+    pub(super) keyword_rules: Vec<Vec<KeywordRule>>,
+    pub(super) unkeyed: Vec<usize>,
+    pub(super) scanners: Vec<(Scanner, usize)>,
+    pub(super) weights: BTreeMap<String, f64>,
+    pub(super) thresholds: Thresholds,
+}
+
+impl std::fmt::Debug for Classifier {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Classifier")
+            .field("rules", &self.rules.len())
+            .field("weights", &self.weights)
+            .field("thresholds", &self.thresholds)
+            .finish()
+    }
+}
+
+impl Default for Classifier {
+    fn default() -> Self {
+        // The built-in rules are constants of this crate; failing to compile them is a bug caught
+        // by `builtin_rules_compile`.
+        #[allow(clippy::expect_used)]
+        Classifier::build(&[], &[], BTreeMap::new(), Thresholds::default())
+            .expect("built-in L0 rules compile")
+    }
+}
+
+fn build_ac(words: &[String]) -> Option<AhoCorasick> {
+    if words.is_empty() {
+        return None;
+    }
+    AhoCorasickBuilder::new()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        // a full DFA: one transition per byte for the overlapping scan (the keyword set is small)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(words)
+        .ok()
+}
+
+/// A rule whose regex does not compile: its name, the policy line of its `regex` (0 when unknown)
+/// and the last line of the regex error. The policy turns it into its `InvalidRegex` error.
+#[derive(Debug)]
+pub(crate) struct InvalidRule {
+    pub(crate) name: String,
+    pub(crate) line: u64,
+    pub(crate) message: String,
+}
+
+impl Classifier {
+    /// Compiles the built-in rules (minus `disable_families`) and the operator's `extend_patterns`,
+    /// with the family weights of `weight_overrides` and the verdict cut-offs `thresholds`.
+    pub(crate) fn build(
+        disable_families: &[String],
+        extend_patterns: &[PatternSpec],
+        weight_overrides: BTreeMap<String, f64>,
+        thresholds: Thresholds,
+    ) -> Result<Classifier, InvalidRule> {
+        let disabled: BTreeSet<&str> = disable_families.iter().map(String::as_str).collect();
+        let mut specs: Vec<rules::RuleSpec> = rules::builtin()
+            .into_iter()
+            .filter(|r| !disabled.contains(r.family.as_str()))
+            .collect();
+        let custom_start = specs.len();
+        for p in extend_patterns {
+            if disabled.contains(p.family.as_str()) {
+                continue;
+            }
+            specs.push(rules::RuleSpec {
+                name: p.name.clone(),
+                family: p.family.clone(),
+                keywords: Vec::new(),
+                case_sensitive: false,
+                regex: p.regex.clone(),
+                check: Check::None,
+                window: Window::Line,
+                tier: Tier::Vendor,
+                scanner: None,
+            });
+        }
+        let mut rules = Vec::with_capacity(specs.len());
+        let mut words = Vec::<String>::new();
+        let mut keyword_rules = Vec::<Vec<KeywordRule>>::new();
+        let mut unkeyed = Vec::new();
+        let mut scanners = Vec::new();
+        for (idx, spec) in specs.into_iter().enumerate() {
+            let regex = if spec.regex.is_empty() {
+                None
+            } else {
+                let custom = idx >= custom_start;
+                let built = RegexBuilder::new(&spec.regex)
+                    .unicode(custom)
+                    .size_limit(1 << 23)
+                    .dfa_size_limit(1 << 23)
+                    .build();
+                match built {
+                    Ok(r) => Some(r),
+                    Err(e) => {
+                        let line = extend_patterns
+                            .iter()
+                            .find(|p| p.name == spec.name)
+                            .and_then(|p| p.line)
+                            .unwrap_or(0);
+                        return Err(InvalidRule {
+                            line,
+                            name: spec.name,
+                            message: e
+                                .to_string()
+                                .lines()
+                                .last()
+                                .unwrap_or("")
+                                .trim()
+                                .to_string(),
+                        });
+                    }
+                }
+            };
+            if let Some(s) = spec.scanner {
+                scanners.push((s, idx));
+            } else if spec.keywords.is_empty() {
+                unkeyed.push(idx);
+            }
+            for kw in &spec.keywords {
+                let w = kw.to_ascii_lowercase();
+                let hit = KeywordRule {
+                    rule: idx,
+                    at_start: keyword_starts_token(&spec.regex, &w),
+                    exact: spec
+                        .case_sensitive
+                        .then(|| kw.as_bytes().to_vec().into_boxed_slice()),
+                };
+                match words.iter().position(|x| *x == w) {
+                    Some(p) => keyword_rules[p].push(hit),
+                    None => {
+                        words.push(w);
+                        keyword_rules.push(vec![hit]);
+                    }
+                }
+            }
+            let has_groups = regex.as_ref().is_some_and(|r| r.captures_len() > 1);
+            let needs_assign = spec.regex.contains("(?::=|=>");
+            rules.push(CompiledRule {
+                name: spec.name,
+                family: spec.family,
+                tier: spec.tier,
+                check: spec.check,
+                window: spec.window,
+                regex,
+                has_groups,
+                needs_assign,
+            });
+        }
+        let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS
+            .iter()
+            .map(|(f, w)| ((*f).to_string(), *w))
+            .collect();
+        for r in &rules {
+            weights
+                .entry(r.family.clone())
+                .or_insert(DEFAULT_CUSTOM_WEIGHT);
+        }
+        weights.extend(weight_overrides);
+        Ok(Classifier {
+            rules,
+            keywords: build_ac(&words),
+            keyword_rules,
+            unkeyed,
+            scanners,
+            weights,
+            thresholds,
+        })
+    }
+
+    /// `(rule, family)` of every active rule, in precedence order.
+    pub fn rules(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.rules
+            .iter()
+            .map(|r| (r.name.as_str(), r.family.as_str()))
+    }
+
+    /// Names of the built-in rules that each detect one credential format.
+    pub fn credential_formats() -> Vec<String> {
+        rules::credential_rule_names()
+    }
+}
+
+/// Whether every match of `regex` puts `keyword` (lowercase) at the start of a token that
+/// `rules::BEGIN` delimits: the regex is `BEGIN(?P<s>LITERAL...` and the literal begins with the
+/// keyword. Then a hit preceded by a token byte can never start a match and is skipped.
+pub(super) fn keyword_starts_token(regex: &str, keyword: &str) -> bool {
+    let Some(body) = regex
+        .strip_prefix(rules::BEGIN)
+        .and_then(|r| r.strip_prefix("(?P<s>"))
+    else {
+        return false;
+    };
+    let mut literal = String::new();
+    let mut chars = body.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\\' => match chars.next() {
+                Some(e) if e.is_ascii_punctuation() => literal.push(e),
+                _ => break,
+            },
+            c if c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '~' => literal.push(c),
+            '?' | '*' | '{' => {
+                // the quantifier makes the last literal character optional
+                literal.pop();
+                break;
+            }
+            _ => break,
+        }
+    }
+    !keyword.is_empty()
+        && literal
+            .to_ascii_lowercase()
+            .starts_with(&keyword.to_ascii_lowercase())
+}

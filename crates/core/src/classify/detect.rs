@@ -1,0 +1,347 @@
+//! Scanning a draft for findings: one overlapping pass of the keyword automaton opens bounded,
+//! merged windows per rule, each rule's regex runs only on its windows (rules without keywords on
+//! the whole draft), the PII-number and binary-hint scanners run once, and overlapping matches are
+//! resolved (lower tier, then earlier rule, wins) before line numbers and snippets are added.
+
+use std::collections::BTreeMap;
+use std::ops::Range;
+
+use super::compile::Classifier;
+use super::rules::{Check, Scanner, Window};
+use super::verify::{Raw, find_sub, private_key_end, verify};
+use super::{Finding, SNIPPET_CHARS, binary, entropy, pii};
+
+#[derive(Clone, Copy)]
+struct Win {
+    s: usize,
+    e: usize,
+    hard: bool,
+}
+
+fn floor_boundary(c: &str, mut i: usize) -> usize {
+    i = i.min(c.len());
+    while i > 0 && !c.is_char_boundary(i) {
+        i -= 1;
+    }
+    i
+}
+
+fn ceil_boundary(c: &str, mut i: usize) -> usize {
+    i = i.min(c.len());
+    while i < c.len() && !c.is_char_boundary(i) {
+        i += 1;
+    }
+    i
+}
+
+/// A byte that continues a token (`rules::BEGIN` requires anything else before a token).
+fn is_token_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
+}
+
+/// An `@` at `p` that can be inside an email address: a local-part byte before it and a domain
+/// byte after it (what the `email_address` regex requires).
+fn email_hit(bytes: &[u8], p: usize) -> bool {
+    let before = p > 0 && {
+        let b = bytes[p - 1];
+        b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-')
+    };
+    let after = bytes
+        .get(p + 1)
+        .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'-');
+    before && after
+}
+
+fn window_for(bytes: &[u8], p: usize, w: Window) -> Win {
+    let n = bytes.len();
+    let lo = p.saturating_sub(256);
+    let s = memchr::memrchr(b'\n', &bytes[lo..p]).map_or(lo, |k| lo + k + 1);
+    match w {
+        Window::Line => {
+            let hi = (p + 2048).min(n);
+            match memchr::memchr(b'\n', &bytes[p..hi]) {
+                Some(k) => Win {
+                    s,
+                    e: p + k,
+                    hard: true,
+                },
+                None => Win {
+                    s,
+                    e: hi,
+                    hard: hi == n,
+                },
+            }
+        }
+        Window::Forward(k) => {
+            let e = (p + k).min(n);
+            Win { s, e, hard: e == n }
+        }
+    }
+}
+
+/// Adds a keyword hit of `rule` at `p` to the rule's merged windows.
+fn add_hit(
+    cur: &mut [Option<Win>],
+    wins: &mut [Vec<(usize, usize)>],
+    bytes: &[u8],
+    rule: usize,
+    p: usize,
+    w: Window,
+) {
+    let slack = match w {
+        Window::Line => 1024,
+        Window::Forward(k) => (k / 2).max(1),
+    };
+    if let Some(c) = cur[rule]
+        && p < c.e
+        && (c.hard || p + slack <= c.e)
+    {
+        return;
+    }
+    let nw = window_for(bytes, p, w);
+    match &mut cur[rule] {
+        // adjacent lines join into one window: one regex search instead of one per line
+        Some(c) if nw.s <= c.e + 1 => {
+            if nw.e >= c.e {
+                c.e = nw.e;
+                c.hard = nw.hard;
+            }
+        }
+        slot => {
+            if let Some(c) = slot.take() {
+                wins[rule].push((c.s, c.e));
+            }
+            *slot = Some(nw);
+        }
+    }
+}
+
+/// Spans of PEM blocks (certificates, public keys; private ones too): binary hints stay quiet
+/// there. A block ends at its END line or at the next BEGIN, so the work is linear.
+fn pem_spans(content: &str) -> Vec<Range<usize>> {
+    let bytes = content.as_bytes();
+    let begins: Vec<usize> = memchr::memmem::find_iter(bytes, b"-----BEGIN ").collect();
+    let mut out = Vec::with_capacity(begins.len());
+    for (k, &at) in begins.iter().enumerate() {
+        let limit = begins
+            .get(k + 1)
+            .copied()
+            .unwrap_or(bytes.len())
+            .min(at + 256 * 1024);
+        let end = find_sub(&bytes[at + 11..limit], b"-----END ").map_or(limit, |e| {
+            let e = at + 11 + e + 9;
+            bytes[e..limit]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(limit, |j| e + j)
+        });
+        out.push(at..end);
+    }
+    out
+}
+
+/// All findings with their spans, overlap-resolved, in content order.
+fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
+    let bytes = content.as_bytes();
+    let n_rules = c.rules.len();
+    let mut cur: Vec<Option<Win>> = vec![None; n_rules];
+    let mut wins: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_rules];
+    if let Some(ac) = &c.keywords {
+        for m in ac.find_overlapping_iter(bytes) {
+            let p = m.start();
+            for k in &c.keyword_rules[m.pattern().as_usize()] {
+                let r = k.rule;
+                if k.exact.as_deref().is_some_and(|e| bytes[m.range()] != *e) {
+                    continue;
+                }
+                // Hits that cannot start a match are dropped before any window is built; both
+                // tests are implied by the rule's regex, so no finding is lost.
+                if k.at_start && p > 0 && is_token_byte(bytes[p - 1]) {
+                    continue;
+                }
+                if c.rules[r].check == Check::Email && !email_hit(bytes, p) {
+                    continue;
+                }
+                add_hit(&mut cur, &mut wins, bytes, r, p, c.rules[r].window);
+            }
+        }
+    }
+    for (r, slot) in cur.iter_mut().enumerate() {
+        if let Some(w) = slot.take() {
+            wins[r].push((w.s, w.e));
+        }
+    }
+    for &r in &c.unkeyed {
+        if !bytes.is_empty() {
+            wins[r].push((0, bytes.len()));
+        }
+    }
+    let mut raws: Vec<Raw> = Vec::new();
+    let mut k8s_done = 0usize;
+    for (ri, rule) in c.rules.iter().enumerate() {
+        let Some(re) = &rule.regex else { continue };
+        for &(s, e) in &wins[ri] {
+            let hay = &bytes[s..e];
+            if rule.needs_assign && !hay.iter().any(|&b| b == b'=' || b == b':') {
+                continue;
+            }
+            if rule.has_groups {
+                // Resume after the secret, not after the whole match: the trailing context byte
+                // a rule consumed may be the leading context of the next token.
+                let mut at = 0;
+                while at <= hay.len() {
+                    let Some(caps) = re.captures_at(hay, at) else {
+                        break;
+                    };
+                    let Some(m) = caps.get(0) else { break };
+                    let next = caps.name("s").map_or(m.end(), |g| g.end());
+                    verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);
+                    at = next.max(at + 1);
+                }
+            } else {
+                for m in re.find_iter(hay) {
+                    let span = s + m.start()..s + m.end();
+                    let v = &bytes[span.clone()];
+                    let keep = match rule.check {
+                        Check::Token => !entropy::is_token_placeholder(v),
+                        Check::PrivateKey => {
+                            if let Some(end) = private_key_end(bytes, span.end) {
+                                raws.push(Raw {
+                                    rule: ri,
+                                    snippet_start: span.start,
+                                    span: span.start..end,
+                                });
+                            }
+                            false
+                        }
+                        Check::Putty | Check::K8sSecret => {
+                            if let Some(caps) = re.captures_at(hay, m.start()) {
+                                verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);
+                            }
+                            false
+                        }
+                        _ => true,
+                    };
+                    if keep {
+                        raws.push(Raw {
+                            rule: ri,
+                            snippet_start: span.start,
+                            span,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    // scanners
+    let scanner_rule = |s: Scanner| c.scanners.iter().find(|(k, _)| *k == s).map(|(_, i)| *i);
+    let want_numbers = [Scanner::Ssn, Scanner::Card, Scanner::Phone, Scanner::Iban]
+        .iter()
+        .any(|&s| scanner_rule(s).is_some());
+    if want_numbers {
+        pii::scan_numbers(bytes, |kind, span| {
+            let s = match kind {
+                pii::NumberKind::Ssn => Scanner::Ssn,
+                pii::NumberKind::Card => Scanner::Card,
+                pii::NumberKind::Phone => Scanner::Phone,
+                pii::NumberKind::Iban => Scanner::Iban,
+            };
+            if let Some(ri) = scanner_rule(s) {
+                raws.push(Raw {
+                    rule: ri,
+                    snippet_start: span.start,
+                    span,
+                });
+            }
+        });
+    }
+    let want_binary = [
+        Scanner::Base64Blob,
+        Scanner::Base64Wrapped,
+        Scanner::HexBlob,
+        Scanner::NonPrintable,
+    ]
+    .iter()
+    .any(|&s| scanner_rule(s).is_some());
+    if want_binary {
+        let exclude = if memchr::memmem::find(bytes, b"-----BEGIN ").is_some() {
+            pem_spans(content)
+        } else {
+            Vec::new()
+        };
+        binary::scan(bytes, &exclude, |kind, span| {
+            let s = match kind {
+                binary::BinaryKind::Base64Blob => Scanner::Base64Blob,
+                binary::BinaryKind::Base64Wrapped => Scanner::Base64Wrapped,
+                binary::BinaryKind::HexBlob => Scanner::HexBlob,
+                binary::BinaryKind::NonPrintable => Scanner::NonPrintable,
+            };
+            if let Some(ri) = scanner_rule(s) {
+                raws.push(Raw {
+                    rule: ri,
+                    snippet_start: span.start,
+                    span,
+                });
+            }
+        });
+    }
+    // snap to char boundaries, then resolve overlaps: lower tier, then earlier rule, wins
+    for r in &mut raws {
+        r.span = floor_boundary(content, r.span.start)..ceil_boundary(content, r.span.end);
+        r.snippet_start = floor_boundary(content, r.snippet_start.min(r.span.start));
+    }
+    raws.sort_by_key(|r| (c.rules[r.rule].tier, r.rule, r.span.start));
+    let mut kept: BTreeMap<usize, usize> = BTreeMap::new();
+    let mut out: Vec<Raw> = Vec::new();
+    for r in raws {
+        if r.span.is_empty() {
+            continue;
+        }
+        let overlaps = kept
+            .range(..r.span.end)
+            .next_back()
+            .is_some_and(|(_, &e)| e > r.span.start);
+        if overlaps {
+            continue;
+        }
+        kept.insert(r.span.start, r.span.end);
+        out.push(r);
+    }
+    out.sort_by_key(|r| r.span.start);
+    // line numbers: newlines counted up to each finding, in order, once
+    let (mut line, mut counted) = (1usize, 0usize);
+    out.into_iter()
+        .map(|r| {
+            line += memchr::memchr_iter(b'\n', &bytes[counted..r.span.start]).count();
+            counted = r.span.start;
+            (r, u32::try_from(line).unwrap_or(u32::MAX))
+        })
+        .collect()
+}
+
+/// The reported snippet: at most 16 characters from `start`, cut before the second half of the
+/// secret so a short secret is never shown whole.
+fn snippet(content: &str, start: usize, span: &Range<usize>) -> String {
+    let secret_half = span.start + (span.end - span.start) / 2;
+    let limit = floor_boundary(content, secret_half.max(start));
+    let text = content.get(start..limit).unwrap_or("");
+    let cut: String = text.chars().take(SNIPPET_CHARS).collect();
+    cut.replace('\n', " ")
+}
+
+/// Findings of `content` under `classifier`, each with the byte span of its secret.
+pub fn findings(content: &str, classifier: &Classifier) -> Vec<Finding> {
+    detect(content, classifier)
+        .into_iter()
+        .map(|(r, line)| {
+            let rule = &classifier.rules[r.rule];
+            Finding {
+                kind: rule.family.clone(),
+                pattern: rule.name.clone(),
+                r#match: snippet(content, r.snippet_start, &r.span),
+                line,
+                span: r.span,
+            }
+        })
+        .collect()
+}

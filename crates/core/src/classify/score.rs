@@ -1,0 +1,141 @@
+//! The score of a draft (the paper's equation 1): each family with findings adds its weight, raised
+//! by a quarter per further distinct secret up to one and a half times; the size rules add their
+//! penalties; the sum is clamped to [0, 1] and rounded to 4 decimals; the classifier's thresholds
+//! turn it into a [`Verdict`]. Also the suggested actions of a report.
+
+use std::collections::{BTreeMap, HashSet};
+
+use super::compile::Classifier;
+use super::detect::findings;
+use super::{Finding, RiskReport, SuggestedAction, Verdict};
+
+impl Classifier {
+    /// The verdict of a score under this policy's thresholds.
+    pub fn verdict(&self, score: f64) -> Verdict {
+        let t = &self.thresholds;
+        if score >= t.high {
+            Verdict::High
+        } else if score >= t.medium {
+            Verdict::Medium
+        } else if score >= t.low {
+            Verdict::Low
+        } else {
+            Verdict::Safe
+        }
+    }
+
+    /// The weight of a family (0 for a family no rule reports).
+    pub fn weight(&self, family: &str) -> f64 {
+        self.weights.get(family).copied().unwrap_or(0.0)
+    }
+}
+
+/// Size of the content as the original measured it: lines and the longest line in characters.
+fn size_metrics(content: &str) -> (usize, usize) {
+    if content.is_empty() {
+        return (0, 0);
+    }
+    let (mut lines, mut max_len, mut start) = (0usize, 0usize, 0usize);
+    let mut measure = |line: &str| {
+        // a line no longer in bytes than the longest so far cannot be longer in characters
+        if line.len() > max_len {
+            max_len = max_len.max(line.chars().count());
+        }
+    };
+    for nl in memchr::memchr_iter(b'\n', content.as_bytes()) {
+        lines += 1;
+        measure(content.get(start..nl).unwrap_or(""));
+        start = nl + 1;
+    }
+    if start < content.len() {
+        lines += 1;
+        measure(content.get(start..).unwrap_or(""));
+    }
+    (lines, max_len)
+}
+
+/// The paper's per-family contribution: `w * min(1.5, 1 + 0.25 (n - 1))`.
+pub fn family_contribution(weight: f64, distinct_matches: usize) -> f64 {
+    if distinct_matches == 0 {
+        return 0.0;
+    }
+    weight * (1.0 + 0.25 * (distinct_matches as f64 - 1.0)).min(1.5)
+}
+
+/// The distinct secrets of each family among `found` (findings of `content`).
+fn per_family<'a>(content: &'a str, found: &'a [Finding]) -> BTreeMap<&'a str, HashSet<&'a str>> {
+    let mut out: BTreeMap<&str, HashSet<&str>> = BTreeMap::new();
+    for f in found {
+        let text = content.get(f.span.clone()).unwrap_or("");
+        out.entry(f.kind.as_str()).or_default().insert(text);
+    }
+    out
+}
+
+/// The paper's equation over a subset of the findings of `content`, without the size rules
+/// (what an edit introduces is scored this way), clamped and rounded like [`risk_score`].
+pub fn findings_score(content: &str, found: &[Finding], classifier: &Classifier) -> f64 {
+    let score: f64 = per_family(content, found)
+        .iter()
+        .map(|(fam, set)| family_contribution(classifier.weight(fam), set.len()))
+        .sum();
+    (score.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0
+}
+
+/// Scores `content` (the paper's `rw.risk_score`). Pure: no I/O, no clock.
+pub fn risk_score(content: &str, classifier: &Classifier) -> RiskReport {
+    let detected = findings(content, classifier);
+    let bytes = content.len();
+    let (line_count, max_line_len) = size_metrics(content);
+    let per_family = per_family(content, &detected);
+    let mut score: f64 = per_family
+        .iter()
+        .map(|(fam, set)| family_contribution(classifier.weight(fam), set.len()))
+        .sum();
+    let size_rules: [(&str, usize, usize, f64, &str); 4] = [
+        ("total_bytes", bytes, 100_000, 0.15, "split"),
+        ("total_bytes", bytes, 500_000, 0.30, "split"),
+        ("max_line_len", max_line_len, 2_000, 0.20, "escape"),
+        ("line_count", line_count, 5_000, 0.10, "split"),
+    ];
+    let mut actions = Vec::new();
+    let redact_targets: Vec<String> = per_family
+        .keys()
+        .filter(|f| **f != "binary_hint")
+        .map(|f| (*f).to_string())
+        .collect();
+    if !redact_targets.is_empty() {
+        actions.push(SuggestedAction {
+            action: "redact".into(),
+            targets: Some(redact_targets),
+            reason: None,
+        });
+    }
+    if per_family.contains_key("binary_hint") {
+        actions.push(SuggestedAction {
+            action: "split".into(),
+            targets: None,
+            reason: Some("binary_content_detected".into()),
+        });
+    }
+    for (key, value, gt, add, action) in size_rules {
+        if value > gt {
+            score += add;
+            actions.push(SuggestedAction {
+                action: action.into(),
+                targets: None,
+                reason: Some(format!("{key}_{value}_exceeds_{gt}")),
+            });
+        }
+    }
+    let score = (score.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
+    RiskReport {
+        score,
+        verdict: classifier.verdict(score),
+        bytes,
+        line_count,
+        max_line_len,
+        detected_patterns: detected,
+        suggested_actions: actions,
+    }
+}

@@ -1,0 +1,402 @@
+//! Confirming a regex match before it becomes a finding: the check each rule names (entropy and
+//! benign-key gates for generic secrets, weak-password and placeholder lists, reportable email
+//! domains, decodable JWT headers and Basic credentials, a real private-key body, PuTTY and
+//! Kubernetes `Secret` blocks). A confirmed match is a [`Raw`]: the rule, where its snippet starts
+//! and the span of the secret.
+
+use std::ops::Range;
+
+use regex::bytes::Captures;
+
+use super::compile::CompiledRule;
+use super::rules::Check;
+use super::{entropy, pii};
+
+/// A confirmed match before overlap resolution.
+#[derive(Debug, Clone)]
+pub(super) struct Raw {
+    pub(super) rule: usize,
+    /// Where the reported snippet starts.
+    pub(super) snippet_start: usize,
+    /// The secret (redacted part).
+    pub(super) span: Range<usize>,
+}
+
+pub(super) fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() || hay.len() < needle.len() {
+        return None;
+    }
+    let first = needle[0];
+    let last_start = hay.len() - needle.len();
+    let mut i = 0;
+    while i <= last_start {
+        let k = hay[i..=last_start].iter().position(|&b| b == first)?;
+        i += k;
+        if &hay[i..i + needle.len()] == needle {
+            return Some(i);
+        }
+        i += 1;
+    }
+    None
+}
+
+fn group(c: &Captures<'_>, name: &str, base: usize) -> Option<Range<usize>> {
+    c.name(name).map(|m| base + m.start()..base + m.end())
+}
+
+/// Keys whose values are not secrets even when they look random.
+const BENIGN_KEY_PARTS: &[&str] = &[
+    "hash",
+    "sha",
+    "digest",
+    "checksum",
+    "etag",
+    "uuid",
+    "fingerprint",
+    "version",
+    "url",
+    "uri",
+    "path",
+    "file",
+    "name",
+    "type",
+    "count",
+    "length",
+    "size",
+    "format",
+    "header",
+    "prefix",
+    "suffix",
+    "field",
+    "endpoint",
+    "ttl",
+    "expir",
+    "limit",
+    "kind",
+    "mode",
+    "tokenizer",
+    "public",
+    "pubkey",
+    "policy",
+    "reset",
+    "input",
+    "prompt",
+    "label",
+    "hint",
+    "regex",
+    "pattern",
+    "rule",
+    "strength",
+    "salt",
+    "encoder",
+    "validator",
+    "manager",
+    "provider",
+    "env",
+    "min",
+    "max",
+    "id\"",
+    "_id",
+    "-id",
+    ".id",
+    "ids",
+];
+
+fn benign_key(key: &[u8]) -> bool {
+    let k = key.to_ascii_lowercase();
+    BENIGN_KEY_PARTS
+        .iter()
+        .any(|p| find_sub(&k, p.as_bytes()).is_some())
+        || k.ends_with(b"id")
+}
+
+fn is_uuid(v: &[u8]) -> bool {
+    v.len() == 36
+        && v.iter().enumerate().all(|(i, &b)| {
+            if matches!(i, 8 | 13 | 18 | 23) {
+                b == b'-'
+            } else {
+                b.is_ascii_hexdigit()
+            }
+        })
+}
+
+const WEAK_PASSWORDS: &[&str] = &[
+    "pass", "pw", "pwd", "passw0rd", "secret", "changeme", "xxx", "root", "toor", "guest", "user",
+    "postgres", "mysql", "redis", "123", "1234", "12345", "123456", "pass123", "example",
+];
+
+fn value_is_code(v: &[u8]) -> bool {
+    v.iter()
+        .any(|b| matches!(b, b'(' | b')' | b'[' | b']' | b'{' | b'}'))
+}
+
+fn b64_decode(v: &[u8]) -> Option<Vec<u8>> {
+    use base64::Engine;
+    let trimmed: Vec<u8> = v.iter().copied().filter(|&b| b != b'=').collect();
+    base64::engine::general_purpose::STANDARD_NO_PAD
+        .decode(&trimmed)
+        .or_else(|_| base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(&trimmed))
+        .ok()
+}
+
+/// Confirms a regex match and pushes the resulting finding(s).
+pub(super) fn verify(
+    rule_idx: usize,
+    r: &CompiledRule,
+    bytes: &[u8],
+    caps: &Captures<'_>,
+    base: usize,
+    k8s_done: &mut usize,
+    out: &mut Vec<Raw>,
+) {
+    let Some(whole) = caps.get(0) else { return };
+    let whole = base + whole.start()..base + whole.end();
+    let secret = group(caps, "s", base)
+        .or_else(|| group(caps, "s2", base))
+        .or_else(|| group(caps, "secret", base));
+    let span = secret.clone().unwrap_or_else(|| whole.clone());
+    let v = &bytes[span.clone()];
+    let key = group(caps, "k", base);
+    let snippet_start = key.as_ref().map_or(span.start, |k| k.start);
+    let push = |out: &mut Vec<Raw>, span: Range<usize>| {
+        out.push(Raw {
+            rule: rule_idx,
+            snippet_start,
+            span,
+        })
+    };
+    match r.check {
+        Check::None | Check::Redacted => push(out, span),
+        Check::Token => {
+            if !entropy::is_token_placeholder(v) {
+                push(out, span);
+            }
+        }
+        Check::Entropy(min) => {
+            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()])) {
+                return;
+            }
+            let letters = v.iter().any(u8::is_ascii_alphabetic);
+            let digits = v.iter().any(u8::is_ascii_digit);
+            let strong = digits || (entropy::classes(v) >= 3 && v.len() >= 20);
+            if letters
+                && strong
+                && !is_uuid(v)
+                && !entropy::is_value_placeholder(v)
+                && !entropy::looks_like_identifier(v)
+                && entropy::shannon(v) >= min
+            {
+                push(out, span);
+            }
+        }
+        Check::Password => {
+            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()])) {
+                return;
+            }
+            let lower = v.to_ascii_lowercase();
+            let weak = WEAK_PASSWORDS.iter().any(|w| lower == w.as_bytes());
+            if v.len() >= 6
+                && !weak
+                && !value_is_code(v)
+                && !entropy::is_value_placeholder(v)
+                && !entropy::looks_like_identifier(v)
+                && entropy::classes(v) >= 2
+                && entropy::shannon(v) >= 2.0
+            {
+                push(out, span);
+            }
+        }
+        Check::UrlPassword => {
+            let user = group(caps, "u", base).map(|u| &bytes[u]);
+            let lower = v.to_ascii_lowercase();
+            let weak = WEAK_PASSWORDS.iter().any(|w| lower == w.as_bytes());
+            if user != Some(v) && !weak && !value_is_code(v) && !entropy::is_value_placeholder(v) {
+                push(out, span);
+            }
+        }
+        Check::Email => {
+            let (Some(u), Some(d)) = (group(caps, "u", base), group(caps, "d", base)) else {
+                return;
+            };
+            if pii::email_is_reportable(&bytes[u], &bytes[d]) {
+                push(out, span);
+            }
+        }
+        Check::Jwt => {
+            let mut parts = v.split(|&b| b == b'.');
+            let header = parts.next().and_then(b64_decode);
+            let payload = parts.next().and_then(b64_decode);
+            let ok = header.is_some_and(|h| {
+                find_sub(&h, b"\"alg\"").is_some() || find_sub(&h, b"\"typ\"").is_some()
+            }) && payload.is_some_and(|p| p.first() == Some(&b'{'));
+            if ok {
+                push(out, span);
+            }
+        }
+        Check::BasicAuth => {
+            let Some(decoded) = b64_decode(v) else { return };
+            let Ok(text) = std::str::from_utf8(&decoded) else {
+                return;
+            };
+            let Some((user, pw)) = text.split_once(':') else {
+                return;
+            };
+            let weak = WEAK_PASSWORDS.iter().any(|w| pw.eq_ignore_ascii_case(w));
+            let printable = text.chars().all(|c| !c.is_control());
+            if printable
+                && !user.is_empty()
+                && pw.len() >= 4
+                && pw != user
+                && !weak
+                && !entropy::is_value_placeholder(pw.as_bytes())
+            {
+                push(out, span);
+            }
+        }
+        Check::PrivateKey => {
+            if let Some(end) = private_key_end(bytes, whole.end) {
+                out.push(Raw {
+                    rule: rule_idx,
+                    snippet_start: whole.start,
+                    span: whole.start..end,
+                });
+            }
+        }
+        Check::Putty => {
+            let limit = (whole.end + 16 * 1024).min(bytes.len());
+            let region = &bytes[whole.end..limit];
+            if let Some(pl) = find_sub(region, b"Private-Lines:") {
+                let end = match find_sub(region, b"Private-MAC:") {
+                    Some(m) => region[m..]
+                        .iter()
+                        .position(|&b| b == b'\n')
+                        .map_or(limit, |k| whole.end + m + k),
+                    None => (whole.end + pl + 2048).min(limit),
+                };
+                out.push(Raw {
+                    rule: rule_idx,
+                    snippet_start: whole.start,
+                    span: whole.start..end,
+                });
+            }
+        }
+        Check::K8sSecret => k8s_values(rule_idx, bytes, whole.start, k8s_done, out),
+    }
+}
+
+/// End of a private-key block starting after the header ending at `he`, if it has a real body.
+/// The body never extends past the next `-----BEGIN`, so bodies are disjoint and the total work
+/// stays linear even for a file made of headers.
+pub(super) fn private_key_end(bytes: &[u8], he: usize) -> Option<usize> {
+    let limit = (he + 64 * 1024).min(bytes.len());
+    let next_begin = find_sub(&bytes[he..limit], b"-----BEGIN").map_or(limit, |k| he + k);
+    let region = &bytes[he..next_begin];
+    let (body, end) = match find_sub(region, b"-----END") {
+        Some(k) => {
+            let after = he + k + 8;
+            let close_limit = (after + 64).min(bytes.len());
+            let close =
+                find_sub(&bytes[after..close_limit], b"-----").map_or(after, |c| after + c + 5);
+            (&region[..k], close)
+        }
+        None => {
+            let tail = region.len().min(4096);
+            (&region[..tail], he + tail)
+        }
+    };
+    let mut count = 0usize;
+    let mut i = 0;
+    while i < body.len() {
+        // JSON-escaped newlines (`\n`) inside service-account files
+        if body[i] == b'\\' && i + 1 < body.len() {
+            i += 2;
+            continue;
+        }
+        if body[i].is_ascii_alphanumeric() || body[i] == b'+' || body[i] == b'/' {
+            count += 1;
+        }
+        i += 1;
+    }
+    if count < 64 {
+        return None;
+    }
+    let lowered = body.to_ascii_lowercase();
+    let placeholder = find_sub(&lowered, b"redacted").is_some()
+        || find_sub(&lowered, b"xxxx").is_some()
+        || (count < 200
+            && (find_sub(body, b"...").is_some()
+                || find_sub(body, "\u{2026}".as_bytes()).is_some()));
+    (!placeholder).then_some(end)
+}
+
+/// Each value under `data:` / `stringData:` of the YAML document holding a `kind: Secret`.
+fn k8s_values(rule_idx: usize, bytes: &[u8], at: usize, done: &mut usize, out: &mut Vec<Raw>) {
+    // a document already scanned adds nothing; never look back past it (keeps the scan linear)
+    if at < *done {
+        return;
+    }
+    let lo = at.saturating_sub(32 * 1024).max(*done);
+    let doc_start = find_last_doc_sep(&bytes[lo..at]).map_or(lo, |k| lo + k);
+    let hi = (at + 32 * 1024).min(bytes.len());
+    let doc_end = find_sub(&bytes[at..hi], b"\n---").map_or(hi, |k| at + k);
+    *done = doc_end;
+    let mut in_data = false;
+    let mut pos = doc_start;
+    while pos < doc_end {
+        let le = bytes[pos..doc_end]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(doc_end, |k| pos + k);
+        let line = &bytes[pos..le];
+        let indented = line.first().is_some_and(|&b| b == b' ' || b == b'\t');
+        if !indented {
+            let t = trim_ascii(line);
+            in_data = t == b"data:" || t == b"stringData:";
+        } else if in_data && let Some(colon) = line.iter().position(|&b| b == b':') {
+            let key_start = pos
+                + line
+                    .iter()
+                    .position(|&b| b != b' ' && b != b'\t')
+                    .unwrap_or(0);
+            let mut vs = pos + colon + 1;
+            let mut ve = le;
+            while vs < ve && matches!(bytes[vs], b' ' | b'\t' | b'"' | b'\'') {
+                vs += 1;
+            }
+            while ve > vs && matches!(bytes[ve - 1], b' ' | b'\t' | b'\r' | b'"' | b'\'') {
+                ve -= 1;
+            }
+            let v = &bytes[vs..ve];
+            let block_scalar = v == b"|" || v == b">" || v == b"|-" || v == b">-";
+            if v.len() >= 4
+                && !block_scalar
+                && !entropy::is_value_placeholder(v)
+                && !value_is_code(v)
+            {
+                out.push(Raw {
+                    rule: rule_idx,
+                    snippet_start: key_start,
+                    span: vs..ve,
+                });
+            }
+        }
+        pos = le + 1;
+    }
+}
+
+fn find_last_doc_sep(hay: &[u8]) -> Option<usize> {
+    hay.windows(4).rposition(|w| w == b"\n---").map(|k| k + 1)
+}
+
+fn trim_ascii(s: &[u8]) -> &[u8] {
+    let a = s
+        .iter()
+        .position(|b| !b.is_ascii_whitespace())
+        .unwrap_or(s.len());
+    let b = s
+        .iter()
+        .rposition(|b| !b.is_ascii_whitespace())
+        .map_or(a, |k| k + 1);
+    &s[a..b]
+}
