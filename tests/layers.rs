@@ -3,6 +3,8 @@
 //! dispatch → tools → the core), and only `cmd` reads the environment. The core crate's own
 //! rules are `crates/core/tests/layers.rs`.
 
+// The precondition scan is the core test's; this one uses the rest.
+#[allow(dead_code)]
 #[path = "../crates/core/tests/support/source_scan.rs"]
 mod source_scan;
 
