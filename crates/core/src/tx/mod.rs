@@ -432,7 +432,7 @@ mod tests {
     use crate::store::Config;
     use std::sync::Arc;
 
-    fn service() -> (tempfile::TempDir, Arc<Store>) {
+    pub(super) fn service() -> (tempfile::TempDir, Arc<Store>) {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
         let mut c = Config::new(root.clone());
@@ -441,7 +441,12 @@ mod tests {
         (t, Store::open(c))
     }
 
-    fn stage_bytes(svc: &Store, tx_id: &str, path: &str, bytes: &[u8]) -> (StagedOp, usize) {
+    pub(super) fn stage_bytes(
+        svc: &Store,
+        tx_id: &str,
+        path: &str,
+        bytes: &[u8],
+    ) -> (StagedOp, usize) {
         stage(svc, tx_id, path, "tx_write", |cur| {
             Ok(NewContent {
                 bytes: bytes.to_vec(),

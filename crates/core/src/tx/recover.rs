@@ -221,3 +221,224 @@ fn roll_forward(
     )?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::tests::{service, stage_bytes};
+    use super::super::{begin, committed_rows};
+    use super::*;
+    use crate::journal::now_rfc3339;
+    use crate::store::Config;
+    use crate::tx::wal::{MANIFEST, OPS_LOG, sync_staged, write_durable_with};
+    use serde_json::json;
+    use std::sync::Arc;
+
+    /// Write the commit record of open transaction `tx_id` and stop there, as a crash right
+    /// after the commit point leaves it: nothing applied, no journal row.
+    fn commit_point_only(svc: &Store, tx_id: &str) -> PathBuf {
+        let dir = wal_root(svc).join(tx_id);
+        let m = read_manifest(&dir).unwrap();
+        let record = CommitRecord {
+            tx_id: tx_id.into(),
+            committed_at: now_rfc3339(),
+            caller: m.caller.clone(),
+            files: m.ops,
+        };
+        let bytes = serde_json::to_vec_pretty(&record).unwrap();
+        write_durable_with(&dir, COMMIT, &bytes, || sync_staged(&dir)).unwrap();
+        dir
+    }
+
+    /// The id of a process that has exited.
+    fn dead_pid() -> u32 {
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let pid = child.id();
+        child.wait().unwrap();
+        pid
+    }
+
+    /// Make transaction `tx_id` look like the one of a process that is gone.
+    fn orphan(svc: &Store, tx_id: &str) -> PathBuf {
+        let dir = wal_root(svc).join(tx_id);
+        let p = dir.join(MANIFEST);
+        let mut v: Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
+        v["owner_pid"] = json!(dead_pid());
+        fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+        dir
+    }
+
+    /// A second store on the same directory, as a restarted server opens it.
+    fn reopen(root: &Path) -> Arc<Store> {
+        let root = root.canonicalize().unwrap();
+        let mut c = Config::new(root.clone());
+        c.workspaces = vec![root];
+        c.sweep_on_start = false;
+        Store::open(c)
+    }
+
+    #[test]
+    fn recovery_at_start_rolls_forward_a_committed_but_unapplied_transaction() {
+        let (t, svc) = service();
+        fs::write(t.path().join("b.txt"), b"b old").unwrap();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
+        stage_bytes(&svc, &m.tx_id, "b.txt", b"b new");
+        let dir = commit_point_only(&svc, &m.tx_id);
+        assert!(!t.path().join("a.txt").exists());
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b old");
+        drop(svc);
+
+        let svc = reopen(t.path());
+        let report = svc.recovery().expect("recovery ran at start");
+        assert_eq!(report.rolled_forward, [m.tx_id.clone()]);
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b new");
+        assert!(!dir.exists(), "the WAL is retired");
+        assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn rolling_forward_twice_writes_no_second_journal_row() {
+        let (t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
+        let dir = commit_point_only(&svc, &m.tx_id);
+        // Keep a copy of the WAL, as a crash during the first recovery's retire would.
+        let copy = t.path().join("wal-copy");
+        fs::create_dir(&copy).unwrap();
+        for e in fs::read_dir(&dir).unwrap() {
+            let e = e.unwrap();
+            fs::copy(e.path(), copy.join(e.file_name())).unwrap();
+        }
+        assert_eq!(recover(&svc).rolled_forward, [m.tx_id.clone()]);
+        fs::rename(&copy, &dir).unwrap();
+        let again = recover(&svc);
+        assert_eq!(again.rolled_forward, [m.tx_id.clone()]);
+        assert!(again.problems.is_empty(), "{:?}", again.problems);
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
+        assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 1);
+    }
+
+    #[test]
+    fn recovery_rolls_back_an_uncommitted_transaction_whose_owner_is_gone() {
+        let (t, svc) = service();
+        fs::write(t.path().join("b.txt"), b"b old").unwrap();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
+        stage_bytes(&svc, &m.tx_id, "b.txt", b"b new");
+        let dir = orphan(&svc, &m.tx_id);
+        assert_eq!(
+            inspect(&svc),
+            [(m.tx_id.clone(), TxState::Abandoned)],
+            "inspect reports without acting"
+        );
+        assert!(dir.exists());
+        let report = recover(&svc);
+        assert_eq!(report.rolled_back, [m.tx_id.clone()]);
+        assert!(report.rolled_forward.is_empty() && report.problems.is_empty());
+        assert!(!t.path().join("a.txt").exists());
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b old");
+        assert!(!dir.exists(), "the WAL is retired");
+        assert!(committed_rows(&svc, &m.tx_id).unwrap().is_empty());
+    }
+
+    #[test]
+    fn recovery_leaves_an_uncommitted_transaction_of_a_live_owner_open() {
+        let (t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
+        let report = recover(&svc);
+        assert_eq!(report.open, [m.tx_id.clone()]);
+        assert!(report.rolled_back.is_empty());
+        assert!(wal_root(&svc).join(&m.tx_id).exists());
+        assert!(!t.path().join("a.txt").exists());
+        assert_eq!(inspect(&svc), [(m.tx_id.clone(), TxState::Open)]);
+    }
+
+    #[test]
+    fn recovery_discards_an_expired_uncommitted_transaction() {
+        let (_t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
+        let dir = wal_root(&svc).join(&m.tx_id);
+        let p = dir.join(MANIFEST);
+        let mut v: Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
+        v["expires_at"] = json!("2000-01-01T00:00:00Z");
+        fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
+        assert_eq!(inspect(&svc), [(m.tx_id.clone(), TxState::Expired)]);
+        assert_eq!(recover(&svc).expired, [m.tx_id.clone()]);
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn recovery_rolls_back_an_abandoned_transaction_with_a_torn_ops_log_tail() {
+        let (t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
+        let dir = orphan(&svc, &m.tx_id);
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(OPS_LOG))
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"{\"path\":\"b.t").unwrap();
+        let report = recover(&svc);
+        assert_eq!(report.rolled_back, [m.tx_id.clone()]);
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert!(!t.path().join("a.txt").exists());
+        assert!(!dir.exists());
+    }
+
+    #[test]
+    fn a_committed_transaction_with_a_torn_ops_log_tail_still_rolls_forward() {
+        // The commit record lists every file: the ops log is not read again.
+        let (t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
+        let dir = commit_point_only(&svc, &m.tx_id);
+        let mut f = fs::OpenOptions::new()
+            .append(true)
+            .open(dir.join(OPS_LOG))
+            .unwrap();
+        std::io::Write::write_all(&mut f, b"{\"path\":\"b.t").unwrap();
+        let report = recover(&svc);
+        assert_eq!(report.rolled_forward, [m.tx_id.clone()]);
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
+    }
+
+    #[test]
+    fn recovery_leaves_a_file_changed_after_the_crash_alone_and_reports_it() {
+        let (t, svc) = service();
+        fs::write(t.path().join("a.txt"), b"a old").unwrap();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
+        stage_bytes(&svc, &m.tx_id, "b.txt", b"b new");
+        commit_point_only(&svc, &m.tx_id);
+        fs::write(t.path().join("a.txt"), b"someone else's").unwrap();
+        let report = recover(&svc);
+        assert_eq!(report.rolled_forward, [m.tx_id.clone()]);
+        assert_eq!(
+            fs::read(t.path().join("a.txt")).unwrap(),
+            b"someone else's",
+            "the later write survives"
+        );
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b new");
+        assert_eq!(report.problems.len(), 1, "{:?}", report.problems);
+        assert!(
+            report.problems[0].contains(&m.tx_id)
+                && report.problems[0].contains("a.txt")
+                && report.problems[0].contains("changed after the crash"),
+            "{:?}",
+            report.problems
+        );
+        assert!(
+            report
+                .summary()
+                .iter()
+                .any(|l| l.contains("a.txt") && l.contains("left as it is")),
+            "{:?}",
+            report.summary()
+        );
+    }
+}

@@ -225,3 +225,168 @@ pub(super) fn retire(dir: &Path) -> io::Result<()> {
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn op(abs_path: &str, content: &[u8], staged: &str, offset: Option<u64>) -> StagedOp {
+        StagedOp {
+            path: abs_path.trim_start_matches('/').into(),
+            abs_path: abs_path.into(),
+            mode: "create".into(),
+            base_sha256: None,
+            sha256: crate::hash::sha256_hex(content),
+            bytes: content.len() as u64,
+            staged: staged.into(),
+            offset,
+            tool: "tx_write".into(),
+            replacements: None,
+        }
+    }
+
+    fn manifest(ops: Vec<StagedOp>) -> Manifest {
+        Manifest {
+            tx_id: format!("tx-{}", "0".repeat(32)),
+            label: None,
+            created_at: "2026-01-01T00:00:00.000000Z".into(),
+            expires_at: "2999-01-01T00:00:00.000000Z".into(),
+            timeout_seconds: 3600,
+            owner_pid: 1,
+            caller: "test".into(),
+            next_op: ops.len() as u64 + 1,
+            ops,
+        }
+    }
+
+    fn log_line(op: &StagedOp) -> Vec<u8> {
+        let mut line = serde_json::to_vec(op).unwrap();
+        line.push(b'\n');
+        line
+    }
+
+    #[test]
+    fn a_legacy_op_file_is_read_whole_and_an_appended_op_at_its_offset() {
+        let t = tempfile::tempdir().unwrap();
+        fs::write(t.path().join("op-0001.bin"), b"legacy content").unwrap();
+        fs::write(t.path().join(STAGED_DATA), b"firstsecond").unwrap();
+        let legacy = op("/w/old.txt", b"legacy content", "op-0001.bin", None);
+        let appended = op("/w/new.txt", b"second", STAGED_DATA, Some(5));
+        assert_eq!(read_staged(t.path(), &legacy).unwrap(), b"legacy content");
+        assert_eq!(read_staged(t.path(), &appended).unwrap(), b"second");
+    }
+
+    #[test]
+    fn legacy_ops_in_the_manifest_are_kept_and_the_ops_log_supersedes_them_in_place() {
+        let t = tempfile::tempdir().unwrap();
+        let legacy_a = op("/w/a.txt", b"a1", "op-0001.bin", None);
+        let legacy_b = op("/w/b.txt", b"b1", "op-0002.bin", None);
+        write_manifest(t.path(), &manifest(vec![legacy_a, legacy_b.clone()])).unwrap();
+        let later_a = op("/w/a.txt", b"a2", STAGED_DATA, Some(0));
+        let new_c = op("/w/c.txt", b"c", STAGED_DATA, Some(2));
+        let mut log = log_line(&later_a);
+        log.extend(log_line(&new_c));
+        fs::write(t.path().join(OPS_LOG), log).unwrap();
+        let m = read_manifest(t.path()).unwrap();
+        assert_eq!(m.ops, [later_a, legacy_b, new_c]);
+    }
+
+    #[test]
+    fn an_ops_log_line_for_a_file_already_logged_supersedes_the_earlier_one() {
+        let t = tempfile::tempdir().unwrap();
+        write_manifest(t.path(), &manifest(Vec::new())).unwrap();
+        let first = op("/w/a.txt", b"one", STAGED_DATA, Some(0));
+        let other = op("/w/b.txt", b"b", STAGED_DATA, Some(3));
+        let second = op("/w/a.txt", b"two", STAGED_DATA, Some(4));
+        for o in [&first, &other, &second] {
+            append_whole(&t.path().join(OPS_LOG), &log_line(o)).unwrap();
+        }
+        assert_eq!(read_ops(t.path()).unwrap().len(), 3);
+        assert_eq!(read_manifest(t.path()).unwrap().ops, [second, other]);
+    }
+
+    #[test]
+    fn a_missing_ops_log_is_no_staged_operation() {
+        let t = tempfile::tempdir().unwrap();
+        assert!(read_ops(t.path()).unwrap().is_empty());
+    }
+
+    /// `read_ops` is strict: a torn last line (a crash in the middle of an append) is an
+    /// error, never a staged operation silently dropped. Recovery tolerates it by rolling
+    /// the uncommitted transaction back (see the tests in `recover.rs`).
+    #[test]
+    fn a_torn_last_line_of_the_ops_log_is_reported_not_silently_dropped() {
+        let t = tempfile::tempdir().unwrap();
+        write_manifest(t.path(), &manifest(Vec::new())).unwrap();
+        let whole = op("/w/a.txt", b"a", STAGED_DATA, Some(0));
+        let mut log = log_line(&whole);
+        let torn = log_line(&op("/w/b.txt", b"b", STAGED_DATA, Some(1)));
+        log.extend_from_slice(&torn[..torn.len() / 2]);
+        fs::write(t.path().join(OPS_LOG), log).unwrap();
+        let e = read_ops(t.path()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        let e = read_manifest(t.path()).unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+    }
+
+    #[test]
+    fn append_whole_returns_the_offset_each_append_starts_at() {
+        let t = tempfile::tempdir().unwrap();
+        let p = t.path().join(STAGED_DATA);
+        assert_eq!(append_whole(&p, b"abc").unwrap(), 0);
+        assert_eq!(append_whole(&p, b"").unwrap(), 3);
+        assert_eq!(append_whole(&p, b"de").unwrap(), 3);
+        assert_eq!(fs::read(&p).unwrap(), b"abcde");
+    }
+
+    #[test]
+    fn the_commit_record_is_written_durably_and_reads_back() {
+        let t = tempfile::tempdir().unwrap();
+        fs::write(t.path().join(STAGED_DATA), b"x").unwrap();
+        let rec = CommitRecord {
+            tx_id: format!("tx-{}", "0".repeat(32)),
+            committed_at: "2026-01-01T00:00:00Z".into(),
+            caller: "test".into(),
+            files: vec![op("/w/x.txt", b"x", STAGED_DATA, Some(0))],
+        };
+        let bytes = serde_json::to_vec_pretty(&rec).unwrap();
+        let mut synced = false;
+        write_durable_with(t.path(), COMMIT, &bytes, || {
+            synced = true;
+            sync_staged(t.path())
+        })
+        .unwrap();
+        assert!(synced);
+        let back: CommitRecord =
+            serde_json::from_slice(&fs::read(t.path().join(COMMIT)).unwrap()).unwrap();
+        assert_eq!(back.files, rec.files);
+        let names: Vec<String> = fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        assert!(
+            names.iter().all(|n| !n.contains(".tmp-")),
+            "no temp file left: {names:?}"
+        );
+    }
+
+    #[test]
+    fn a_transaction_id_is_tx_and_32_hex_digits() {
+        assert!(valid_tx_id(&format!("tx-{}", "0a".repeat(16))));
+        assert!(!valid_tx_id(&format!("tx-{}", "0".repeat(31))));
+        assert!(!valid_tx_id(&format!("tx-{}g", "0".repeat(31))));
+        assert!(!valid_tx_id(&format!("tq-{}", "0".repeat(32))));
+        assert!(!valid_tx_id("../wal"));
+    }
+
+    #[test]
+    fn retire_removes_the_directory_and_a_missing_one_is_fine() {
+        let t = tempfile::tempdir().unwrap();
+        let d = t.path().join("tx");
+        fs::create_dir(&d).unwrap();
+        fs::write(d.join(MANIFEST), b"{}").unwrap();
+        retire(&d).unwrap();
+        assert!(!d.exists());
+        retire(&d).unwrap();
+    }
+}
