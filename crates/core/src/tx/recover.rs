@@ -299,12 +299,11 @@ mod tests {
     }
 
     #[test]
-    fn rolling_forward_twice_writes_no_second_journal_row() {
+    fn a_roll_forward_whose_journal_rows_already_landed_writes_no_second_row() {
         let (t, svc) = service();
         let m = begin(&svc, None, None).unwrap();
         stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
         let dir = commit_point_only(&svc, &m.tx_id);
-        // Keep a copy of the WAL, as a crash during the first recovery's retire would.
         let copy = t.path().join("wal-copy");
         fs::create_dir(&copy).unwrap();
         for e in fs::read_dir(&dir).unwrap() {
@@ -312,12 +311,17 @@ mod tests {
             fs::copy(e.path(), copy.join(e.file_name())).unwrap();
         }
         assert_eq!(recover(&svc).rolled_forward, [m.tx_id.clone()]);
+        assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 1);
+        // As a crash after the journal append and before the rename leaves it: the rows are
+        // in, the file is not, the WAL is still there.
+        fs::remove_file(t.path().join("a.txt")).unwrap();
         fs::rename(&copy, &dir).unwrap();
         let again = recover(&svc);
         assert_eq!(again.rolled_forward, [m.tx_id.clone()]);
         assert!(again.problems.is_empty(), "{:?}", again.problems);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
         assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 1);
+        assert!(!dir.exists());
     }
 
     #[test]
