@@ -290,7 +290,7 @@ mod tests {
 
         let svc = reopen(t.path());
         let report = svc.recovery().expect("recovery ran at start");
-        assert_eq!(report.rolled_forward, [m.tx_id.clone()]);
+        assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b new");
@@ -310,14 +310,14 @@ mod tests {
             let e = e.unwrap();
             fs::copy(e.path(), copy.join(e.file_name())).unwrap();
         }
-        assert_eq!(recover(&svc).rolled_forward, [m.tx_id.clone()]);
+        assert_eq!(recover(&svc).rolled_forward, [m.tx_id.as_str()]);
         assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 1);
         // As a crash after the journal append and before the rename leaves it: the rows are
         // in, the file is not, the WAL is still there.
         fs::remove_file(t.path().join("a.txt")).unwrap();
         fs::rename(&copy, &dir).unwrap();
         let again = recover(&svc);
-        assert_eq!(again.rolled_forward, [m.tx_id.clone()]);
+        assert_eq!(again.rolled_forward, [m.tx_id.as_str()]);
         assert!(again.problems.is_empty(), "{:?}", again.problems);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
         assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 1);
@@ -339,7 +339,7 @@ mod tests {
         );
         assert!(dir.exists());
         let report = recover(&svc);
-        assert_eq!(report.rolled_back, [m.tx_id.clone()]);
+        assert_eq!(report.rolled_back, [m.tx_id.as_str()]);
         assert!(report.rolled_forward.is_empty() && report.problems.is_empty());
         assert!(!t.path().join("a.txt").exists());
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b old");
@@ -353,7 +353,7 @@ mod tests {
         let m = begin(&svc, None, None).unwrap();
         stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
         let report = recover(&svc);
-        assert_eq!(report.open, [m.tx_id.clone()]);
+        assert_eq!(report.open, [m.tx_id.as_str()]);
         assert!(report.rolled_back.is_empty());
         assert!(wal_root(&svc).join(&m.tx_id).exists());
         assert!(!t.path().join("a.txt").exists());
@@ -371,7 +371,7 @@ mod tests {
         v["expires_at"] = json!("2000-01-01T00:00:00Z");
         fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
         assert_eq!(inspect(&svc), [(m.tx_id.clone(), TxState::Expired)]);
-        assert_eq!(recover(&svc).expired, [m.tx_id.clone()]);
+        assert_eq!(recover(&svc).expired, [m.tx_id.as_str()]);
         assert!(!dir.exists());
     }
 
@@ -387,7 +387,7 @@ mod tests {
             .unwrap();
         std::io::Write::write_all(&mut f, b"{\"path\":\"b.t").unwrap();
         let report = recover(&svc);
-        assert_eq!(report.rolled_back, [m.tx_id.clone()]);
+        assert_eq!(report.rolled_back, [m.tx_id.as_str()]);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert!(!t.path().join("a.txt").exists());
         assert!(!dir.exists());
@@ -406,7 +406,7 @@ mod tests {
             .unwrap();
         std::io::Write::write_all(&mut f, b"{\"path\":\"b.t").unwrap();
         let report = recover(&svc);
-        assert_eq!(report.rolled_forward, [m.tx_id.clone()]);
+        assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
     }
@@ -421,7 +421,7 @@ mod tests {
         commit_point_only(&svc, &m.tx_id);
         fs::write(t.path().join("a.txt"), b"someone else's").unwrap();
         let report = recover(&svc);
-        assert_eq!(report.rolled_forward, [m.tx_id.clone()]);
+        assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
         assert_eq!(
             fs::read(t.path().join("a.txt")).unwrap(),
             b"someone else's",
