@@ -30,6 +30,8 @@
 //!
 //! A per-transaction `flock` on its WAL directory serialises calls on one transaction (also
 //! across processes) and tells recovery which transactions a live process is working on.
+//!
+//! [`Pipeline::commit_many`]: crate::pipeline::Pipeline::commit_many
 
 mod recover;
 mod wal;
