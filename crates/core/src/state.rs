@@ -163,3 +163,179 @@ pub fn target(state_dir: &Path, subdir: &str, name: &str) -> Result<Target> {
         ))),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::STATE_DIR_NAME;
+    use std::fs;
+    use std::os::unix::fs::{PermissionsExt, symlink};
+
+    /// A temp dir with an empty `.resilient_write/` and a directory `outside` next to it.
+    fn layout() -> (tempfile::TempDir, PathBuf, PathBuf) {
+        let t = tempfile::tempdir().unwrap();
+        let state = t.path().join(STATE_DIR_NAME);
+        let outside = t.path().join("outside");
+        fs::create_dir(&state).unwrap();
+        fs::create_dir(&outside).unwrap();
+        (t, state, outside)
+    }
+
+    fn refused(r: Result<Option<StateDir>>) -> (String, String) {
+        match r {
+            Err(Failure::InvalidPath { path, reason }) => (path, reason),
+            Err(e) => panic!("refused with the wrong error: {e:?}"),
+            Ok(Some(d)) => panic!("opened {}", d.path.display()),
+            Ok(None) => panic!("reported missing instead of refused"),
+        }
+    }
+
+    fn entries(dir: &Path) -> Vec<String> {
+        fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn a_symlink_planted_inside_the_state_dir_is_refused_with_invalid_path() {
+        let (_t, state, outside) = layout();
+        symlink(&outside, state.join("chunks")).unwrap();
+        for create in [true, false] {
+            let (path, reason) = refused(open_subdir(&state, &["chunks", "s1"], 0o700, create));
+            assert_eq!(path, format!("{STATE_DIR_NAME}/chunks"));
+            assert!(reason.contains("symlink"), "{reason}");
+        }
+        assert!(
+            entries(&outside).is_empty(),
+            "nothing created through the link"
+        );
+    }
+
+    #[test]
+    fn a_symlink_deeper_down_is_refused_too() {
+        let (_t, state, outside) = layout();
+        fs::create_dir(state.join("chunks")).unwrap();
+        symlink(&outside, state.join("chunks").join("s1")).unwrap();
+        let (path, _) = refused(open_subdir(&state, &["chunks", "s1"], 0o700, true));
+        assert_eq!(path, format!("{STATE_DIR_NAME}/chunks/s1"));
+        assert!(entries(&outside).is_empty());
+    }
+
+    #[test]
+    fn a_state_write_target_behind_a_planted_symlink_is_refused() {
+        let (_t, state, outside) = layout();
+        symlink(&outside, state.join("checkpoints")).unwrap();
+        match target(&state, "checkpoints", "c.json") {
+            Err(Failure::InvalidPath { path, .. }) => {
+                assert_eq!(path, format!("{STATE_DIR_NAME}/checkpoints"))
+            }
+            Err(e) => panic!("wrong error: {e:?}"),
+            Ok(t) => panic!("a target through the symlink: {}", t.abs_path.display()),
+        }
+    }
+
+    #[test]
+    fn a_file_where_a_state_directory_belongs_is_refused() {
+        let (_t, state, _) = layout();
+        fs::write(state.join("scratch"), b"not a directory").unwrap();
+        let (path, _) = refused(open_subdir(&state, &["scratch"], 0o700, true));
+        assert_eq!(path, format!("{STATE_DIR_NAME}/scratch"));
+    }
+
+    #[test]
+    fn a_missing_subdirectory_is_created_with_the_mode_and_reported_for_fsync() {
+        let (_t, state, _) = layout();
+        let d = open_subdir(&state, &["scratch", "a"], 0o700, true)
+            .unwrap()
+            .expect("created");
+        assert_eq!(d.path, state.join("scratch").join("a"));
+        assert_eq!(d.display, format!("{STATE_DIR_NAME}/scratch/a"));
+        // The existing ancestor that got the first new entry, then each new directory.
+        assert_eq!(d.created.len(), 3);
+        for p in [state.join("scratch"), state.join("scratch").join("a")] {
+            let meta = fs::symlink_metadata(&p).unwrap();
+            assert!(meta.is_dir());
+            assert_eq!(meta.permissions().mode() & 0o777, 0o700, "{}", p.display());
+        }
+        let st = rustix::fs::fstat(&d.dir).unwrap();
+        let on_disk = fs::metadata(&d.path).unwrap();
+        assert_eq!(
+            st.st_ino as u64,
+            std::os::unix::fs::MetadataExt::ino(&on_disk)
+        );
+    }
+
+    #[test]
+    fn an_existing_subdirectory_is_opened_and_nothing_reported_created() {
+        let (_t, state, _) = layout();
+        fs::create_dir_all(state.join("chunks").join("s1")).unwrap();
+        for create in [true, false] {
+            let d = open_subdir(&state, &["chunks", "s1"], 0o700, create)
+                .unwrap()
+                .expect("exists");
+            assert_eq!(d.path, state.join("chunks").join("s1"));
+            assert!(d.created.is_empty());
+        }
+    }
+
+    #[test]
+    fn a_missing_directory_without_create_is_none_and_nothing_is_created() {
+        let (t, state, _) = layout();
+        assert!(
+            open_subdir(&state, &["chunks"], 0o700, false)
+                .unwrap()
+                .is_none()
+        );
+        assert!(entries(&state).is_empty());
+        let absent = t.path().join("absent").join(STATE_DIR_NAME);
+        assert!(
+            open_subdir(&absent, &["chunks"], 0o700, false)
+                .unwrap()
+                .is_none()
+        );
+        assert!(!absent.exists());
+    }
+
+    #[test]
+    fn a_missing_state_directory_is_created_when_create_is_set() {
+        let t = tempfile::tempdir().unwrap();
+        let state = t.path().join(STATE_DIR_NAME);
+        let d = open_subdir(&state, &["scratch"], 0o700, true)
+            .unwrap()
+            .expect("created");
+        assert!(state.join("scratch").is_dir());
+        assert_eq!(d.created.len(), 2);
+    }
+
+    #[test]
+    fn targets_name_the_file_in_the_opened_directory() {
+        let (_t, state, _) = layout();
+        let t = target(&state, "checkpoints", "c.json").unwrap();
+        assert_eq!(t.abs_path, state.join("checkpoints").join("c.json"));
+        assert_eq!(t.display, format!("{STATE_DIR_NAME}/checkpoints/c.json"));
+        assert_eq!(t.name, OsString::from("c.json"));
+        assert!(t.keep_history, "checkpoints keep replaced content");
+        assert!(!t.via_symlink);
+        assert_eq!(t.created_dirs.len(), 2);
+        // The handle is the directory itself: a file made through it lands there.
+        let f = rustix::fs::openat(
+            &t.dir,
+            "probe",
+            OFlags::WRONLY | OFlags::CREATE | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )
+        .unwrap();
+        drop(f);
+        assert!(state.join("checkpoints").join("probe").is_file());
+
+        let d = open_subdir(&state, &["scratch"], 0o700, true)
+            .unwrap()
+            .unwrap();
+        let a = d.target("a").unwrap();
+        let b = d.target("b").unwrap();
+        assert!(!a.keep_history, "scratch and chunks keep no history");
+        assert_eq!(b.display, format!("{STATE_DIR_NAME}/scratch/b"));
+        assert_eq!(a.created_dirs.len(), d.created.len());
+    }
+}

@@ -30,191 +30,40 @@
 //!
 //! A per-transaction `flock` on its WAL directory serialises calls on one transaction (also
 //! across processes) and tells recovery which transactions a live process is working on.
+//!
+//! [`Pipeline::commit_many`]: crate::pipeline::Pipeline::commit_many
+
+mod recover;
+mod wal;
+
+pub use recover::{RecoveryReport, TxState, inspect, recover};
+use wal::{
+    COMMIT, OPS_LOG, STAGED_DATA, append_whole, expired, lock_dir, read_manifest, read_staged,
+    retire, sync_staged, valid_tx_id, wal_root, write_durable_with, write_manifest,
+};
+pub use wal::{CommitRecord, Manifest, StagedOp, WAL_DIR};
 
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
-use crate::journal::{json_string_forms, now_rfc3339};
+use crate::journal::now_rfc3339;
 use crate::pipeline::{Body, Caller, Existing, Outcome, Plan, read_existing};
 use crate::store::Store;
 use crate::workspace::Target;
 use rustix::fs::FlockOperation;
-use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::fs::{self, File};
+use std::io;
 use std::path::{Path, PathBuf};
-
-/// Directory of the write-ahead log inside the state directory.
-pub const WAL_DIR: &str = "wal";
-const MANIFEST: &str = "manifest.json";
-const COMMIT: &str = "COMMIT";
-/// Staged contents, appended (see the module doc).
-const STAGED_DATA: &str = "staged.bin";
-/// One staged operation per line, appended.
-const OPS_LOG: &str = "ops.jsonl";
 
 /// Default and longest timeout of an open transaction.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 3600;
 pub const MAX_TIMEOUT_SECS: u64 = 7 * 24 * 3600;
 
-/// One staged file.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
-pub struct StagedOp {
-    /// The path as the agent gave it.
-    pub path: String,
-    pub abs_path: String,
-    /// Journal mode: create, overwrite, append, replace or restore.
-    pub mode: String,
-    /// Hash of the target when first staged in this transaction (`None`: did not exist).
-    pub base_sha256: Option<String>,
-    /// Hash and size of the staged content.
-    pub sha256: String,
-    pub bytes: u64,
-    /// File name of the staged content in the WAL directory.
-    pub staged: String,
-    /// Where the content starts in `staged` (`bytes` long); `None`: it is the whole file
-    /// (transactions staged by earlier versions, one file per operation).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub offset: Option<u64>,
-    pub tool: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub replacements: Option<usize>,
-}
-
-/// The transaction: `manifest.json` as `tx_begin` wrote it, with `ops` completed from
-/// `ops.jsonl`.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Manifest {
-    pub tx_id: String,
-    #[serde(default)]
-    pub label: Option<String>,
-    pub created_at: String,
-    pub expires_at: String,
-    pub timeout_seconds: u64,
-    pub owner_pid: u32,
-    pub caller: String,
-    /// Staged files. Written as `[]` by `tx_begin`; earlier versions rewrote the manifest per
-    /// staging call and kept them here, which is still read.
-    #[serde(default)]
-    pub ops: Vec<StagedOp>,
-    /// Counter for staged file names (earlier versions).
-    #[serde(default)]
-    pub next_op: u64,
-}
-
-/// The commit record: its durable presence is the commit point.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CommitRecord {
-    pub tx_id: String,
-    pub committed_at: String,
-    pub caller: String,
-    pub files: Vec<StagedOp>,
-}
-
-fn wal_root(svc: &Store) -> PathBuf {
-    svc.state_dir().join(WAL_DIR)
-}
-
-/// Transaction ids: `tx-` and a time-ordered UUID, so they sort by start time.
-fn valid_tx_id(id: &str) -> bool {
-    id.len() == 35 && id.starts_with("tx-") && id[3..].bytes().all(|b| b.is_ascii_hexdigit())
-}
-
 fn not_open(tx_id: &str, reason: &str) -> Failure {
     Failure::TxNotOpen {
         tx_id: tx_id.into(),
         reason: reason.into(),
-    }
-}
-
-/// Write `bytes` to `dir/name` durably: temp file, fsync, rename, fsync `dir`.
-fn write_durable(dir: &Path, name: &str, bytes: &[u8]) -> io::Result<()> {
-    write_durable_with(dir, name, bytes, || Ok(()))
-}
-
-/// Like [`write_durable`]; `before_rename` runs after the temp file is fsynced and before it
-/// is renamed into place, and the one directory fsync that follows covers what it created.
-fn write_durable_with(
-    dir: &Path,
-    name: &str,
-    bytes: &[u8],
-    before_rename: impl FnOnce() -> io::Result<()>,
-) -> io::Result<()> {
-    let tmp = dir.join(format!(".{name}.tmp-{}", std::process::id()));
-    let mut f = OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(&tmp)?;
-    f.write_all(bytes)?;
-    f.sync_all()?;
-    before_rename()?;
-    fs::rename(&tmp, dir.join(name))?;
-    File::open(dir)?.sync_all()
-}
-
-fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
-}
-
-/// Append `bytes` to `path` whole or not at all: a failed write (ENOSPC) is cut off, so
-/// the next append starts on a clean boundary. Returns the offset the bytes start at. The
-/// caller holds the transaction's lock, so nothing else appends meanwhile.
-fn append_whole(path: &Path, bytes: &[u8]) -> io::Result<u64> {
-    let mut f = open_append(path)?;
-    let offset = f.metadata()?.len();
-    if let Err(e) = f.write_all(bytes) {
-        let _ = f.set_len(offset);
-        return Err(e);
-    }
-    Ok(offset)
-}
-
-/// The staged operations recorded in `ops.jsonl`, in order. A line cut short by a failed
-/// append is not possible (see [`append_whole`]); any unreadable line is an error.
-fn read_ops(dir: &Path) -> io::Result<Vec<StagedOp>> {
-    let text = match fs::read(dir.join(OPS_LOG)) {
-        Ok(t) => t,
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-        Err(e) => return Err(e),
-    };
-    text.split(|&b| b == b'\n')
-        .filter(|l| !l.is_empty())
-        .map(|l| {
-            serde_json::from_slice(l).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
-        })
-        .collect()
-}
-
-/// The content of a staged operation, read from the WAL.
-fn read_staged(dir: &Path, op: &StagedOp) -> io::Result<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let path = dir.join(&op.staged);
-    match op.offset {
-        None => fs::read(path),
-        Some(offset) => {
-            let len = usize::try_from(op.bytes)
-                .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "staged size"))?;
-            let mut buf = vec![0u8; len];
-            File::open(path)?.read_exact_at(&mut buf, offset)?;
-            Ok(buf)
-        }
-    }
-}
-
-/// Make what staging appended durable (the commit record will refer to it).
-fn sync_staged(dir: &Path) -> io::Result<()> {
-    match File::open(dir.join(STAGED_DATA)) {
-        Ok(f) => f.sync_data(),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
-        Err(e) => Err(e),
     }
 }
 
@@ -229,59 +78,6 @@ impl Drop for Locked {
     fn drop(&mut self) {
         let _ = rustix::fs::flock(&self._lock, FlockOperation::Unlock);
     }
-}
-
-fn lock_dir(dir: &Path, blocking: bool) -> io::Result<Option<File>> {
-    let f = File::open(dir)?;
-    let op = if blocking {
-        FlockOperation::LockExclusive
-    } else {
-        FlockOperation::NonBlockingLockExclusive
-    };
-    match rustix::fs::flock(&f, op) {
-        Ok(()) => Ok(Some(f)),
-        Err(e) if e == rustix::io::Errno::WOULDBLOCK => Ok(None),
-        Err(e) => Err(e.into()),
-    }
-}
-
-/// The manifest with every staged operation (a later operation on a file supersedes the
-/// earlier one in place).
-fn read_manifest(dir: &Path) -> io::Result<Manifest> {
-    let text = fs::read(dir.join(MANIFEST))?;
-    let mut m: Manifest =
-        serde_json::from_slice(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
-    for op in read_ops(dir)? {
-        match m.ops.iter().position(|o| o.abs_path == op.abs_path) {
-            Some(i) => m.ops[i] = op,
-            None => m.ops.push(op),
-        }
-    }
-    Ok(m)
-}
-
-fn write_manifest(dir: &Path, m: &Manifest) -> io::Result<()> {
-    let bytes = serde_json::to_vec_pretty(m).map_err(io::Error::other)?;
-    write_durable(dir, MANIFEST, &bytes)
-}
-
-fn expired(m: &Manifest) -> bool {
-    chrono::DateTime::parse_from_rfc3339(&m.expires_at)
-        .map(|t| t < chrono::Utc::now())
-        .unwrap_or(true)
-}
-
-/// Remove a transaction's WAL directory durably.
-fn retire(dir: &Path) -> io::Result<()> {
-    match fs::remove_dir_all(dir) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
-        Err(e) => return Err(e),
-    }
-    if let Some(parent) = dir.parent() {
-        File::open(parent)?.sync_all()?;
-    }
-    Ok(())
 }
 
 /// Lock transaction `tx_id` and check that it is open (not committed, not expired).
@@ -631,218 +427,14 @@ fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Plan> {
     })
 }
 
-/// What recovery did.
-#[derive(Debug, Default, Clone, Serialize)]
-pub struct RecoveryReport {
-    pub rolled_forward: Vec<String>,
-    pub rolled_back: Vec<String>,
-    pub expired: Vec<String>,
-    /// Transactions left alone: open in a live process.
-    pub open: Vec<String>,
-    pub problems: Vec<String>,
-}
-
-impl RecoveryReport {
-    pub fn summary(&self) -> Vec<String> {
-        let mut out = Vec::new();
-        for t in &self.rolled_forward {
-            out.push(format!(
-                "transaction {t}: committed before a crash; rolled forward"
-            ));
-        }
-        for t in &self.rolled_back {
-            out.push(format!(
-                "transaction {t}: not committed by a process that is gone; rolled back"
-            ));
-        }
-        for t in &self.expired {
-            out.push(format!("transaction {t}: timed out; discarded"));
-        }
-        for p in &self.problems {
-            out.push(p.clone());
-        }
-        out
-    }
-}
-
-fn process_alive(pid: u32) -> bool {
-    crate::pipeline::process_alive(pid as i32)
-}
-
-/// What recovery would do with a transaction in the WAL, found without acting on it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TxState {
-    /// Its `COMMIT` record exists: recovery rolls it forward.
-    Committed,
-    /// Being worked on by a live process (locked, or its owner alive and not expired).
-    Open,
-    /// Never committed and its owner is gone (or it has no readable manifest): rolled back.
-    Abandoned,
-    /// Never committed and past its timeout: discarded.
-    Expired,
-}
-
-/// Every transaction in the WAL and what [`recover`] would do with it (oldest first). Reads
-/// only: `doctor` reports these, and `doctor --fix` runs [`recover`].
-pub fn inspect(svc: &Store) -> Vec<(String, TxState)> {
-    let Ok(entries) = fs::read_dir(wal_root(svc)) else {
-        return Vec::new();
-    };
-    let mut out: Vec<(String, TxState)> = entries
-        .flatten()
-        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
-        .map(|e| (e.file_name().to_string_lossy().to_string(), e.path()))
-        .filter(|(n, _)| valid_tx_id(n))
-        .map(|(id, dir)| {
-            let state = if dir.join(COMMIT).exists() {
-                TxState::Committed
-            } else if matches!(lock_dir(&dir, false), Ok(None)) {
-                TxState::Open
-            } else {
-                match read_manifest(&dir) {
-                    Ok(m) if expired(&m) => TxState::Expired,
-                    Ok(m) if process_alive(m.owner_pid) => TxState::Open,
-                    _ => TxState::Abandoned,
-                }
-            };
-            (id, state)
-        })
-        .collect();
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
-}
-
-/// Recovery of every transaction in the WAL (see the module doc).
-pub fn recover(svc: &Store) -> RecoveryReport {
-    let mut report = RecoveryReport::default();
-    let root = wal_root(svc);
-    let Ok(entries) = fs::read_dir(&root) else {
-        return report;
-    };
-    let mut dirs: Vec<(String, PathBuf)> = entries
-        .flatten()
-        .filter(|e| e.file_type().map(|t| t.is_dir()).unwrap_or(false))
-        .map(|e| (e.file_name().to_string_lossy().to_string(), e.path()))
-        .filter(|(n, _)| valid_tx_id(n))
-        .collect();
-    // Oldest first: a later transaction may build on an earlier one's files.
-    dirs.sort();
-    for (tx_id, dir) in dirs {
-        let lock = match lock_dir(&dir, false) {
-            Ok(Some(l)) => l,
-            Ok(None) => {
-                report.open.push(tx_id);
-                continue;
-            }
-            Err(e) => {
-                report.problems.push(format!("transaction {tx_id}: {e}"));
-                continue;
-            }
-        };
-        let outcome = recover_one(svc, &tx_id, &dir, &mut report);
-        drop(lock);
-        if let Err(f) = outcome {
-            report.problems.push(format!("transaction {tx_id}: {f}"));
-        }
-    }
-    report
-}
-
-fn recover_one(svc: &Store, tx_id: &str, dir: &Path, report: &mut RecoveryReport) -> Result<()> {
-    match fs::read(dir.join(COMMIT)) {
-        Ok(bytes) => {
-            let record: CommitRecord = serde_json::from_slice(&bytes).map_err(|e| {
-                Failure::Internal(format!("commit record of {tx_id} is unreadable: {e}"))
-            })?;
-            roll_forward(svc, dir, &record, report)?;
-            retire(dir).map_err(|e| Failure::io("remove transaction", dir, e))?;
-            report.rolled_forward.push(tx_id.to_string());
-        }
-        Err(e) if e.kind() == io::ErrorKind::NotFound => match read_manifest(dir) {
-            Ok(m) if process_alive(m.owner_pid) && !expired(&m) => {
-                report.open.push(tx_id.to_string());
-            }
-            Ok(m) if expired(&m) => {
-                retire(dir).map_err(|e| Failure::io("remove transaction", dir, e))?;
-                report.expired.push(tx_id.to_string());
-            }
-            // Owner gone, or a begin that crashed before its manifest: never acknowledged
-            // as committed, so nothing of it may land.
-            _ => {
-                retire(dir).map_err(|e| Failure::io("remove transaction", dir, e))?;
-                report.rolled_back.push(tx_id.to_string());
-            }
-        },
-        Err(e) => return Err(Failure::io("read commit record", dir, e)),
-    }
-    Ok(())
-}
-
-/// Apply what a committed transaction has not applied yet. A file with its new hash is done;
-/// a file with its base hash gets the staged content; any other content means someone wrote
-/// the file after the crash: it is left alone and reported.
-fn roll_forward(
-    svc: &Store,
-    dir: &Path,
-    record: &CommitRecord,
-    report: &mut RecoveryReport,
-) -> Result<()> {
-    let targets = record
-        .files
-        .iter()
-        .map(|op| svc.workspaces().resolve(&op.abs_path, true))
-        .collect::<Result<Vec<Target>>>()?;
-    let refs: Vec<&Target> = targets.iter().collect();
-    // All rows of a commit land in one append: one row with this tx_id means all of them.
-    let tx_id = record.tx_id.as_str();
-    let (rows, _) = svc
-        .pipeline()
-        .journal()
-        .tail_containing(1, &json_string_forms(tx_id), |r| {
-            r.get("tx_id").and_then(Value::as_str) == Some(tx_id)
-        })
-        .map_err(|e| Failure::io("read journal", svc.pipeline().journal().path(), e))?;
-    let who = Caller {
-        caller: record.caller.clone(),
-        tool: "tx_commit".into(),
-    };
-    svc.pipeline().commit_many(
-        &refs,
-        &who,
-        |existing| {
-            record
-                .files
-                .iter()
-                .zip(existing)
-                .map(|(op, e)| {
-                    let now = e.as_ref().map(|e| &e.sha256);
-                    if now == Some(&op.sha256) {
-                        Ok(None)
-                    } else if now == op.base_sha256.as_ref() {
-                        plan_for(dir, tx_id, op).map(Some)
-                    } else {
-                        report.problems.push(format!(
-                            "transaction {tx_id}: {} changed after the crash; left as it is",
-                            op.path
-                        ));
-                        Ok(None)
-                    }
-                })
-                .collect()
-        },
-        |_| Ok(()),
-        rows.is_empty(),
-    )?;
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
+    use super::wal::MANIFEST;
     use super::*;
     use crate::store::Config;
     use std::sync::Arc;
 
-    fn service() -> (tempfile::TempDir, Arc<Store>) {
+    pub(super) fn service() -> (tempfile::TempDir, Arc<Store>) {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
         let mut c = Config::new(root.clone());
@@ -851,7 +443,12 @@ mod tests {
         (t, Store::open(c))
     }
 
-    fn stage_bytes(svc: &Store, tx_id: &str, path: &str, bytes: &[u8]) -> (StagedOp, usize) {
+    pub(super) fn stage_bytes(
+        svc: &Store,
+        tx_id: &str,
+        path: &str,
+        bytes: &[u8],
+    ) -> (StagedOp, usize) {
         stage(svc, tx_id, path, "tx_write", |cur| {
             Ok(NewContent {
                 bytes: bytes.to_vec(),
