@@ -83,7 +83,7 @@ fn is_originals_temp(name: &str) -> bool {
 
 /// Display path of session `name`'s directory (`.resilient_write/chunks/<name>`).
 pub fn session_display(name: &str) -> String {
-    format!("{}/{CHUNKS_DIR}/{name}", crate::store::STATE_DIR_NAME)
+    format!("{}/{CHUNKS_DIR}/{name}", crate::layout::STATE_DIR_NAME)
 }
 
 /// Check a session name against `^[A-Za-z0-9_-]{1,64}$`.

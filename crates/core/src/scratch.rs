@@ -67,7 +67,7 @@ pub struct SkippedLine {
 pub fn blob_path(sha256: &str) -> String {
     format!(
         "{}/{SCRATCH_DIR}/{sha256}.bin",
-        crate::store::STATE_DIR_NAME
+        crate::layout::STATE_DIR_NAME
     )
 }
 

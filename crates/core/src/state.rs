@@ -49,7 +49,7 @@ pub fn open_subdir(
     dir_mode: u32,
     create: bool,
 ) -> Result<Option<StateDir>> {
-    let mut display = crate::store::STATE_DIR_NAME.to_string();
+    let mut display = crate::layout::STATE_DIR_NAME.to_string();
     let mut created = Vec::new();
     let mut dir = match rustix::fs::open(
         state_dir,
@@ -167,7 +167,7 @@ pub fn target(state_dir: &Path, subdir: &str, name: &str) -> Result<Target> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::STATE_DIR_NAME;
+    use crate::layout::STATE_DIR_NAME;
     use std::fs;
     use std::os::unix::fs::{PermissionsExt, symlink};
 

@@ -21,7 +21,7 @@
 //!   pre-image is kept, then the `COMMIT` record is made durable: that is the commit point.
 //!   Then one journal row per file (all rows in one append, each with `tx_id`), the renames,
 //!   one fsync per touched directory, and the WAL is retired.
-//! - Recovery ([`recover`], run by `Store::open` and `resilient-write recover`): a
+//! - Recovery ([`recover`], run by `startup::open` and `resilient-write recover`): a
 //!   transaction with a `COMMIT` record is rolled forward idempotently (a file that already
 //!   has its new hash is left alone; journal rows are not written twice); one without is
 //!   rolled back when its owner process is gone, and discarded when its timeout has passed.
@@ -440,7 +440,7 @@ mod tests {
         let mut c = Config::new(root.clone());
         c.workspaces = vec![root];
         c.sweep_on_start = false;
-        (t, Store::open(c))
+        (t, crate::startup::open(c).0)
     }
 
     pub(super) fn stage_bytes(

@@ -268,12 +268,12 @@ mod tests {
     }
 
     /// A second store on the same directory, as a restarted server opens it.
-    fn reopen(root: &Path) -> Arc<Store> {
+    fn reopen(root: &Path) -> (Arc<Store>, Option<RecoveryReport>) {
         let root = root.canonicalize().unwrap();
         let mut c = Config::new(root.clone());
         c.workspaces = vec![root];
         c.sweep_on_start = false;
-        Store::open(c)
+        crate::startup::open(c)
     }
 
     #[test]
@@ -288,8 +288,8 @@ mod tests {
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b old");
         drop(svc);
 
-        let svc = reopen(t.path());
-        let report = svc.recovery().expect("recovery ran at start");
+        let (svc, report) = reopen(t.path());
+        let report = report.expect("recovery ran at start");
         assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
