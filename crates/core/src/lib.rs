@@ -15,7 +15,6 @@ pub mod history;
 pub mod journal;
 pub mod notices;
 pub mod objects;
-pub mod pipeline;
 pub mod policy;
 pub mod preflight;
 pub mod progress;
@@ -25,6 +24,9 @@ pub mod session;
 pub mod state;
 pub mod store;
 pub mod tx;
+pub mod util;
 pub mod validate;
 pub mod workspace;
 pub mod write;
+
+pub use write::pipeline;
