@@ -16,7 +16,6 @@ pub mod journal;
 pub mod layout;
 pub mod notices;
 pub mod objects;
-pub mod pipeline;
 pub mod policy;
 pub mod preflight;
 pub mod progress;
@@ -27,6 +26,9 @@ pub mod startup;
 pub mod state;
 pub mod store;
 pub mod tx;
+pub mod util;
 pub mod validate;
 pub mod workspace;
 pub mod write;
+
+pub use write::pipeline;

@@ -6,3 +6,4 @@
 //!   answered from its first result instead of applied twice.
 pub mod idempotency;
 pub mod intent;
+pub mod pipeline;

@@ -1,0 +1,3 @@
+//! Small helpers shared by the layers, belonging to none of them.
+
+pub mod sys;

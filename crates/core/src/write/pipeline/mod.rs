@@ -1,0 +1,480 @@
+//! L1: the write pipeline. Every byte that lands in a workspace goes through [`Pipeline::commit`].
+//!
+//! The protocol, for one target already resolved beneath a root ([`crate::workspace::Target`]):
+//!
+//! 1. Lock: `flock(LOCK_EX)` on the target's parent directory handle. The lock excludes other
+//!    threads and other processes writing into that directory until the rename is durable. (It
+//!    is per directory, not per file: a rename replaces the file's inode, so a lock on the file
+//!    itself would not exclude a writer that opened the new inode.)
+//! 2. Precondition: the current content is read (`O_NOFOLLOW` relative to the directory handle)
+//!    and handed to the caller's decision function, which checks mode and
+//!    `expected_prev_sha256` and computes the new content, all under the lock.
+//!    A target that exists must be writable by this process (`faccessat(W_OK)`): the rename
+//!    would replace a read-only file, so one is refused with EACCES instead.
+//! 3. Temp file: created in the same directory with `O_CREAT|O_EXCL|O_NOFOLLOW`, given the
+//!    existing file's permission bits and owner, written, `fsync`ed. (A streamed body starts
+//!    the writeback of what it has written every 16 MiB, so the fsync is left the last step;
+//!    the fsync is still what makes the file durable.)
+//! 4. Read-back: the temp file is re-read and hashed; a mismatch with the hash of what was
+//!    written deletes it and fails with `write_corruption`. The target is untouched. (For a
+//!    large file the read-back runs while its fsync does: both finish before step 6.)
+//!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced
+//!    is stored there (durably, deduplicated by SHA-256) now, after the new content is
+//!    verified and before the rename, so every acknowledged write keeps its pre-image and a
+//!    refused or failed write stores nothing.
+//! 5. Journal: the row is appended and `fdatasync`ed, and the journal stays locked.
+//! 6. Rename: `renameat2(RENAME_NOREPLACE)` for create (a file that appeared meanwhile is never
+//!    clobbered; `link`+`unlink` where the filesystem lacks the flag), `renameat` otherwise. If
+//!    the rename fails, the row is truncated away and the temp file removed: the server never
+//!    reports failure for a write it applied, nor keeps a row for one it did not.
+//! 7. Durability: the parent directory (and every directory created on the way) is `fsync`ed.
+//!
+//! [`Pipeline::commit_many`] runs the same steps for several targets at once (transactions):
+//! all directories locked in a stable order, all preconditions checked, all temp files staged,
+//! then the caller's commit point, one journal append, the renames, one fsync per directory.
+//!
+//! A crash at any point leaves the target wholly old or wholly new. A crash after step 3 leaves
+//! a temp file named `.<name>.rw-tmp-<pid>-<n>`, which [`sweep_temp_files`] removes at the
+//! next start once process `<pid>` is gone. A crash between steps 5 and 6 (the journal's
+//! fdatasync and the rename) can leave a row for a rename that never happened ("orphan row"):
+//! the file on disk, not the row, is the truth; the crash test counts such rows, and
+//! docs/ARCHITECTURE.md explains why this order is the one that never loses an acknowledged row.
+
+use crate::envelope::{Failure, Result};
+use crate::hash::sha256_hex;
+use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
+use crate::objects::ObjectStore;
+use crate::util::sys::errno_io;
+use crate::workspace::Target;
+use rustix::fd::OwnedFd;
+use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::path::PathBuf;
+
+mod fault;
+mod many;
+mod readback;
+mod sweep;
+mod temp;
+#[cfg(test)]
+mod tests;
+
+pub use crate::util::sys::{fsync_dir, process_alive};
+pub(crate) use fault::fault;
+pub use many::StagedFile;
+pub use sweep::{stale_temp_files, sweep_temp_files, temp_owner_pid};
+pub use temp::TEMP_MARKER;
+use temp::{Staged, stage};
+
+/// The file currently at the target, as read under the lock.
+#[derive(Debug)]
+pub struct Existing {
+    pub bytes: Vec<u8>,
+    pub sha256: String,
+    /// Permission bits (`st_mode & 0o7777`).
+    pub mode: u32,
+    pub uid: u32,
+    pub gid: u32,
+    /// Hard-link count: more than one means a rename will detach this path from its twins.
+    pub nlink: u64,
+}
+
+/// A producer that streams the new content into the temp file.
+pub type Producer = Box<dyn FnOnce(&mut dyn Write) -> io::Result<()> + Send>;
+
+/// A producer that hashes what it streams itself (on a thread of its own, say) and returns
+/// the SHA-256 (hex) of exactly the bytes it gave the writer. The read-back is compared with
+/// that digest, so a wrong one fails the write (`write_corruption`); it never passes one.
+pub type HashedProducer = Box<dyn FnOnce(&mut dyn Write) -> io::Result<String> + Send>;
+
+/// The new content: whole bytes, or a producer that streams into the temp file (compose).
+pub enum Body {
+    Bytes(Vec<u8>),
+    Stream(Producer),
+    HashedStream(HashedProducer),
+}
+
+/// What to write, decided under the lock by the caller.
+pub struct Plan {
+    pub body: Body,
+    /// The journal's `mode` (create, overwrite, append, replace, compose, ...).
+    pub mode_label: String,
+    /// Refuse to replace an existing file at rename time (create mode).
+    pub create_only: bool,
+    /// Extra journal fields (session, tx_id, idempotency_key, ...).
+    pub extra: BTreeMap<String, Value>,
+    /// Permission bits for a file that does not exist yet (before the umask); `None` means
+    /// 0666, and an existing file keeps its own bits. With `Some`, they are also the most an
+    /// existing file keeps (its bits are masked with them): the private state files
+    /// (scratchpad, checkpoints, handoffs) ask for 0600, so one the original left 0644 is
+    /// tightened when rewritten.
+    pub new_file_mode: Option<u32>,
+}
+
+/// The journal's mode for writing over `existing`: `create` when there is nothing there,
+/// else `replacing` (overwrite, append, ...).
+pub fn mode_over(existing: Option<&Existing>, replacing: &str) -> String {
+    if existing.is_some() {
+        replacing
+    } else {
+        "create"
+    }
+    .to_string()
+}
+
+/// The caller's verdict on the current content.
+pub enum Decision<T> {
+    /// Write the plan, then return `T` with the outcome.
+    Write(Plan, T),
+    /// Write nothing (a dry run, an idempotent replay), return `T`.
+    Skip(T),
+}
+
+/// Who is writing, for the journal.
+#[derive(Debug, Clone)]
+pub struct Caller {
+    pub caller: String,
+    pub tool: String,
+}
+
+/// A completed write.
+#[derive(Debug, Clone)]
+pub struct Outcome {
+    pub abs_path: PathBuf,
+    pub sha256: String,
+    pub bytes: u64,
+    pub prev_sha256: Option<String>,
+    pub journal_id: String,
+    pub wrote_at: String,
+    pub mode_label: String,
+    /// Hard links of the previous file that no longer share content with this path.
+    pub detached_hardlinks: u64,
+    /// Non-fatal problems after the write was applied (a directory fsync that failed, an
+    /// owner that could not be kept).
+    pub warnings: Vec<String>,
+}
+
+/// The write pipeline of one state directory.
+#[derive(Debug, Clone)]
+pub struct Pipeline {
+    journal: Journal,
+    /// Where pre-images go before a rename replaces them (history); `None` keeps none.
+    objects: Option<ObjectStore>,
+}
+
+/// Holds the directory lock; releases it when dropped, on every exit path.
+struct DirLock<'a>(&'a OwnedFd);
+
+impl Drop for DirLock<'_> {
+    fn drop(&mut self) {
+        let _ = rustix::fs::flock(self.0, FlockOperation::Unlock);
+    }
+}
+
+/// Read the file at `name` in `dir` without following a symlink.
+pub fn read_existing(dir: &OwnedFd, name: &std::ffi::OsStr) -> io::Result<Option<Existing>> {
+    read_existing_as(dir, name, true)
+}
+
+/// Like [`read_existing`]; with `keep_bytes` false the content is only hashed (streamed), and
+/// `Existing::bytes` is left empty, so a huge existing file costs no memory.
+fn read_existing_as(
+    dir: &OwnedFd,
+    name: &std::ffi::OsStr,
+    keep_bytes: bool,
+) -> io::Result<Option<Existing>> {
+    let fd = match rustix::fs::openat(
+        dir,
+        name,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    ) {
+        Ok(fd) => fd,
+        Err(e) if e == rustix::io::Errno::NOENT => return Ok(None),
+        Err(e) => return Err(errno_io(e)),
+    };
+    let st = rustix::fs::fstat(&fd).map_err(errno_io)?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::RegularFile {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            "target is not a regular file",
+        ));
+    }
+    let mut file = File::from(fd);
+    let (bytes, sha256) = if keep_bytes {
+        let mut bytes = Vec::with_capacity(st.st_size.max(0) as usize);
+        file.read_to_end(&mut bytes)?;
+        let digest = sha256_hex(&bytes);
+        (bytes, digest)
+    } else {
+        (Vec::new(), crate::hash::sha256_reader(&mut file)?.0)
+    };
+    Ok(Some(Existing {
+        sha256,
+        bytes,
+        mode: st.st_mode & 0o7777,
+        uid: st.st_uid,
+        gid: st.st_gid,
+        nlink: st.st_nlink,
+    }))
+}
+
+/// Map an error reading the current target to the failure the agent should see.
+fn read_target(target: &Target, keep_bytes: bool) -> Result<Option<Existing>> {
+    let shown = target.display.as_str();
+    read_existing_as(&target.dir, &target.name, keep_bytes).map_err(|e| {
+        if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+            Failure::OutsideWorkspace {
+                path: shown.into(),
+                reason: "the target became a symlink after it was resolved".into(),
+            }
+        } else if e.kind() == io::ErrorKind::InvalidInput {
+            Failure::IsDirectory { path: shown.into() }
+        } else {
+            Failure::io("read", shown, e)
+        }
+    })
+}
+
+/// A read-only file is refused, not silently replaced: the rename only needs a writable
+/// directory, so ask the kernel whether this process may write the file itself (permission
+/// bits, ACLs, EROFS, immutable flag).
+fn check_writable(target: &Target, existing: Option<&Existing>) -> Result<()> {
+    if existing.is_some() {
+        rustix::fs::accessat(
+            &target.dir,
+            &target.name,
+            rustix::fs::Access::WRITE_OK,
+            AtFlags::empty(),
+        )
+        .map_err(|e| Failure::io("check write permission", &target.display, errno_io(e)))?;
+    }
+    Ok(())
+}
+
+/// Step 6: rename the staged temp file over the target (never clobbering in create mode).
+fn rename_into_place(target: &Target, tmp: &[u8], create_only: bool) -> io::Result<()> {
+    if create_only {
+        rename_noreplace(&target.dir, tmp, &target.name)
+    } else {
+        rustix::fs::renameat(&target.dir, tmp, &target.dir, &target.name).map_err(errno_io)
+    }
+}
+
+/// The failure for a rename that did not happen.
+fn rename_failure(target: &Target, e: io::Error) -> Failure {
+    if e.kind() == io::ErrorKind::AlreadyExists {
+        let now = read_existing(&target.dir, &target.name)
+            .ok()
+            .flatten()
+            .map(|e| e.sha256)
+            .unwrap_or_default();
+        return Failure::TargetExists {
+            path: target.display.clone(),
+            existing_sha256: now,
+        };
+    }
+    Failure::io("rename into place", &target.display, e)
+}
+
+fn hardlink_warning(existing: Option<&Existing>, warnings: &mut Vec<String>) -> u64 {
+    let detached = existing.map_or(0, |e| e.nlink.saturating_sub(1));
+    if detached > 0 {
+        warnings.push(format!(
+            "the previous file had {detached} other hard link(s); they keep the old content"
+        ));
+    }
+    detached
+}
+
+fn journal_row(
+    target: &Target,
+    who: &Caller,
+    staged: &Staged,
+    prev: Option<&Existing>,
+    plan_mode: &str,
+    extra: BTreeMap<String, Value>,
+) -> JournalRow {
+    JournalRow {
+        journal_id: new_journal_id(),
+        ts: now_rfc3339(),
+        path: target.abs_path.display().to_string(),
+        sha256: staged.sha256.clone(),
+        prev_sha256: prev.map(|e| e.sha256.clone()),
+        bytes: staged.bytes,
+        mode: plan_mode.to_string(),
+        caller: who.caller.clone(),
+        tool: who.tool.clone(),
+        extra,
+    }
+}
+
+impl Pipeline {
+    pub fn new(journal: Journal) -> Pipeline {
+        Pipeline {
+            journal,
+            objects: None,
+        }
+    }
+
+    /// Keep the previous content of every replaced file in `objects` (history and undo).
+    pub fn with_objects(mut self, objects: ObjectStore) -> Pipeline {
+        self.objects = Some(objects);
+        self
+    }
+
+    pub fn journal(&self) -> &Journal {
+        &self.journal
+    }
+
+    pub fn objects(&self) -> Option<&ObjectStore> {
+        self.objects.as_ref()
+    }
+
+    /// History: store the content about to be replaced. Called after the new content is
+    /// staged and verified (so a refused or failed write stores nothing) and before the
+    /// rename (so a crash never loses the pre-image of an acknowledged write).
+    fn preserve(&self, target: &Target, existing: Option<&Existing>) -> Result<()> {
+        if !target.keep_history {
+            return Ok(());
+        }
+        if let (Some(store), Some(old)) = (&self.objects, existing) {
+            let stored = if old.bytes.is_empty() && old.sha256 != sha256_hex(b"") {
+                // A streamed commit did not keep the bytes: copy the file as it is now (we
+                // hold the directory lock, so it is still the content hashed above).
+                rustix::fs::openat(
+                    &target.dir,
+                    &target.name,
+                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    Mode::empty(),
+                )
+                .map_err(errno_io)
+                .and_then(|fd| store.put_reader(File::from(fd), &old.sha256))
+            } else {
+                store.put(&old.bytes, &old.sha256)
+            };
+            stored.map_err(|e| Failure::io("store the previous version", &target.display, e))?;
+        }
+        Ok(())
+    }
+
+    /// Run the protocol for `target`. `decide` sees the current content under the lock and
+    /// returns what to write (or to write nothing).
+    pub fn commit<T>(
+        &self,
+        target: &Target,
+        who: &Caller,
+        decide: impl FnOnce(Option<&Existing>) -> Result<Decision<T>>,
+    ) -> Result<(Option<Outcome>, T)> {
+        self.commit_as(target, who, true, decide)
+    }
+
+    /// Like [`Pipeline::commit`], but the decision function sees the existing file's hash,
+    /// mode and owner only (`Existing::bytes` is empty): for streamed writes (compose) whose
+    /// target may be gigabytes, so the precondition check costs no memory. The pre-image is
+    /// still kept for history, copied file to file.
+    pub fn commit_streaming<T>(
+        &self,
+        target: &Target,
+        who: &Caller,
+        decide: impl FnOnce(Option<&Existing>) -> Result<Decision<T>>,
+    ) -> Result<(Option<Outcome>, T)> {
+        self.commit_as(target, who, false, decide)
+    }
+
+    fn commit_as<T>(
+        &self,
+        target: &Target,
+        who: &Caller,
+        keep_bytes: bool,
+        decide: impl FnOnce(Option<&Existing>) -> Result<Decision<T>>,
+    ) -> Result<(Option<Outcome>, T)> {
+        let shown = target.display.as_str();
+        // 1. Lock the parent directory.
+        rustix::fs::flock(&target.dir, FlockOperation::LockExclusive)
+            .map_err(|e| Failure::io("lock", shown, errno_io(e)))?;
+        let _lock = DirLock(&target.dir);
+
+        // 2. Precondition, decided by the caller on the current content.
+        let existing = read_target(target, keep_bytes)?;
+        let (plan, value) = match decide(existing.as_ref())? {
+            Decision::Skip(v) => return Ok((None, v)),
+            Decision::Write(plan, v) => (plan, v),
+        };
+        check_writable(target, existing.as_ref())?;
+
+        // 3-4. Temp file, fsync, read-back; then keep the pre-image.
+        let mut staged = stage(target, existing.as_ref(), plan.body, plan.new_file_mode)?;
+        self.preserve(target, existing.as_ref())?;
+
+        // 5. Journal row, durable, journal still locked.
+        let row = journal_row(
+            target,
+            who,
+            &staged,
+            existing.as_ref(),
+            &plan.mode_label,
+            plan.extra,
+        );
+        let (journal_id, wrote_at) = (row.journal_id.clone(), row.ts.clone());
+        let appended = if fault("enospc_journal") {
+            Err(errno_io(rustix::io::Errno::NOSPC))
+        } else {
+            self.journal.append(&row)
+        }
+        .map_err(|e| Failure::io("append journal row", self.journal.path(), e))?;
+
+        // 6. Rename into place; a failed rename takes its row back.
+        if let Err(e) = rename_into_place(target, &staged.guard.name, plan.create_only) {
+            if let Err(re) = appended.rollback() {
+                tracing::error!("journal rollback after failed rename: {re}");
+            }
+            return Err(rename_failure(target, e));
+        }
+        staged.guard.armed = false;
+        appended.commit();
+
+        // 7. Make the rename (and any new directories) durable. The write is applied now:
+        // a failure here is reported as a warning, never as a failed write.
+        let mut warnings = std::mem::take(&mut staged.warnings);
+        if let Err(e) = rustix::fs::fsync(&target.dir) {
+            warnings.push(format!("fsync of the parent directory failed: {e}"));
+        }
+        for d in &target.created_dirs {
+            if let Err(e) = rustix::fs::fsync(d) {
+                warnings.push(format!("fsync of a created directory failed: {e}"));
+            }
+        }
+        let detached_hardlinks = hardlink_warning(existing.as_ref(), &mut warnings);
+        Ok((
+            Some(Outcome {
+                abs_path: target.abs_path.clone(),
+                sha256: staged.sha256,
+                bytes: staged.bytes,
+                prev_sha256: existing.map(|e| e.sha256),
+                journal_id,
+                wrote_at,
+                mode_label: plan.mode_label,
+                detached_hardlinks,
+                warnings,
+            }),
+            value,
+        ))
+    }
+}
+
+/// Rename `tmp` to `name` unless `name` exists. Falls back to link+unlink on filesystems that
+/// do not support `RENAME_NOREPLACE`; both fail with `AlreadyExists` when the name is taken.
+fn rename_noreplace(dir: &OwnedFd, tmp: &[u8], name: &std::ffi::OsStr) -> io::Result<()> {
+    match rustix::fs::renameat_with(dir, tmp, dir, name, RenameFlags::NOREPLACE) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::INVAL || e == rustix::io::Errno::NOSYS => {
+            rustix::fs::linkat(dir, tmp, dir, name, AtFlags::empty()).map_err(errno_io)?;
+            rustix::fs::unlinkat(dir, tmp, AtFlags::empty()).map_err(errno_io)
+        }
+        Err(e) => Err(errno_io(e)),
+    }
+}

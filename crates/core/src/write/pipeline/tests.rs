@@ -1,0 +1,306 @@
+use super::temp::WRITEBACK_STEP;
+use super::*;
+use crate::workspace::Workspaces;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::Path;
+
+struct Fixture {
+    _t: tempfile::TempDir,
+    root: PathBuf,
+    ws: Workspaces,
+    pipeline: Pipeline,
+}
+
+fn fixture() -> Fixture {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let ws = Workspaces::new(std::slice::from_ref(&root), &root, None);
+    let pipeline = Pipeline::new(Journal::new(&root.join(".resilient_write")));
+    Fixture {
+        _t: t,
+        root,
+        ws,
+        pipeline,
+    }
+}
+
+fn who() -> Caller {
+    Caller {
+        caller: "test".into(),
+        tool: "safe_write".into(),
+    }
+}
+
+fn write(f: &Fixture, path: &str, bytes: &[u8], create_only: bool) -> Result<Outcome> {
+    let target = f.ws.resolve(path, true)?;
+    let body = bytes.to_vec();
+    let (out, ()) = f.pipeline.commit(&target, &who(), |_| {
+        Ok(Decision::Write(
+            Plan {
+                body: Body::Bytes(body),
+                mode_label: if create_only { "create" } else { "overwrite" }.into(),
+                create_only,
+                extra: BTreeMap::new(),
+                new_file_mode: None,
+            },
+            (),
+        ))
+    })?;
+    Ok(out.unwrap())
+}
+
+#[test]
+fn write_lands_exact_bytes_and_journals_one_row() {
+    let f = fixture();
+    let bytes = b"\xef\xbb\xbfline1\r\nline2\n";
+    let out = write(&f, "a.txt", bytes, true).unwrap();
+    assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), bytes);
+    assert_eq!(out.sha256, sha256_hex(bytes));
+    let (rows, _) = f.pipeline.journal().tail(10, |_| true).unwrap();
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["sha256"], out.sha256.as_str());
+    assert_eq!(rows[0]["prev_sha256"], Value::Null);
+}
+
+#[test]
+fn overwrite_keeps_permission_bits() {
+    let f = fixture();
+    write(&f, "x.sh", b"old", true).unwrap();
+    std::fs::set_permissions(f.root.join("x.sh"), std::fs::Permissions::from_mode(0o751)).unwrap();
+    write(&f, "x.sh", b"new", false).unwrap();
+    let meta = std::fs::metadata(f.root.join("x.sh")).unwrap();
+    assert_eq!(meta.mode() & 0o7777, 0o751);
+}
+
+#[test]
+fn create_only_never_clobbers_a_file_that_appeared() {
+    let f = fixture();
+    let target = f.ws.resolve("race.txt", true).unwrap();
+    let root = f.root.clone();
+    let err = f
+        .pipeline
+        .commit(&target, &who(), |existing| {
+            assert!(existing.is_none());
+            // Another writer that ignores our lock creates the file now.
+            std::fs::write(root.join("race.txt"), b"theirs").unwrap();
+            Ok(Decision::Write(
+                Plan {
+                    body: Body::Bytes(b"ours".to_vec()),
+                    mode_label: "create".into(),
+                    create_only: true,
+                    extra: BTreeMap::new(),
+                    new_file_mode: None,
+                },
+                (),
+            ))
+        })
+        .unwrap_err();
+    assert!(matches!(err, Failure::TargetExists { .. }), "{err:?}");
+    assert_eq!(std::fs::read(f.root.join("race.txt")).unwrap(), b"theirs");
+    let (rows, _) = f.pipeline.journal().tail(10, |_| true).unwrap();
+    assert!(
+        rows.is_empty(),
+        "the row of the refused write was rolled back"
+    );
+    assert_no_temp_files(&f.root);
+}
+
+#[test]
+fn hard_linked_target_is_reported() {
+    let f = fixture();
+    write(&f, "h.txt", b"old", true).unwrap();
+    std::fs::hard_link(f.root.join("h.txt"), f.root.join("twin.txt")).unwrap();
+    let out = write(&f, "h.txt", b"new", false).unwrap();
+    assert_eq!(out.detached_hardlinks, 1);
+    assert_eq!(std::fs::read(f.root.join("twin.txt")).unwrap(), b"old");
+}
+
+#[test]
+fn sweep_removes_temp_files_of_dead_processes_only() {
+    let f = fixture();
+    let dead = f.root.join(".a.txt.rw-tmp-999999999-1-0000abcd");
+    let live = f
+        .root
+        .join(format!(".b.txt.rw-tmp-{}-1-0000abcd", std::process::id()));
+    std::fs::write(&dead, b"x").unwrap();
+    std::fs::write(&live, b"x").unwrap();
+    let removed = sweep_temp_files(&f.root, 1000);
+    assert_eq!(removed, vec![dead.clone()]);
+    assert!(live.exists());
+}
+
+fn assert_no_temp_files(root: &Path) {
+    for e in std::fs::read_dir(root).unwrap().flatten() {
+        assert!(
+            !e.file_name().to_string_lossy().contains(TEMP_MARKER),
+            "left {:?}",
+            e.file_name()
+        );
+    }
+}
+
+fn stream(f: &Fixture, path: &str, body: Body) -> Result<Outcome> {
+    let target = f.ws.resolve(path, true)?;
+    let (out, ()) = f.pipeline.commit_streaming(&target, &who(), |_| {
+        Ok(Decision::Write(
+            Plan {
+                body,
+                mode_label: "compose".into(),
+                create_only: false,
+                extra: BTreeMap::new(),
+                new_file_mode: None,
+            },
+            (),
+        ))
+    })?;
+    Ok(out.unwrap())
+}
+
+fn leftovers(f: &Fixture) -> Vec<String> {
+    std::fs::read_dir(&f.root)
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| temp_owner_pid(n.as_bytes()).is_some())
+        .collect()
+}
+
+/// Pieces of every size from 1 byte to past the writer's buffer, so the read-back that
+/// trails the writer wakes up at many different points.
+fn pieces() -> Vec<Vec<u8>> {
+    let mut out = Vec::new();
+    let mut x = 7u32;
+    for k in 0..300usize {
+        let len = match k % 5 {
+            0 => 1,
+            1 => 4095,
+            2 => 70_000,
+            3 => 300_000,
+            _ => 13,
+        };
+        out.push(
+            (0..len)
+                .map(|_| {
+                    x = x.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+                    (x >> 16) as u8
+                })
+                .collect(),
+        );
+    }
+    out
+}
+
+#[test]
+fn streamed_write_is_read_back_whole_while_it_is_written() {
+    let f = fixture();
+    let parts = pieces();
+    let all: Vec<u8> = parts.concat();
+    let producer_parts = parts.clone();
+    let out = stream(
+        &f,
+        "big.bin",
+        Body::Stream(Box::new(move |w| {
+            for p in &producer_parts {
+                w.write_all(p)?;
+                w.flush()?;
+            }
+            Ok(())
+        })),
+    )
+    .unwrap();
+    assert_eq!(out.bytes, all.len() as u64);
+    assert_eq!(out.sha256, sha256_hex(&all));
+    assert_eq!(std::fs::read(f.root.join("big.bin")).unwrap(), all);
+    assert!(leftovers(&f).is_empty());
+}
+
+#[test]
+fn hashed_stream_with_a_wrong_digest_is_corruption_and_lands_nothing() {
+    let f = fixture();
+    write(&f, "t.bin", b"old", true).unwrap();
+    let parts = pieces();
+    let right = sha256_hex(&parts.concat());
+    let e = stream(
+        &f,
+        "t.bin",
+        Body::HashedStream(Box::new(move |w| {
+            for p in &parts {
+                w.write_all(p)?;
+            }
+            // the digest of all but the last byte: the read-back must see the difference
+            let all = parts.concat();
+            Ok(sha256_hex(&all[..all.len() - 1]))
+        })),
+    )
+    .unwrap_err();
+    match e {
+        Failure::Corruption { actual, .. } => assert_eq!(actual, right),
+        other => panic!("expected write_corruption, got {other:?}"),
+    }
+    assert_eq!(std::fs::read(f.root.join("t.bin")).unwrap(), b"old");
+    assert!(leftovers(&f).is_empty());
+}
+
+#[test]
+fn hashed_stream_with_the_right_digest_lands() {
+    let f = fixture();
+    let parts = pieces();
+    let all = parts.concat();
+    let digest = sha256_hex(&all);
+    let out = stream(
+        &f,
+        "h.bin",
+        Body::HashedStream(Box::new(move |w| {
+            for p in &parts {
+                w.write_all(p)?;
+            }
+            Ok(digest)
+        })),
+    )
+    .unwrap();
+    assert_eq!(out.sha256, sha256_hex(&all));
+    assert_eq!(std::fs::read(f.root.join("h.bin")).unwrap(), all);
+}
+
+#[test]
+fn a_stream_failing_midway_stops_its_read_back_and_lands_nothing() {
+    let f = fixture();
+    write(&f, "s.bin", b"old", true).unwrap();
+    let e = stream(
+        &f,
+        "s.bin",
+        Body::Stream(Box::new(|w| {
+            w.write_all(&vec![b'x'; 3 * 1024 * 1024])?;
+            w.flush()?;
+            Err(io::Error::other("producer gave up"))
+        })),
+    )
+    .unwrap_err();
+    assert!(e.to_string().contains("producer gave up"), "{e}");
+    assert_eq!(std::fs::read(f.root.join("s.bin")).unwrap(), b"old");
+    assert!(leftovers(&f).is_empty());
+}
+
+#[test]
+fn a_stream_of_several_writeback_steps_lands_whole() {
+    let f = fixture();
+    let block: Vec<u8> = (0..=255u8).cycle().take(1 << 20).collect();
+    let n = (2 * WRITEBACK_STEP / (1 << 20) + 3) as usize;
+    let all = block.repeat(n);
+    let body = block.clone();
+    let out = stream(
+        &f,
+        "big.bin",
+        Body::Stream(Box::new(move |w| {
+            for _ in 0..n {
+                w.write_all(&body)?;
+            }
+            Ok(())
+        })),
+    )
+    .unwrap();
+    assert_eq!(out.bytes, all.len() as u64);
+    assert_eq!(out.sha256, sha256_hex(&all));
+    assert!(std::fs::read(f.root.join("big.bin")).unwrap() == all);
+    assert!(leftovers(&f).is_empty());
+}
