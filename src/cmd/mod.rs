@@ -142,6 +142,10 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     let cwd =
         std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
     let mut config = Config::new(cwd);
+    // The crash and failure tests' fault points (honoured by debug builds only).
+    if let Some(faults) = std::env::var_os("RW_FAULT_INJECT") {
+        crate::pipeline::install_faults(&faults.to_string_lossy());
+    }
     // The home directory itself is never a workspace; `init` writes client configs there.
     config.store.home = std::env::var_os("HOME").map(PathBuf::from);
     config.store.workspaces = global.workspaces.clone();

@@ -64,6 +64,7 @@ mod tests;
 
 pub use crate::util::sys::{fsync_dir, process_alive};
 pub(crate) use fault::fault;
+pub use fault::install_faults;
 pub use many::StagedFile;
 pub use sweep::{stale_temp_files, sweep_temp_files, temp_owner_pid};
 pub use temp::TEMP_MARKER;
