@@ -152,3 +152,137 @@ pub fn tx_rows(journal: &Journal, tx_id: &str) -> io::Result<Vec<Row>> {
     rows.reverse();
     Ok(rows)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::sha256_hex;
+    use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
+    use crate::store::{Config, Store};
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    /// A store over a fresh temporary workspace (no startup sweep).
+    pub(in crate::history) fn service() -> (tempfile::TempDir, Arc<Store>) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let mut c = Config::new(root.clone());
+        c.workspaces = vec![root];
+        c.sweep_on_start = false;
+        (t, crate::startup::open(c).0)
+    }
+
+    /// Write `bytes` to `path` through the pipeline (journaled, pre-image kept).
+    pub(in crate::history) fn write(svc: &Store, path: &str, bytes: &[u8]) -> Outcome {
+        let target = svc.workspaces().resolve(path, true).unwrap();
+        let who = Caller {
+            caller: svc.caller(),
+            tool: "test".into(),
+        };
+        let (outcome, ()) = svc
+            .pipeline()
+            .commit(&target, &who, |existing| {
+                Ok(Decision::Write(
+                    Plan {
+                        body: Body::Bytes(bytes.to_vec()),
+                        mode_label: if existing.is_some() {
+                            "overwrite"
+                        } else {
+                            "create"
+                        }
+                        .into(),
+                        create_only: false,
+                        extra: BTreeMap::new(),
+                        new_file_mode: None,
+                    },
+                    (),
+                ))
+            })
+            .unwrap();
+        outcome.expect("the test write was applied")
+    }
+
+    fn abs(t: &tempfile::TempDir, name: &str) -> String {
+        t.path()
+            .canonicalize()
+            .unwrap()
+            .join(name)
+            .display()
+            .to_string()
+    }
+
+    #[test]
+    fn versions_lists_a_paths_versions_newest_first_up_to_the_limit() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        write(&svc, "b.txt", b"another path");
+        let w2 = write(&svc, "a.txt", b"two");
+        let w3 = write(&svc, "a.txt", b"three");
+        let journal = svc.pipeline().journal();
+        let objects = svc.pipeline().objects();
+        let a = abs(&t, "a.txt");
+        let all = versions(journal, objects, &a, Some(&w3.sha256), 10).unwrap();
+        let shas: Vec<&str> = all.iter().map(|v| v.sha256.as_str()).collect();
+        assert_eq!(
+            shas,
+            [sha256_hex(b"three"), sha256_hex(b"two"), sha256_hex(b"one")]
+        );
+        let ids: Vec<&str> = all.iter().map(|v| v.journal_id.as_str()).collect();
+        assert_eq!(ids, [&w3.journal_id, &w2.journal_id, &w1.journal_id]);
+        assert_eq!(all[0].mode, "overwrite");
+        assert_eq!(all[2].mode, "create");
+        assert_eq!(all[2].bytes, 3);
+        assert!(all.iter().all(|v| v.stored), "pre-images and the current");
+        let two = versions(journal, objects, &a, Some(&w3.sha256), 2).unwrap();
+        assert_eq!(two, all[..2]);
+    }
+
+    #[test]
+    fn versions_marks_a_version_whose_pre_image_is_gone_as_not_stored() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        let w2 = write(&svc, "a.txt", b"two");
+        let objects = svc.pipeline().objects().unwrap();
+        assert!(
+            objects.remove(&w1.sha256).unwrap(),
+            "the pre-image was kept"
+        );
+        let journal = svc.pipeline().journal();
+        let a = abs(&t, "a.txt");
+        let vs = versions(journal, Some(objects), &a, Some(&w2.sha256), 10).unwrap();
+        let stored: Vec<bool> = vs.iter().map(|v| v.stored).collect();
+        assert_eq!(stored, [true, false]);
+        // Without the current hash or an object store, nothing is known to be stored.
+        let vs = versions(journal, None, &a, None, 10).unwrap();
+        assert!(vs.iter().all(|v| !v.stored));
+    }
+
+    #[test]
+    fn find_row_and_tx_rows_find_only_their_own_rows() {
+        let (_t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        write(&svc, "b.txt", b"b");
+        let journal = svc.pipeline().journal();
+        let row = find_row(journal, &w1.journal_id).unwrap().unwrap();
+        assert_eq!(s(&row, "sha256"), w1.sha256);
+        assert!(find_row(journal, "no-such-id").unwrap().is_none());
+
+        let m = crate::tx::begin(&svc, None, None).unwrap();
+        for (path, bytes) in [("a.txt", &b"tx a"[..]), ("c.txt", b"tx c")] {
+            crate::tx::stage(&svc, &m.tx_id, path, "tx_write", |_| {
+                Ok(crate::tx::NewContent {
+                    bytes: bytes.to_vec(),
+                    mode: "tx_write".into(),
+                    replacements: None,
+                })
+            })
+            .unwrap();
+        }
+        crate::tx::commit(&svc, &m.tx_id).unwrap();
+        write(&svc, "a.txt", b"after the tx");
+        let rows = tx_rows(journal, &m.tx_id).unwrap();
+        let shas: Vec<String> = rows.iter().map(|r| s(r, "sha256")).collect();
+        assert_eq!(shas, [sha256_hex(b"tx a"), sha256_hex(b"tx c")]);
+        assert!(tx_rows(journal, "tx-none").unwrap().is_empty());
+    }
+}

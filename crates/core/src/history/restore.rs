@@ -206,3 +206,195 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::sha256_hex;
+    use crate::history::tests::{service, write};
+    use std::fs;
+
+    fn journal_len(svc: &Store) -> usize {
+        let (rows, _, _) = svc.pipeline().journal().read_from(0).unwrap();
+        rows.len()
+    }
+
+    #[test]
+    fn restore_puts_back_a_journaled_version_as_a_new_undoable_write() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        let w2 = write(&svc, "a.txt", b"two");
+        let r = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::JournalId(w1.journal_id),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"one");
+        assert_eq!(r.to_sha256, w1.sha256);
+        assert_eq!(r.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
+        let out = r.outcome.expect("restore wrote");
+        assert_eq!(out.mode_label, "restore");
+        assert_eq!(out.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
+        // The content the restore replaced was kept: it can be restored in turn.
+        restore(&svc, "a.txt", RestoreTo::Sha256(w2.sha256), None, false).unwrap();
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
+    }
+
+    #[test]
+    fn restore_refuses_when_the_file_hash_is_not_the_expected_one() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        write(&svc, "a.txt", b"two");
+        let rows = journal_len(&svc);
+        let err = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256(w1.sha256.clone()),
+            Some(&w1.sha256),
+            false,
+        )
+        .err()
+        .expect("the file is at two, not one");
+        match err {
+            Failure::StaleHash {
+                expected, actual, ..
+            } => {
+                assert_eq!(expected, w1.sha256);
+                assert_eq!(actual, Some(sha256_hex(b"two")));
+            }
+            other => panic!("expected StaleHash, got {other:?}"),
+        }
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
+        assert_eq!(journal_len(&svc), rows, "nothing journaled");
+    }
+
+    #[test]
+    fn restore_skips_when_the_file_already_has_the_target_hash() {
+        let (t, svc) = service();
+        write(&svc, "a.txt", b"one");
+        let w2 = write(&svc, "a.txt", b"two");
+        let rows = journal_len(&svc);
+        let r = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256(w2.sha256.clone()),
+            Some(&w2.sha256),
+            false,
+        )
+        .unwrap();
+        assert!(r.outcome.is_none(), "nothing to write");
+        assert_eq!(r.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
+        assert_eq!(journal_len(&svc), rows, "nothing journaled");
+    }
+
+    #[test]
+    fn restore_dry_run_returns_the_diff_and_writes_nothing() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one\n");
+        write(&svc, "a.txt", b"two\n");
+        let rows = journal_len(&svc);
+        let r = restore(&svc, "a.txt", RestoreTo::Sha256(w1.sha256), None, true).unwrap();
+        assert!(r.outcome.is_none());
+        let diff = r.diff.expect("a dry run has a diff");
+        assert!(diff.contains("-two") && diff.contains("+one"), "{diff}");
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two\n");
+        assert_eq!(journal_len(&svc), rows);
+    }
+
+    #[test]
+    fn restore_refuses_a_version_the_path_never_had_or_no_longer_stores() {
+        let (_t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        let wb = write(&svc, "b.txt", b"b");
+        write(&svc, "a.txt", b"two");
+        let unknown = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256(sha256_hex(b"x")),
+            None,
+            false,
+        );
+        assert!(matches!(unknown, Err(Failure::VersionUnavailable { .. })));
+        let other = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::JournalId(wb.journal_id),
+            None,
+            false,
+        );
+        assert!(matches!(other, Err(Failure::VersionUnavailable { .. })));
+        let missing = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::JournalId("nope".into()),
+            None,
+            false,
+        );
+        assert!(matches!(missing, Err(Failure::VersionUnavailable { .. })));
+        svc.pipeline()
+            .objects()
+            .unwrap()
+            .remove(&w1.sha256)
+            .unwrap();
+        let gone = restore(&svc, "a.txt", RestoreTo::Sha256(w1.sha256), None, false);
+        assert!(matches!(gone, Err(Failure::VersionUnavailable { .. })));
+    }
+
+    fn tx_write(svc: &Store, files: &[(&str, &[u8])]) -> String {
+        let m = tx::begin(svc, None, None).unwrap();
+        for (path, bytes) in files {
+            tx::stage(svc, &m.tx_id, path, "tx_write", |_| {
+                Ok(NewContent {
+                    bytes: bytes.to_vec(),
+                    mode: "tx_write".into(),
+                    replacements: None,
+                })
+            })
+            .unwrap();
+        }
+        tx::commit(svc, &m.tx_id).unwrap();
+        m.tx_id
+    }
+
+    #[test]
+    fn restore_tx_puts_every_file_back_and_skips_files_the_tx_created() {
+        let (t, svc) = service();
+        write(&svc, "a.txt", b"a before");
+        write(&svc, "b.txt", b"b before");
+        let tx_id = tx_write(
+            &svc,
+            &[
+                ("a.txt", b"a in tx"),
+                ("b.txt", b"b in tx"),
+                ("c.txt", b"new"),
+            ],
+        );
+        let (committed, skipped) = restore_tx(&svc, &tx_id).unwrap();
+        assert_ne!(committed.tx_id, tx_id, "the restore is a new transaction");
+        assert_eq!(committed.files.len(), 2);
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a before");
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b before");
+        assert_eq!(fs::read(t.path().join("c.txt")).unwrap(), b"new");
+        assert_eq!(skipped.len(), 1);
+        assert!(skipped[0].path.ends_with("c.txt"), "{:?}", skipped[0]);
+    }
+
+    #[test]
+    fn restore_tx_refuses_when_a_file_changed_since_and_changes_nothing() {
+        let (t, svc) = service();
+        write(&svc, "a.txt", b"a before");
+        write(&svc, "b.txt", b"b before");
+        let tx_id = tx_write(&svc, &[("a.txt", b"a in tx"), ("b.txt", b"b in tx")]);
+        write(&svc, "b.txt", b"b after");
+        let err = restore_tx(&svc, &tx_id).err().expect("b.txt changed");
+        assert!(matches!(err, Failure::StaleHash { .. }), "{err:?}");
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a in tx");
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b after");
+        let none = restore_tx(&svc, "tx-unknown");
+        assert!(matches!(none, Err(Failure::TxNotOpen { .. })));
+    }
+}
