@@ -182,7 +182,173 @@ pub fn gc(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::hash::sha256_hex;
+    use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
     use serde_json::json;
+    use std::collections::BTreeMap;
+    use std::fs::File;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+    const DAY: Duration = Duration::from_secs(86400);
+
+    /// A journal and an object store in a fresh state directory.
+    fn state() -> (tempfile::TempDir, Journal, ObjectStore) {
+        let t = tempfile::tempdir().unwrap();
+        let (j, o) = (Journal::new(t.path()), ObjectStore::new(t.path()));
+        (t, j, o)
+    }
+
+    /// Journal an overwrite of `path` whose pre-image is `prev`, store `prev` as an object
+    /// stored `age` ago, and return its hash.
+    fn pre_image(j: &Journal, o: &ObjectStore, path: &str, prev: &[u8], age: Duration) -> String {
+        let sha = sha256_hex(prev);
+        j.append(&JournalRow {
+            journal_id: new_journal_id(),
+            ts: now_rfc3339(),
+            path: path.into(),
+            sha256: sha256_hex(format!("after {sha}").as_bytes()),
+            prev_sha256: Some(sha.clone()),
+            bytes: 1,
+            mode: "overwrite".into(),
+            caller: "test".into(),
+            tool: "test".into(),
+            extra: BTreeMap::new(),
+        })
+        .unwrap();
+        o.put(prev, &sha).unwrap();
+        File::open(o.path_of(&sha))
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+        sha
+    }
+
+    fn stored(o: &ObjectStore, shas: &[String]) -> Vec<bool> {
+        shas.iter().map(|s| o.contains(s)).collect()
+    }
+
+    #[test]
+    fn gc_keeps_the_last_n_pre_images_of_each_path_whatever_their_age() {
+        let (_t, j, o) = state();
+        let a: Vec<String> = (0..4)
+            .map(|i| pre_image(&j, &o, "/w/a", format!("a{i}").as_bytes(), 100 * DAY))
+            .collect();
+        let b = pre_image(&j, &o, "/w/b", b"b0", 100 * DAY);
+        let r = Retention {
+            max_bytes: u64::MAX,
+            max_age: 30 * DAY,
+            keep_last: 2,
+        };
+        let report = gc(&j, &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &a), [false, false, true, true]);
+        assert!(o.contains(&b), "each path keeps its own last N");
+        assert_eq!((report.removed, report.kept), (2, 3));
+        assert_eq!((report.removed_bytes, report.kept_bytes), (4, 6));
+        assert!(!report.dry_run);
+    }
+
+    #[test]
+    fn gc_drops_objects_older_than_the_max_age() {
+        let (_t, j, o) = state();
+        let old = pre_image(&j, &o, "/w/a", b"old", 31 * DAY);
+        let young = pre_image(&j, &o, "/w/a", b"young", 29 * DAY);
+        let r = Retention {
+            max_bytes: u64::MAX,
+            max_age: 30 * DAY,
+            keep_last: 0,
+        };
+        let report = gc(&j, &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &[old, young]), [false, true]);
+        assert_eq!((report.removed, report.kept), (1, 1));
+    }
+
+    #[test]
+    fn gc_removes_oldest_first_until_within_the_byte_budget() {
+        let (_t, j, o) = state();
+        let shas: Vec<String> = (0..4)
+            .map(|i| {
+                pre_image(
+                    &j,
+                    &o,
+                    "/w/a",
+                    format!("{i}123456789").as_bytes(),
+                    (4 - i) * HOUR,
+                )
+            })
+            .collect();
+        let r = Retention {
+            max_bytes: 25,
+            max_age: 30 * DAY,
+            keep_last: 0,
+        };
+        let report = gc(&j, &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &shas), [false, false, true, true]);
+        assert_eq!(report.kept_bytes, 20);
+        assert!(report.kept_bytes <= r.max_bytes);
+        assert_eq!(report.removed_bytes, 20);
+    }
+
+    #[test]
+    fn gc_byte_budget_never_removes_the_last_n() {
+        let (_t, j, o) = state();
+        let shas: Vec<String> = (0..3)
+            .map(|i| {
+                pre_image(
+                    &j,
+                    &o,
+                    "/w/a",
+                    format!("{i}123456789").as_bytes(),
+                    (3 - i) * HOUR,
+                )
+            })
+            .collect();
+        let r = Retention {
+            max_bytes: 0,
+            max_age: 30 * DAY,
+            keep_last: 2,
+        };
+        gc(&j, &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &shas), [false, true, true]);
+    }
+
+    #[test]
+    fn gc_dry_run_reports_what_it_would_remove_and_removes_nothing() {
+        let (_t, j, o) = state();
+        let old = pre_image(&j, &o, "/w/a", b"old", 100 * DAY);
+        let r = Retention {
+            keep_last: 0,
+            ..Retention::default()
+        };
+        let report = gc(&j, &o, &r, true).unwrap();
+        assert!(report.dry_run);
+        assert_eq!((report.removed, report.removed_bytes), (1, 3));
+        assert!(o.contains(&old));
+    }
+
+    #[test]
+    fn retention_accepts_plain_numbers_and_refuses_bad_values() {
+        let r = Retention::from_policy(Some(&json!({"max_bytes": 1000, "max_age": 60}))).unwrap();
+        assert_eq!(r.max_bytes, 1000);
+        assert_eq!(r.max_age, Duration::from_secs(60));
+        assert_eq!(r.keep_last, Retention::default().keep_last);
+        let r =
+            Retention::from_policy(Some(&json!({"max_bytes": "1 g", "max_age": "2w"}))).unwrap();
+        assert_eq!(r.max_bytes, 1 << 30);
+        assert_eq!(r.max_age, 14 * DAY);
+        assert_eq!(
+            Retention::from_policy(Some(&Value::Null)).unwrap(),
+            Retention::default()
+        );
+        for bad in [
+            json!({"max_bytes": "lots"}),
+            json!({"max_age": "3y"}),
+            json!({"max_age": true}),
+            json!({"keep_last": -1}),
+            json!(["max_bytes"]),
+        ] {
+            assert!(Retention::from_policy(Some(&bad)).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn retention_parses_sizes_ages_and_refuses_unknown_keys() {
