@@ -1,0 +1,365 @@
+//! Retention of the object store: [`Retention`] parsed from the policy file's `history:`
+//! section, and [`gc`], which keeps the newest `keep_last` pre-images of each path and removes
+//! the others when older than `max_age`, then oldest first while the store is over `max_bytes`.
+
+use super::s;
+use crate::journal::Journal;
+use crate::objects::ObjectStore;
+use serde::Serialize;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::io;
+use std::time::{Duration, SystemTime};
+
+/// Retention of the object store, from the policy file's `history:` section.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Retention {
+    /// Most bytes the store may hold (beyond the `keep_last` floor).
+    pub max_bytes: u64,
+    /// Pre-images older than this go (beyond the `keep_last` floor).
+    pub max_age: Duration,
+    /// Pre-images always kept per path, newest first.
+    pub keep_last: usize,
+}
+
+impl Default for Retention {
+    fn default() -> Self {
+        Retention {
+            max_bytes: 1 << 30,
+            max_age: Duration::from_secs(30 * 86400),
+            keep_last: 20,
+        }
+    }
+}
+
+fn parse_bytes(v: &Value) -> std::result::Result<u64, String> {
+    if let Some(n) = v.as_u64() {
+        return Ok(n);
+    }
+    let t = v
+        .as_str()
+        .ok_or("max_bytes must be a number or a size like 500MB")?;
+    let t = t.trim().to_ascii_uppercase();
+    let (num, mult) = [
+        ("GB", 1u64 << 30),
+        ("MB", 1 << 20),
+        ("KB", 1 << 10),
+        ("G", 1 << 30),
+        ("M", 1 << 20),
+        ("K", 1 << 10),
+        ("B", 1),
+    ]
+    .iter()
+    .find_map(|(suf, m)| t.strip_suffix(suf).map(|n| (n.trim().to_string(), *m)))
+    .unwrap_or((t.clone(), 1));
+    num.parse::<u64>()
+        .map(|n| n.saturating_mul(mult))
+        .map_err(|_| format!("max_bytes {t:?} is not a size like 500MB"))
+}
+
+fn parse_age(v: &Value) -> std::result::Result<Duration, String> {
+    if let Some(n) = v.as_u64() {
+        return Ok(Duration::from_secs(n));
+    }
+    let t = v
+        .as_str()
+        .ok_or("max_age must be seconds or a duration like 30d")?
+        .trim();
+    let (num, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("max_age {t:?} is not a duration like 30d"))?;
+    let secs = match unit.trim() {
+        "" | "s" => 1,
+        "m" => 60,
+        "h" => 3600,
+        "d" => 86400,
+        "w" => 7 * 86400,
+        u => return Err(format!("max_age unit {u:?} is not one of s, m, h, d, w")),
+    };
+    Ok(Duration::from_secs(n.saturating_mul(secs)))
+}
+
+impl Retention {
+    /// Parse the policy's raw `history:` section (`None`: the defaults).
+    pub fn from_policy(section: Option<&Value>) -> std::result::Result<Retention, String> {
+        let mut r = Retention::default();
+        let Some(section) = section else {
+            return Ok(r);
+        };
+        if section.is_null() {
+            return Ok(r);
+        }
+        let map = section
+            .as_object()
+            .ok_or("history: must be a mapping of max_bytes, max_age, keep_last")?;
+        for (k, v) in map {
+            match k.as_str() {
+                "max_bytes" => r.max_bytes = parse_bytes(v)?,
+                "max_age" => r.max_age = parse_age(v)?,
+                "keep_last" => {
+                    r.keep_last = v.as_u64().ok_or("keep_last must be a whole number")? as usize
+                }
+                other => {
+                    return Err(format!(
+                        "history: unknown key {other:?} (known: max_bytes, max_age, keep_last)"
+                    ));
+                }
+            }
+        }
+        Ok(r)
+    }
+}
+
+/// What `gc` did (or would do with `dry_run`).
+#[derive(Debug, Default, Clone, Serialize)]
+pub struct GcReport {
+    pub removed: usize,
+    pub removed_bytes: u64,
+    pub kept: usize,
+    pub kept_bytes: u64,
+    pub dry_run: bool,
+}
+
+/// Apply `retention` to the object store. Pre-images named by the journal are ranked per
+/// path; the newest `keep_last` of each path are kept whatever their age and size.
+pub fn gc(
+    journal: &Journal,
+    objects: &ObjectStore,
+    retention: &Retention,
+    dry_run: bool,
+) -> io::Result<GcReport> {
+    let (rows, _, _) = journal.read_from(0)?;
+    let mut per_path: HashMap<String, Vec<String>> = HashMap::new();
+    for row in &rows {
+        if let Some(prev) = row.get("prev_sha256").and_then(Value::as_str) {
+            per_path
+                .entry(s(row, "path"))
+                .or_default()
+                .push(prev.to_string());
+        }
+    }
+    let mut protected: HashSet<String> = HashSet::new();
+    for shas in per_path.values() {
+        let mut kept = HashSet::new();
+        for sha in shas.iter().rev() {
+            if kept.len() >= retention.keep_last {
+                break;
+            }
+            kept.insert(sha.clone());
+        }
+        protected.extend(kept);
+    }
+    let mut all = objects.list()?;
+    all.sort_by_key(|o| o.stored_at);
+    let now = SystemTime::now();
+    let mut total: u64 = all.iter().map(|o| o.bytes).sum();
+    let mut report = GcReport {
+        dry_run,
+        ..GcReport::default()
+    };
+    for o in &all {
+        let old = now
+            .duration_since(o.stored_at)
+            .map(|age| age > retention.max_age)
+            .unwrap_or(false);
+        let remove = !protected.contains(&o.sha256) && (old || total > retention.max_bytes);
+        if remove {
+            if !dry_run {
+                objects.remove(&o.sha256)?;
+            }
+            total -= o.bytes;
+            report.removed += 1;
+            report.removed_bytes += o.bytes;
+        } else {
+            report.kept += 1;
+            report.kept_bytes += o.bytes;
+        }
+    }
+    Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::sha256_hex;
+    use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
+    use serde_json::json;
+    use std::collections::BTreeMap;
+    use std::fs::File;
+
+    const HOUR: Duration = Duration::from_secs(3600);
+    const DAY: Duration = Duration::from_secs(86400);
+
+    /// A journal and an object store in a fresh state directory.
+    fn state() -> (tempfile::TempDir, Journal, ObjectStore) {
+        let t = tempfile::tempdir().unwrap();
+        let (j, o) = (Journal::new(t.path()), ObjectStore::new(t.path()));
+        (t, j, o)
+    }
+
+    /// Journal an overwrite of `path` whose pre-image is `prev`, store `prev` as an object
+    /// stored `age` ago, and return its hash.
+    fn pre_image(j: &Journal, o: &ObjectStore, path: &str, prev: &[u8], age: Duration) -> String {
+        let sha = sha256_hex(prev);
+        j.append(&JournalRow {
+            journal_id: new_journal_id(),
+            ts: now_rfc3339(),
+            path: path.into(),
+            sha256: sha256_hex(format!("after {sha}").as_bytes()),
+            prev_sha256: Some(sha.clone()),
+            bytes: 1,
+            mode: "overwrite".into(),
+            caller: "test".into(),
+            tool: "test".into(),
+            extra: BTreeMap::new(),
+        })
+        .unwrap();
+        o.put(prev, &sha).unwrap();
+        File::open(o.path_of(&sha))
+            .unwrap()
+            .set_modified(SystemTime::now() - age)
+            .unwrap();
+        sha
+    }
+
+    fn stored(o: &ObjectStore, shas: &[String]) -> Vec<bool> {
+        shas.iter().map(|s| o.contains(s)).collect()
+    }
+
+    #[test]
+    fn gc_keeps_the_last_n_pre_images_of_each_path_whatever_their_age() {
+        let (_t, j, o) = state();
+        let a: Vec<String> = (0..4)
+            .map(|i| pre_image(&j, &o, "/w/a", format!("a{i}").as_bytes(), 100 * DAY))
+            .collect();
+        let b = pre_image(&j, &o, "/w/b", b"b0", 100 * DAY);
+        let r = Retention {
+            max_bytes: u64::MAX,
+            max_age: 30 * DAY,
+            keep_last: 2,
+        };
+        let report = gc(&j, &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &a), [false, false, true, true]);
+        assert!(o.contains(&b), "each path keeps its own last N");
+        assert_eq!((report.removed, report.kept), (2, 3));
+        assert_eq!((report.removed_bytes, report.kept_bytes), (4, 6));
+        assert!(!report.dry_run);
+    }
+
+    #[test]
+    fn gc_drops_objects_older_than_the_max_age() {
+        let (_t, j, o) = state();
+        let old = pre_image(&j, &o, "/w/a", b"old", 31 * DAY);
+        let young = pre_image(&j, &o, "/w/a", b"young", 29 * DAY);
+        let r = Retention {
+            max_bytes: u64::MAX,
+            max_age: 30 * DAY,
+            keep_last: 0,
+        };
+        let report = gc(&j, &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &[old, young]), [false, true]);
+        assert_eq!((report.removed, report.kept), (1, 1));
+    }
+
+    #[test]
+    fn gc_removes_oldest_first_until_within_the_byte_budget() {
+        let (_t, j, o) = state();
+        let shas: Vec<String> = (0..4)
+            .map(|i| {
+                pre_image(
+                    &j,
+                    &o,
+                    "/w/a",
+                    format!("{i}123456789").as_bytes(),
+                    (4 - i) * HOUR,
+                )
+            })
+            .collect();
+        let r = Retention {
+            max_bytes: 25,
+            max_age: 30 * DAY,
+            keep_last: 0,
+        };
+        let report = gc(&j, &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &shas), [false, false, true, true]);
+        assert_eq!(report.kept_bytes, 20);
+        assert!(report.kept_bytes <= r.max_bytes);
+        assert_eq!(report.removed_bytes, 20);
+    }
+
+    #[test]
+    fn gc_byte_budget_never_removes_the_last_n() {
+        let (_t, j, o) = state();
+        let shas: Vec<String> = (0..3)
+            .map(|i| {
+                pre_image(
+                    &j,
+                    &o,
+                    "/w/a",
+                    format!("{i}123456789").as_bytes(),
+                    (3 - i) * HOUR,
+                )
+            })
+            .collect();
+        let r = Retention {
+            max_bytes: 0,
+            max_age: 30 * DAY,
+            keep_last: 2,
+        };
+        gc(&j, &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &shas), [false, true, true]);
+    }
+
+    #[test]
+    fn gc_dry_run_reports_what_it_would_remove_and_removes_nothing() {
+        let (_t, j, o) = state();
+        let old = pre_image(&j, &o, "/w/a", b"old", 100 * DAY);
+        let r = Retention {
+            keep_last: 0,
+            ..Retention::default()
+        };
+        let report = gc(&j, &o, &r, true).unwrap();
+        assert!(report.dry_run);
+        assert_eq!((report.removed, report.removed_bytes), (1, 3));
+        assert!(o.contains(&old));
+    }
+
+    #[test]
+    fn retention_accepts_plain_numbers_and_refuses_bad_values() {
+        let r = Retention::from_policy(Some(&json!({"max_bytes": 1000, "max_age": 60}))).unwrap();
+        assert_eq!(r.max_bytes, 1000);
+        assert_eq!(r.max_age, Duration::from_secs(60));
+        assert_eq!(r.keep_last, Retention::default().keep_last);
+        let r =
+            Retention::from_policy(Some(&json!({"max_bytes": "1 g", "max_age": "2w"}))).unwrap();
+        assert_eq!(r.max_bytes, 1 << 30);
+        assert_eq!(r.max_age, 14 * DAY);
+        assert_eq!(
+            Retention::from_policy(Some(&Value::Null)).unwrap(),
+            Retention::default()
+        );
+        for bad in [
+            json!({"max_bytes": "lots"}),
+            json!({"max_age": "3y"}),
+            json!({"max_age": true}),
+            json!({"keep_last": -1}),
+            json!(["max_bytes"]),
+        ] {
+            assert!(Retention::from_policy(Some(&bad)).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn retention_parses_sizes_ages_and_refuses_unknown_keys() {
+        let r = Retention::from_policy(Some(
+            &json!({"max_bytes": "2MB", "max_age": "7d", "keep_last": 3}),
+        ))
+        .unwrap();
+        assert_eq!(r.max_bytes, 2 << 20);
+        assert_eq!(r.max_age, Duration::from_secs(7 * 86400));
+        assert_eq!(r.keep_last, 3);
+        assert!(Retention::from_policy(Some(&json!({"keep_versions": 3}))).is_err());
+        assert_eq!(Retention::from_policy(None).unwrap(), Retention::default());
+    }
+}

@@ -1,0 +1,400 @@
+//! Restore: put one path back to a journaled version through the write pipeline (mode
+//! `restore`, journaled, its own pre-image kept, so a restore is itself undoable), or every
+//! file of a transaction back to its content before it, as one new transaction.
+
+use super::{find_row, s, scan_back, tx_rows};
+use crate::envelope::{Failure, Result};
+use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
+use crate::store::Store;
+use crate::tx::{self, NewContent};
+use crate::write::intent;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use std::collections::BTreeMap;
+
+/// What restore wrote (`None` outcome: the file already had that content).
+pub struct Restored {
+    pub abs_path: String,
+    pub to_sha256: String,
+    pub outcome: Option<Outcome>,
+    pub prev_sha256: Option<String>,
+    /// Unified diff from the current content to the restored one (dry runs).
+    pub diff: Option<String>,
+}
+
+/// Which version to restore.
+pub enum RestoreTo {
+    Sha256(String),
+    JournalId(String),
+}
+
+/// Restore `path` to a journaled version through the pipeline (mode `restore`).
+pub fn restore(
+    svc: &Store,
+    path: &str,
+    to: RestoreTo,
+    expected_prev_sha256: Option<&str>,
+    dry_run: bool,
+) -> Result<Restored> {
+    let journal = svc.pipeline().journal();
+    let jerr = |e| Failure::io("read journal", journal.path(), e);
+    let target = svc.workspaces().resolve(path, true)?;
+    let abs = target.abs_path.display().to_string();
+    let (sha, journal_id) = match to {
+        RestoreTo::JournalId(id) => {
+            let row = find_row(journal, &id).map_err(jerr)?.ok_or_else(|| {
+                Failure::VersionUnavailable {
+                    path: path.into(),
+                    version: id.clone(),
+                    reason: "no journal row has this journal_id".into(),
+                }
+            })?;
+            if s(&row, "path") != abs {
+                return Err(Failure::VersionUnavailable {
+                    path: path.into(),
+                    version: id,
+                    reason: format!("that journal row is a version of {}", s(&row, "path")),
+                });
+            }
+            (s(&row, "sha256"), Some(id))
+        }
+        RestoreTo::Sha256(h) => {
+            // Only a version this path had: its journal rows name it as new or previous.
+            let mut known = false;
+            scan_back(journal, &abs, |row| {
+                known = row.get("path").and_then(Value::as_str) == Some(abs.as_str())
+                    && (s(&row, "sha256") == h || s(&row, "prev_sha256") == h);
+                !known
+            })
+            .map_err(jerr)?;
+            if !known {
+                return Err(Failure::VersionUnavailable {
+                    path: path.into(),
+                    version: h,
+                    reason: "not a journaled version of this path (see history)".into(),
+                });
+            }
+            (h, None)
+        }
+    };
+    let objects = svc.pipeline().objects().cloned();
+    let who = Caller {
+        caller: svc.caller(),
+        tool: "restore".into(),
+    };
+    let mut diff = None;
+    let mut prev = None;
+    let (outcome, ()) = svc.pipeline().commit(&target, &who, |existing| {
+        intent::check_expected(path, expected_prev_sha256, existing)?;
+        prev = existing.map(|e| e.sha256.clone());
+        if existing.map(|e| e.sha256.as_str()) == Some(sha.as_str()) {
+            return Ok(Decision::Skip(()));
+        }
+        let content = objects
+            .as_ref()
+            .map(|o| o.get(&sha))
+            .transpose()
+            .map_err(|e| Failure::io("read object", path, e))?
+            .flatten()
+            .ok_or_else(|| Failure::VersionUnavailable {
+                path: path.into(),
+                version: sha.clone(),
+                reason: "its content is no longer stored (removed by gc, or written before \
+                    history was kept)"
+                    .into(),
+            })?;
+        if dry_run {
+            let old = existing.map(|e| String::from_utf8_lossy(&e.bytes).to_string());
+            diff = Some(crate::edit::unified_diff(
+                old.as_deref().unwrap_or(""),
+                &String::from_utf8_lossy(&content),
+                path,
+            ));
+            return Ok(Decision::Skip(()));
+        }
+        let mut extra = BTreeMap::new();
+        extra.insert("restored_sha256".into(), json!(sha));
+        if let Some(id) = &journal_id {
+            extra.insert("restored_journal_id".into(), json!(id));
+        }
+        Ok(Decision::Write(
+            Plan {
+                body: Body::Bytes(content),
+                mode_label: "restore".into(),
+                create_only: existing.is_none(),
+                extra,
+                new_file_mode: None,
+            },
+            (),
+        ))
+    })?;
+    Ok(Restored {
+        abs_path: abs,
+        to_sha256: sha,
+        outcome,
+        prev_sha256: prev,
+        diff: diff.or_else(|| dry_run.then(String::new)),
+    })
+}
+
+/// A file of a transaction that restore could not put back.
+#[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct Skipped {
+    pub path: String,
+    pub reason: String,
+}
+
+/// Put every file of transaction `tx_id` back to its content before it, as one new
+/// transaction. A file changed since the transaction fails the whole restore
+/// (stale_precondition); a file the transaction created is skipped (the pipeline does not
+/// delete files).
+pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skipped>)> {
+    let journal = svc.pipeline().journal();
+    let rows =
+        tx_rows(journal, tx_id).map_err(|e| Failure::io("read journal", journal.path(), e))?;
+    if rows.is_empty() {
+        return Err(Failure::TxNotOpen {
+            tx_id: tx_id.into(),
+            reason: "no journal rows carry this tx_id: nothing to restore".into(),
+        });
+    }
+    let objects = svc.pipeline().objects().cloned();
+    let undo = tx::begin(svc, Some(format!("restore of {tx_id}")), None)?;
+    let mut skipped = Vec::new();
+    let staged = (|| -> Result<()> {
+        for row in &rows {
+            let path = s(row, "path");
+            let Some(prev) = row.get("prev_sha256").and_then(Value::as_str) else {
+                skipped.push(Skipped {
+                    path,
+                    reason: "created by the transaction; restore does not delete files".into(),
+                });
+                continue;
+            };
+            let after = s(row, "sha256");
+            tx::stage(svc, &undo.tx_id, &path, "restore", |cur| {
+                intent::check_expected(&path, Some(&after), cur.existing.as_ref())?;
+                let bytes = objects
+                    .as_ref()
+                    .map(|o| o.get(prev))
+                    .transpose()
+                    .map_err(|e| Failure::io("read object", &path, e))?
+                    .flatten()
+                    .ok_or_else(|| Failure::VersionUnavailable {
+                        path: path.clone(),
+                        version: prev.to_string(),
+                        reason: "its content is no longer stored".into(),
+                    })?;
+                Ok(NewContent {
+                    bytes,
+                    mode: "restore".into(),
+                    replacements: None,
+                })
+            })?;
+        }
+        Ok(())
+    })();
+    if let Err(e) = staged {
+        let _ = tx::rollback(svc, &undo.tx_id);
+        return Err(e);
+    }
+    match tx::commit(svc, &undo.tx_id) {
+        Ok(c) => Ok((c, skipped)),
+        Err(e) => {
+            let _ = tx::rollback(svc, &undo.tx_id);
+            Err(e)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hash::sha256_hex;
+    use crate::history::tests::{service, write};
+    use std::fs;
+
+    fn journal_len(svc: &Store) -> usize {
+        let (rows, _, _) = svc.pipeline().journal().read_from(0).unwrap();
+        rows.len()
+    }
+
+    #[test]
+    fn restore_puts_back_a_journaled_version_as_a_new_undoable_write() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        let w2 = write(&svc, "a.txt", b"two");
+        let r = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::JournalId(w1.journal_id),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"one");
+        assert_eq!(r.to_sha256, w1.sha256);
+        assert_eq!(r.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
+        let out = r.outcome.expect("restore wrote");
+        assert_eq!(out.mode_label, "restore");
+        assert_eq!(out.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
+        // The content the restore replaced was kept: it can be restored in turn.
+        restore(&svc, "a.txt", RestoreTo::Sha256(w2.sha256), None, false).unwrap();
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
+    }
+
+    #[test]
+    fn restore_refuses_when_the_file_hash_is_not_the_expected_one() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        write(&svc, "a.txt", b"two");
+        let rows = journal_len(&svc);
+        let err = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256(w1.sha256.clone()),
+            Some(&w1.sha256),
+            false,
+        )
+        .err()
+        .expect("the file is at two, not one");
+        match err {
+            Failure::StaleHash {
+                expected, actual, ..
+            } => {
+                assert_eq!(expected, w1.sha256);
+                assert_eq!(actual, Some(sha256_hex(b"two")));
+            }
+            other => panic!("expected StaleHash, got {other:?}"),
+        }
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
+        assert_eq!(journal_len(&svc), rows, "nothing journaled");
+    }
+
+    #[test]
+    fn restore_skips_when_the_file_already_has_the_target_hash() {
+        let (t, svc) = service();
+        write(&svc, "a.txt", b"one");
+        let w2 = write(&svc, "a.txt", b"two");
+        let rows = journal_len(&svc);
+        let r = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256(w2.sha256.clone()),
+            Some(&w2.sha256),
+            false,
+        )
+        .unwrap();
+        assert!(r.outcome.is_none(), "nothing to write");
+        assert_eq!(r.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
+        assert_eq!(journal_len(&svc), rows, "nothing journaled");
+    }
+
+    #[test]
+    fn restore_dry_run_returns_the_diff_and_writes_nothing() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one\n");
+        write(&svc, "a.txt", b"two\n");
+        let rows = journal_len(&svc);
+        let r = restore(&svc, "a.txt", RestoreTo::Sha256(w1.sha256), None, true).unwrap();
+        assert!(r.outcome.is_none());
+        let diff = r.diff.expect("a dry run has a diff");
+        assert!(diff.contains("-two") && diff.contains("+one"), "{diff}");
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two\n");
+        assert_eq!(journal_len(&svc), rows);
+    }
+
+    #[test]
+    fn restore_refuses_a_version_the_path_never_had_or_no_longer_stores() {
+        let (_t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        let wb = write(&svc, "b.txt", b"b");
+        write(&svc, "a.txt", b"two");
+        let unknown = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256(sha256_hex(b"x")),
+            None,
+            false,
+        );
+        assert!(matches!(unknown, Err(Failure::VersionUnavailable { .. })));
+        let other = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::JournalId(wb.journal_id),
+            None,
+            false,
+        );
+        assert!(matches!(other, Err(Failure::VersionUnavailable { .. })));
+        let missing = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::JournalId("nope".into()),
+            None,
+            false,
+        );
+        assert!(matches!(missing, Err(Failure::VersionUnavailable { .. })));
+        svc.pipeline()
+            .objects()
+            .unwrap()
+            .remove(&w1.sha256)
+            .unwrap();
+        let gone = restore(&svc, "a.txt", RestoreTo::Sha256(w1.sha256), None, false);
+        assert!(matches!(gone, Err(Failure::VersionUnavailable { .. })));
+    }
+
+    fn tx_write(svc: &Store, files: &[(&str, &[u8])]) -> String {
+        let m = tx::begin(svc, None, None).unwrap();
+        for (path, bytes) in files {
+            tx::stage(svc, &m.tx_id, path, "tx_write", |_| {
+                Ok(NewContent {
+                    bytes: bytes.to_vec(),
+                    mode: "tx_write".into(),
+                    replacements: None,
+                })
+            })
+            .unwrap();
+        }
+        tx::commit(svc, &m.tx_id).unwrap();
+        m.tx_id
+    }
+
+    #[test]
+    fn restore_tx_puts_every_file_back_and_skips_files_the_tx_created() {
+        let (t, svc) = service();
+        write(&svc, "a.txt", b"a before");
+        write(&svc, "b.txt", b"b before");
+        let tx_id = tx_write(
+            &svc,
+            &[
+                ("a.txt", b"a in tx"),
+                ("b.txt", b"b in tx"),
+                ("c.txt", b"new"),
+            ],
+        );
+        let (committed, skipped) = restore_tx(&svc, &tx_id).unwrap();
+        assert_ne!(committed.tx_id, tx_id, "the restore is a new transaction");
+        assert_eq!(committed.files.len(), 2);
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a before");
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b before");
+        assert_eq!(fs::read(t.path().join("c.txt")).unwrap(), b"new");
+        assert_eq!(skipped.len(), 1);
+        assert!(skipped[0].path.ends_with("c.txt"), "{:?}", skipped[0]);
+    }
+
+    #[test]
+    fn restore_tx_refuses_when_a_file_changed_since_and_changes_nothing() {
+        let (t, svc) = service();
+        write(&svc, "a.txt", b"a before");
+        write(&svc, "b.txt", b"b before");
+        let tx_id = tx_write(&svc, &[("a.txt", b"a in tx"), ("b.txt", b"b in tx")]);
+        write(&svc, "b.txt", b"b after");
+        let err = restore_tx(&svc, &tx_id).err().expect("b.txt changed");
+        assert!(matches!(err, Failure::StaleHash { .. }), "{err:?}");
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a in tx");
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b after");
+        let none = restore_tx(&svc, "tx-unknown");
+        assert!(matches!(none, Err(Failure::TxNotOpen { .. })));
+    }
+}
