@@ -8,7 +8,7 @@
 //! ([`Failure::PolicyInvalid`]) until the file is fixed and the server restarted; it is never a
 //! silent fallback to the defaults.
 //!
-//! Guarantees: [`Store::preflight`] (and [`Store::preflight_edit`] for edits) either lets the
+//! Guarantees: [`ActivePolicy::preflight`] (and [`ActivePolicy::preflight_edit`] for edits) either lets the
 //! write go ahead or refuses with [`Failure::ContentBlocked`] (`blocked` / `content_filter` /
 //! `redact`), whose `detected_patterns` are the families and whose `context.detected` lists each
 //! match with a snippet of at most 16 characters, never a whole secret. With `classify: false` it
@@ -227,7 +227,7 @@ impl ActivePolicy {
         Ok(Some(report))
     }
 
-    /// [`Store::preflight`] for bytes (base64 content): invalid UTF-8 is scored as text with
+    /// [`ActivePolicy::preflight`] for bytes (base64 content): invalid UTF-8 is scored as text with
     /// replacement characters, which the binary hints notice.
     pub fn preflight_bytes(
         &self,
