@@ -411,8 +411,8 @@ impl McpServer {
         ];
         // A checkpoint directory that cannot be read only hides the checkpoints; the other
         // resources are still listed (checkpoint_list reports the error).
-        if let Ok(list) = tools::checkpoint::list(service) {
-            for cp in list.checkpoints {
+        if let Ok(list) = crate::checkpoint::store::list(service) {
+            for cp in list {
                 let mime = cp.format.map_or("text/plain", checkpoint_mime);
                 let what = if cp.corrupt {
                     "Checkpoint (its file cannot be parsed)".to_string()
@@ -570,9 +570,9 @@ impl ServerHandler for McpServer {
         }
         let prefix = request.argument.value;
         let names: Vec<String> = self
-            .blocking(&context, tools::checkpoint::list)
+            .blocking(&context, |service| crate::checkpoint::store::list(service))
             .await?
-            .map(|l| l.checkpoints.into_iter().map(|c| c.name).collect())
+            .map(|l| l.into_iter().map(|c| c.name).collect())
             .unwrap_or_default();
         let matching: Vec<String> = names
             .into_iter()
@@ -783,7 +783,7 @@ impl ServerHandler for McpServer {
             let shown = name.clone();
             let stored = self
                 .blocking(&context, move |service| {
-                    tools::checkpoint::stored(service, &name)
+                    crate::checkpoint::store::stored(service, &name)
                 })
                 .await?
                 .map_err(|f| failure_error(f, "checkpoint", true))?;
