@@ -701,7 +701,7 @@ impl ServerHandler for McpServer {
         let shown = path.clone();
         let text = self
             .blocking(&context, move |service| {
-                crate::tools::handoff::resume_prompt(service, &path)
+                crate::handoff::store::resume_prompt(service, &path)
             })
             .await?
             .map_err(|f| {
@@ -758,7 +758,7 @@ impl ServerHandler for McpServer {
         let contents = if uri == HANDOFF_URI {
             let loaded = self
                 .blocking(&context, |service| {
-                    crate::tools::handoff::load(service, crate::handoff::DEFAULT_HANDOFF_PATH)
+                    crate::handoff::store::load(service, crate::handoff::DEFAULT_HANDOFF_PATH)
                 })
                 .await?
                 .map_err(|f| failure_error(f, "handoff", true))?;
