@@ -769,7 +769,14 @@ impl ServerHandler for McpServer {
             let args = journal_tail_args(rest.trim_start_matches('?'))?;
             let tail = self
                 .blocking(&context, move |service| {
-                    tools::journal_tail::tail(service, &args)
+                    let q = crate::journal::tail::TailQuery::new(
+                        &service.workspaces(),
+                        args.n,
+                        args.filter_path.as_deref(),
+                        args.filter_mode,
+                    )?;
+                    crate::journal::tail::tail(service.pipeline().journal(), &q)
+                        .map(tools::journal_tail::JournalTailResult::from)
                 })
                 .await?
                 .map_err(|f| failure_error(f, "journal tail", false))?;
