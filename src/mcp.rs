@@ -411,8 +411,8 @@ impl McpServer {
         ];
         // A checkpoint directory that cannot be read only hides the checkpoints; the other
         // resources are still listed (checkpoint_list reports the error).
-        if let Ok(list) = tools::checkpoint::list(service) {
-            for cp in list.checkpoints {
+        if let Ok(list) = crate::checkpoint::store::list(service) {
+            for cp in list {
                 let mime = cp.format.map_or("text/plain", checkpoint_mime);
                 let what = if cp.corrupt {
                     "Checkpoint (its file cannot be parsed)".to_string()
@@ -570,9 +570,9 @@ impl ServerHandler for McpServer {
         }
         let prefix = request.argument.value;
         let names: Vec<String> = self
-            .blocking(&context, tools::checkpoint::list)
+            .blocking(&context, |service| crate::checkpoint::store::list(service))
             .await?
-            .map(|l| l.checkpoints.into_iter().map(|c| c.name).collect())
+            .map(|l| l.into_iter().map(|c| c.name).collect())
             .unwrap_or_default();
         let matching: Vec<String> = names
             .into_iter()
@@ -701,7 +701,7 @@ impl ServerHandler for McpServer {
         let shown = path.clone();
         let text = self
             .blocking(&context, move |service| {
-                crate::tools::handoff::resume_prompt(service, &path)
+                crate::handoff::store::resume_prompt(service, &path)
             })
             .await?
             .map_err(|f| {
@@ -758,7 +758,7 @@ impl ServerHandler for McpServer {
         let contents = if uri == HANDOFF_URI {
             let loaded = self
                 .blocking(&context, |service| {
-                    crate::tools::handoff::load(service, crate::handoff::DEFAULT_HANDOFF_PATH)
+                    crate::handoff::store::load(service, crate::handoff::DEFAULT_HANDOFF_PATH)
                 })
                 .await?
                 .map_err(|f| failure_error(f, "handoff", true))?;
@@ -769,7 +769,14 @@ impl ServerHandler for McpServer {
             let args = journal_tail_args(rest.trim_start_matches('?'))?;
             let tail = self
                 .blocking(&context, move |service| {
-                    tools::journal_tail::tail(service, &args)
+                    let q = crate::journal::tail::TailQuery::new(
+                        &service.workspaces(),
+                        args.n,
+                        args.filter_path.as_deref(),
+                        args.filter_mode,
+                    )?;
+                    crate::journal::tail::tail(service.pipeline().journal(), &q)
+                        .map(tools::journal_tail::JournalTailResult::from)
                 })
                 .await?
                 .map_err(|f| failure_error(f, "journal tail", false))?;
@@ -783,7 +790,7 @@ impl ServerHandler for McpServer {
             let shown = name.clone();
             let stored = self
                 .blocking(&context, move |service| {
-                    tools::checkpoint::stored(service, &name)
+                    crate::checkpoint::store::stored(service, &name)
                 })
                 .await?
                 .map_err(|f| failure_error(f, "checkpoint", true))?;

@@ -20,11 +20,11 @@ pub struct AnalyticsCliArgs {
 pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
     config.store.sweep_on_start = false;
     let service = Service::start(config);
-    let query = crate::tools::analytics::AnalyticsArgs {
-        since: args.since,
-        session_filter: args.session,
-    };
-    let a = match crate::tools::analytics::run_query(&service, query) {
+    let a = match crate::analytics::query::query(
+        service.pipeline().journal(),
+        args.since.as_deref(),
+        args.session,
+    ) {
         Ok(a) => a,
         Err(f) => {
             eprintln!("resilient-write: {f}");

@@ -1,9 +1,11 @@
 //! `analytics`: the MCP face of [`crate::analytics`], one streaming pass over the journal.
+//! Argument parsing and the result shape only; the query is [`crate::analytics::query`].
 
 use super::{ToolSpec, parse_args, schema, to_value};
-use crate::analytics::{Analytics, Query, analyse, parse_since};
+use crate::analytics::Analytics;
+use crate::analytics::query::query;
 use crate::dispatch::Service;
-use crate::envelope::{Failure, Result};
+use crate::envelope::Result;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -44,36 +46,13 @@ pub const ANALYTICS: ToolSpec = ToolSpec {
     run: run_analytics,
 };
 
-/// Run the analysis for `args` against the service's journal.
-pub fn run_query(svc: &Service, args: AnalyticsArgs) -> Result<Analytics> {
-    let since = match args.since.as_deref() {
-        None => None,
-        Some(s) => Some(parse_since(s).ok_or_else(|| Failure::InvalidArguments {
-            message: format!(
-                "since {s:?} is not an RFC 3339 time (2026-04-12T10:00:00Z) or a date (2026-04-12)"
-            ),
-        })?),
-    };
-    let q = Query {
-        since,
-        session_filter: args.session_filter,
-    };
-    let journal = svc.pipeline().journal();
-    let file = match std::fs::File::open(journal.path()) {
-        Ok(f) => Some(f),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-        Err(e) => return Err(Failure::io("read journal", journal.path(), e)),
-    };
-    let result = match file {
-        Some(f) => analyse(f, &q),
-        None => analyse(std::io::empty(), &q),
-    };
-    result.map_err(|e| Failure::io("read journal", journal.path(), e))
-}
-
 fn run_analytics(svc: &Service, raw: Value) -> Result<Value> {
     let args: AnalyticsArgs = parse_args(raw)?;
-    let analytics = run_query(svc, args)?;
+    let analytics = query(
+        svc.pipeline().journal(),
+        args.since.as_deref(),
+        args.session_filter,
+    )?;
     to_value(&AnalyticsResult {
         ok: true,
         analytics,

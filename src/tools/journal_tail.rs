@@ -1,16 +1,15 @@
-//! `journal_tail`: the newest journal rows, optionally filtered by path and mode. Reads the
-//! journal backwards from its end, so it answers in time proportional to what it returns.
+//! `journal_tail`: the newest journal rows, optionally filtered by path and mode. Argument
+//! parsing and the result shape only; the tail is [`crate::journal::tail`].
 
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::dispatch::Service;
-use crate::envelope::{Failure, Result};
-use crate::journal::json_string_forms;
+use crate::envelope::Result;
+use crate::journal::tail::{Tail, TailQuery, tail};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-/// Most rows one call returns.
-pub const MAX_TAIL: usize = 10_000;
+pub use crate::journal::tail::MAX_TAIL;
 
 fn twenty() -> usize {
     20
@@ -57,49 +56,27 @@ pub const JOURNAL_TAIL: ToolSpec = ToolSpec {
     run: run_journal_tail,
 };
 
-fn run_journal_tail(svc: &Service, raw: Value) -> Result<Value> {
-    let args: JournalTailArgs = parse_args(raw)?;
-    to_value(&tail(svc, &args)?)
+impl From<Tail> for JournalTailResult {
+    fn from(t: Tail) -> JournalTailResult {
+        JournalTailResult {
+            ok: true,
+            count: t.entries.len(),
+            entries: t.entries,
+            corrupt_lines: t.corrupt_lines,
+        }
+    }
 }
 
-/// The rows `args` asks for (shared with the journal-tail MCP resource).
-pub fn tail(svc: &Service, args: &JournalTailArgs) -> Result<JournalTailResult> {
-    if args.n > MAX_TAIL {
-        return Err(Failure::InvalidArguments {
-            message: format!("n must be at most {MAX_TAIL}"),
-        });
-    }
-    let wanted_path = match &args.filter_path {
-        Some(p) => Some((
-            p.clone(),
-            svc.workspaces().absolute(p)?.display().to_string(),
-        )),
-        None => None,
-    };
-    // Only lines containing the wanted path are parsed (see `Journal::tail_containing`).
-    let needles: Vec<String> = wanted_path
-        .iter()
-        .flat_map(|(raw, abs)| [json_string_forms(raw), json_string_forms(abs)])
-        .flatten()
-        .collect();
-    let journal = svc.pipeline().journal();
-    let (entries, stats) = journal
-        .tail_containing(args.n, &needles, |row| {
-            let path_ok = wanted_path.as_ref().is_none_or(|(raw, abs)| {
-                let p = row.get("path").and_then(Value::as_str).unwrap_or_default();
-                p == abs || p == raw
-            });
-            let mode_ok = args
-                .filter_mode
-                .as_deref()
-                .is_none_or(|m| row.get("mode").and_then(Value::as_str) == Some(m));
-            path_ok && mode_ok
-        })
-        .map_err(|e| Failure::io("read journal", journal.path(), e))?;
-    Ok(JournalTailResult {
-        ok: true,
-        count: entries.len(),
-        entries,
-        corrupt_lines: stats.corrupt_lines,
-    })
+fn run_journal_tail(svc: &Service, raw: Value) -> Result<Value> {
+    let args: JournalTailArgs = parse_args(raw)?;
+    let q = TailQuery::new(
+        &svc.workspaces(),
+        args.n,
+        args.filter_path.as_deref(),
+        args.filter_mode,
+    )?;
+    to_value(&JournalTailResult::from(tail(
+        svc.pipeline().journal(),
+        &q,
+    )?))
 }

@@ -11,6 +11,11 @@
 //! The result has the original's fields and shapes (`total_writes`, `unique_paths`,
 //! `total_bytes_written`, `by_mode`, `by_caller`, `timeline` (last 50), `hot_paths` (top 5),
 //! `sessions`, `write_velocity`, `period`) plus `corrupt_lines`.
+//!
+//! [`query`] runs the analysis against a [`crate::journal::Journal`], as `analytics` (tool and
+//! command) asks for it.
+
+pub mod query;
 
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
