@@ -5,6 +5,7 @@
 //! to.
 
 use crate::tools;
+pub use crate::tools::ToolNames;
 use resilient_write_core::envelope::{Envelope, ErrorKind, Failure};
 use resilient_write_core::retry::RetryBudgets;
 use resilient_write_core::startup;
@@ -15,16 +16,6 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 pub use resilient_write_core::store::{DEFAULT_MAX_WRITE_BYTES, STATE_DIR_NAME};
-
-/// How tools are listed (SPEC section 2); calls accept both spellings whatever is listed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum ToolNames {
-    /// `rw_safe_write`: accepted by every client's name rules.
-    #[default]
-    Underscore,
-    /// `rw.safe_write`: the original's spelling.
-    Dotted,
-}
 
 /// Configuration resolved from flags and environment by `cli`: the store's and the listing's.
 #[derive(Debug, Clone)]
@@ -106,16 +97,17 @@ impl Service {
             };
             return Err(f.envelope(&shown, 0));
         }
-        let outcome =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (spec.run)(self, args)))
-                .unwrap_or_else(|panic| {
-                    let msg = panic
-                        .downcast_ref::<&str>()
-                        .map(|s| s.to_string())
-                        .or_else(|| panic.downcast_ref::<String>().cloned())
-                        .unwrap_or_else(|| "panic".into());
-                    Err(Failure::Internal(msg))
-                });
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            (spec.run)(&self.store, args)
+        }))
+        .unwrap_or_else(|panic| {
+            let msg = panic
+                .downcast_ref::<&str>()
+                .map(|s| s.to_string())
+                .or_else(|| panic.downcast_ref::<String>().cloned())
+                .unwrap_or_else(|| "panic".into());
+            Err(Failure::Internal(msg))
+        });
         match outcome {
             Ok(v) => {
                 self.budgets.on_success(&key);

@@ -4,8 +4,8 @@
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::analytics::Analytics;
 use crate::analytics::query::query;
-use crate::dispatch::Service;
 use crate::envelope::Result;
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,7 +46,7 @@ pub const ANALYTICS: ToolSpec = ToolSpec {
     run: run_analytics,
 };
 
-fn run_analytics(svc: &Service, raw: Value) -> Result<Value> {
+fn run_analytics(svc: &Store, raw: Value) -> Result<Value> {
     let args: AnalyticsArgs = parse_args(raw)?;
     let analytics = query(
         svc.pipeline().journal(),

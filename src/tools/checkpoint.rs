@@ -6,8 +6,8 @@ use super::{ToolSpec, parse_args, schema, to_value};
 use crate::checkpoint::Format;
 use crate::checkpoint::store;
 pub use crate::checkpoint::store::{CheckpointEntry, CorruptEntry, Removed};
-use crate::dispatch::Service;
 use crate::envelope::Result;
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -170,7 +170,7 @@ pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
     run: run_checkpoint_cleanup,
 };
 
-fn run_checkpoint(svc: &Service, raw: Value) -> Result<Value> {
+fn run_checkpoint(svc: &Store, raw: Value) -> Result<Value> {
     let args: CheckpointArgs = parse_args(raw)?;
     let saved = store::save(svc, &args.name, args.format, args.data, &args.ttl)?;
     to_value(&CheckpointResult {
@@ -189,7 +189,7 @@ fn run_checkpoint(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_checkpoint_read(svc: &Service, raw: Value) -> Result<Value> {
+fn run_checkpoint_read(svc: &Store, raw: Value) -> Result<Value> {
     let args: CheckpointReadArgs = parse_args(raw)?;
     let l = store::read(svc, &args.name)?;
     let cp = l.checkpoint;
@@ -206,7 +206,7 @@ fn run_checkpoint_read(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_checkpoint_list(svc: &Service, raw: Value) -> Result<Value> {
+fn run_checkpoint_list(svc: &Store, raw: Value) -> Result<Value> {
     let _: CheckpointListArgs = parse_args(raw)?;
     let checkpoints = store::list(svc)?;
     to_value(&CheckpointListResult {
@@ -216,7 +216,7 @@ fn run_checkpoint_list(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_checkpoint_cleanup(svc: &Service, raw: Value) -> Result<Value> {
+fn run_checkpoint_cleanup(svc: &Store, raw: Value) -> Result<Value> {
     let args: CheckpointCleanupArgs = parse_args(raw)?;
     let c = store::cleanup(svc, args.include_session)?;
     to_value(&CheckpointCleanupResult {

@@ -5,15 +5,15 @@
 use super::write::{ContentEncoding, WriteMode, decode_content, idempotency_extra, row_str};
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::chunks::{self, ComposeOptions, ModifiedChunk};
-use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
 use crate::preflight::RejectAt;
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-fn caller(svc: &Service, tool: &str) -> Caller {
+fn caller(svc: &Store, tool: &str) -> Caller {
     Caller {
         caller: svc.caller(),
         tool: tool.into(),
@@ -376,7 +376,7 @@ fn replayed_append(session: String, row: &Map<String, Value>) -> Result<Value> {
     })
 }
 
-fn run_chunk_write(svc: &Service, raw: Value) -> Result<Value> {
+fn run_chunk_write(svc: &Store, raw: Value) -> Result<Value> {
     let args: ChunkWriteArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let index = index_arg(&args.session, "index", Some(args.index))?;
@@ -396,7 +396,7 @@ fn run_chunk_write(svc: &Service, raw: Value) -> Result<Value> {
     written(args.session, w)
 }
 
-fn run_chunk_append(svc: &Service, raw: Value) -> Result<Value> {
+fn run_chunk_append(svc: &Store, raw: Value) -> Result<Value> {
     let request_sha256 = crate::write::idempotency::request_hash("chunk_append", &raw);
     let args: ChunkAppendArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
@@ -449,7 +449,7 @@ fn replayed(args: &ChunkComposeArgs, row: &Map<String, Value>) -> ChunkComposeRe
     }
 }
 
-fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
+fn run_chunk_compose(svc: &Store, raw: Value) -> Result<Value> {
     let request_sha256 = crate::write::idempotency::request_hash("chunk_compose", &raw);
     let args: ChunkComposeArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
@@ -504,7 +504,7 @@ fn run_chunk_compose(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_chunk_preview(svc: &Service, raw: Value) -> Result<Value> {
+fn run_chunk_preview(svc: &Store, raw: Value) -> Result<Value> {
     let args: ChunkPreviewArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let p = chunks::preview(
@@ -533,7 +533,7 @@ fn run_chunk_preview(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_chunk_status(svc: &Service, raw: Value) -> Result<Value> {
+fn run_chunk_status(svc: &Store, raw: Value) -> Result<Value> {
     let args: ChunkStatusArgs = parse_args(raw)?;
     let (s, chunk_dir) = chunks::status(svc, &args.session, args.verify)?;
     to_value(&ChunkStatusResult {
@@ -555,7 +555,7 @@ fn run_chunk_status(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_chunk_reset(svc: &Service, raw: Value) -> Result<Value> {
+fn run_chunk_reset(svc: &Store, raw: Value) -> Result<Value> {
     let args: SessionArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let (existed, removed) = chunks::reset(svc, &args.session)?;

@@ -2,9 +2,9 @@
 //! store (drift, archive, load, the write through the pipeline) is [`crate::handoff::store`].
 
 use super::{ToolSpec, parse_args, schema, to_value};
-use crate::dispatch::Service;
 use crate::envelope::Result;
 use crate::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, store};
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -120,7 +120,7 @@ pub const HANDOFF_READ: ToolSpec = ToolSpec {
     run: run_handoff_read,
 };
 
-fn run_handoff_write(svc: &Service, raw: Value) -> Result<Value> {
+fn run_handoff_write(svc: &Store, raw: Value) -> Result<Value> {
     let args: HandoffWriteArgs = parse_args(raw)?;
     let w = store::write(svc, args.envelope, args.body, &args.path, args.archive)?;
     to_value(&HandoffWriteResult {
@@ -141,7 +141,7 @@ fn run_handoff_write(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_handoff_read(svc: &Service, raw: Value) -> Result<Value> {
+fn run_handoff_read(svc: &Store, raw: Value) -> Result<Value> {
     let args: HandoffReadArgs = parse_args(raw)?;
     let l = store::load(svc, &args.path)?;
     to_value(&HandoffReadResult {

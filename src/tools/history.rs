@@ -3,10 +3,10 @@
 //! [`crate::history`].
 
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
-use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::history::{self, RestoreTo, Skipped, Version};
 use crate::pipeline::read_existing;
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -134,7 +134,7 @@ pub const RESTORE: ToolSpec = ToolSpec {
     run: run_restore,
 };
 
-fn run_history(svc: &Service, raw: Value) -> Result<Value> {
+fn run_history(svc: &Store, raw: Value) -> Result<Value> {
     let args: HistoryArgs = parse_args(raw)?;
     if args.limit == 0 || args.limit > 10_000 {
         return Err(Failure::InvalidArguments {
@@ -176,7 +176,7 @@ fn run_history(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_restore(svc: &Service, raw: Value) -> Result<Value> {
+fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
     let args: RestoreArgs = parse_args(raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;

@@ -2,9 +2,9 @@
 //! parsing and the result shape only; the tail is [`crate::journal::tail`].
 
 use super::{ToolSpec, parse_args, schema, to_value};
-use crate::dispatch::Service;
 use crate::envelope::Result;
 use crate::journal::tail::{Tail, TailQuery, tail};
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -67,7 +67,7 @@ impl From<Tail> for JournalTailResult {
     }
 }
 
-fn run_journal_tail(svc: &Service, raw: Value) -> Result<Value> {
+fn run_journal_tail(svc: &Store, raw: Value) -> Result<Value> {
     let args: JournalTailArgs = parse_args(raw)?;
     let q = TailQuery::new(
         &svc.workspaces(),

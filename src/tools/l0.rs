@@ -8,8 +8,8 @@
 
 use super::{ToolSpec, parse_args, schema, to_value};
 use crate::classify::{Original, RiskReport, redact};
-use crate::dispatch::Service;
 use crate::envelope::Result;
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -87,23 +87,16 @@ pub trait Depository {
 
 /// The L4 scratchpad as a depository: each original becomes a content-addressed blob
 /// (0600) with an index row labelled `redact:<rule>`.
-struct ScratchDepository<'a>(&'a Service);
+struct ScratchDepository<'a>(&'a Store);
 
 impl Depository for ScratchDepository<'_> {
     fn deposit(&self, original: &Original, rule: &str) -> Result<String> {
-        let d = crate::scratch::deposit(
-            self.0,
-            original.expose().as_bytes(),
-            Some(&format!("redact:{rule}")),
-            Some("text/plain"),
-            Some("original of a redact placeholder"),
-        )?;
-        Ok(d.sha256)
+        crate::scratch::deposit_redacted(self.0, original.expose(), rule)
     }
 }
 
 /// The depository of this build: the scratchpad.
-fn depository(svc: &Service) -> Option<Box<dyn Depository + '_>> {
+fn depository(svc: &Store) -> Option<Box<dyn Depository + '_>> {
     Some(Box::new(ScratchDepository(svc)))
 }
 
@@ -140,13 +133,13 @@ pub const REDACT: ToolSpec = ToolSpec {
     run: run_redact,
 };
 
-fn run_risk_score(svc: &Service, raw: Value) -> Result<Value> {
+fn run_risk_score(svc: &Store, raw: Value) -> Result<Value> {
     let args: RiskScoreArgs = parse_args(raw)?;
     let report = svc.risk_score(&args.content)?;
     to_value(&RiskScoreResult { ok: true, report })
 }
 
-fn run_redact(svc: &Service, raw: Value) -> Result<Value> {
+fn run_redact(svc: &Store, raw: Value) -> Result<Value> {
     let args: RedactArgs = parse_args(raw)?;
     let r = redact(&args.content, svc.classifier()?);
     let store = if args.deposit { depository(svc) } else { None };

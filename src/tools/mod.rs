@@ -4,8 +4,8 @@
 //!
 //! Front ends list [`catalog`] and dispatch through [`crate::dispatch::Service::call`].
 
-use crate::dispatch::{Service, ToolNames};
 use crate::envelope::{Failure, Result};
+use crate::store::Store;
 use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -33,7 +33,7 @@ pub struct ToolSpec {
     pub idempotent: bool,
     pub input_schema: fn() -> Value,
     pub output_schema: fn() -> Value,
-    pub run: fn(&Service, Value) -> Result<Value>,
+    pub run: fn(&Store, Value) -> Result<Value>,
 }
 
 /// The JSON Schema of `T`, as published.
@@ -129,6 +129,16 @@ pub fn find(name: &str) -> Option<&'static ToolSpec> {
         .or_else(|| name.strip_prefix("rw."))
         .unwrap_or(name);
     catalog().iter().find(|t| t.name == bare)
+}
+
+/// How tools are listed (SPEC section 2); calls accept both spellings whatever is listed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum ToolNames {
+    /// `rw_safe_write`: accepted by every client's name rules.
+    #[default]
+    Underscore,
+    /// `rw.safe_write`: the original's spelling.
+    Dotted,
 }
 
 /// The name a tool is listed under.

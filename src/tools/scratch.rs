@@ -3,10 +3,10 @@
 
 use super::write::{ContentEncoding, decode_content, idempotency_extra};
 use super::{ToolSpec, parse_args, schema, to_value};
-use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
 use crate::scratch::{self, Meta, SkippedLine};
+use crate::store::Store;
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -172,7 +172,7 @@ pub const SCRATCH_GET: ToolSpec = ToolSpec {
 };
 
 /// Checked at each deposit, so a .gitignore fixed mid-session silences it.
-fn gitignore_warnings(svc: &Service) -> Vec<ScratchWarning> {
+fn gitignore_warnings(svc: &Store) -> Vec<ScratchWarning> {
     svc.state_dir()
         .parent()
         .and_then(crate::store::gitignore_note)
@@ -185,7 +185,7 @@ fn gitignore_warnings(svc: &Service) -> Vec<ScratchWarning> {
 }
 
 /// The first result of a deposit, from its index row's journal row.
-fn replayed_put(svc: &Service, row: &Map<String, Value>) -> Result<Value> {
+fn replayed_put(svc: &Store, row: &Map<String, Value>) -> Result<Value> {
     let sha256 = field(row, "blob_sha256").unwrap_or_default();
     let dedup = row.get("dedup").and_then(Value::as_bool).unwrap_or(false);
     to_value(&ScratchPutResult {
@@ -201,7 +201,7 @@ fn replayed_put(svc: &Service, row: &Map<String, Value>) -> Result<Value> {
     })
 }
 
-fn run_scratch_put(svc: &Service, raw: Value) -> Result<Value> {
+fn run_scratch_put(svc: &Store, raw: Value) -> Result<Value> {
     let request_sha256 = crate::write::idempotency::request_hash("scratch_put", &raw);
     let args: ScratchPutArgs = parse_args(raw)?;
     let key = args.idempotency_key.as_deref();
@@ -257,7 +257,7 @@ fn field(row: &Map<String, Value>, k: &str) -> Option<String> {
     row.get(k).and_then(Value::as_str).map(str::to_string)
 }
 
-fn run_scratch_ref(svc: &Service, raw: Value) -> Result<Value> {
+fn run_scratch_ref(svc: &Store, raw: Value) -> Result<Value> {
     let args: ScratchRefArgs = parse_args(raw)?;
     let sha = args
         .sha256
@@ -317,7 +317,7 @@ fn run_scratch_ref(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_scratch_get(svc: &Service, raw: Value) -> Result<Value> {
+fn run_scratch_get(svc: &Store, raw: Value) -> Result<Value> {
     // The switch is checked before anything else: a write-only scratchpad says so even to a
     // malformed request.
     if svc.config().scratch_get_disabled {

@@ -5,10 +5,10 @@
 
 use super::write::{ContentEncoding, EditArg, WriteMode, decode_content, edits_from, one, row_str};
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
-use crate::dispatch::Service;
 use crate::edit::apply_edits;
 use crate::envelope::{Failure, Result};
 use crate::preflight::RejectAt;
+use crate::store::Store;
 use crate::tx::{self, NewContent, StagedOp};
 use crate::write::intent::{self, Order, Precondition};
 use schemars::JsonSchema;
@@ -293,7 +293,7 @@ pub const TX_ROLLBACK: ToolSpec = ToolSpec {
     run: run_tx_rollback,
 };
 
-fn run_tx_begin(svc: &Service, raw: Value) -> Result<Value> {
+fn run_tx_begin(svc: &Store, raw: Value) -> Result<Value> {
     let args: TxBeginArgs = parse_args(raw)?;
     let m = tx::begin(svc, args.label, args.timeout)?;
     to_value(&TxBeginResult {
@@ -314,7 +314,7 @@ fn stage_result(tx_id: &str, (op, staged_count): (StagedOp, usize)) -> Result<Va
     })
 }
 
-fn run_tx_write(svc: &Service, raw: Value) -> Result<Value> {
+fn run_tx_write(svc: &Store, raw: Value) -> Result<Value> {
     let args: TxWriteArgs = parse_args(raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
@@ -342,7 +342,7 @@ fn run_tx_write(svc: &Service, raw: Value) -> Result<Value> {
     stage_result(&args.tx_id, op)
 }
 
-fn run_tx_replace(svc: &Service, raw: Value) -> Result<Value> {
+fn run_tx_replace(svc: &Store, raw: Value) -> Result<Value> {
     let args: TxReplaceArgs = parse_args(raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
@@ -373,7 +373,7 @@ fn run_tx_replace(svc: &Service, raw: Value) -> Result<Value> {
     stage_result(&args.tx_id, op)
 }
 
-fn run_tx_status(svc: &Service, raw: Value) -> Result<Value> {
+fn run_tx_status(svc: &Store, raw: Value) -> Result<Value> {
     let args: TxIdArgs = parse_args(raw)?;
     let (m, current) = tx::status(svc, &args.tx_id)?;
     let files = m
@@ -426,7 +426,7 @@ fn replayed_commit(tx_id: String, rows: &[Map<String, Value>]) -> Result<Value> 
     })
 }
 
-fn run_tx_commit(svc: &Service, raw: Value) -> Result<Value> {
+fn run_tx_commit(svc: &Store, raw: Value) -> Result<Value> {
     let args: TxIdArgs = parse_args(raw)?;
     let c = match tx::commit(svc, &args.tx_id) {
         Ok(c) => c,
@@ -463,7 +463,7 @@ fn run_tx_commit(svc: &Service, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_tx_rollback(svc: &Service, raw: Value) -> Result<Value> {
+fn run_tx_rollback(svc: &Store, raw: Value) -> Result<Value> {
     let args: TxIdArgs = parse_args(raw)?;
     let n = tx::rollback(svc, &args.tx_id)?;
     to_value(&TxRollbackResult {

@@ -5,8 +5,8 @@
 
 use super::write::ContentEncoding;
 use super::{ToolSpec, parse_args, schema, to_value};
-use crate::dispatch::Service;
 use crate::envelope::{Failure, Result};
+use crate::store::Store;
 use crate::validate::ValidationReport;
 use crate::write::intent::within_limit;
 use base64::Engine;
@@ -58,7 +58,7 @@ pub const VALIDATE: ToolSpec = ToolSpec {
     run: run_validate,
 };
 
-fn run_validate(svc: &Service, mut raw: Value) -> Result<Value> {
+fn run_validate(svc: &Store, mut raw: Value) -> Result<Value> {
     // A lone surrogate or raw non-UTF-8 bytes in `content` reach us as the transport's
     // sentinel: validating is exactly the place to report them, so take content out before
     // the generic argument check (which would refuse the call) and map each sentinel back to

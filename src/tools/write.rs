@@ -3,11 +3,11 @@
 //! idempotency key, edits) and let [`crate::pipeline::Pipeline::commit`] do the durable part.
 
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
-use crate::dispatch::Service;
 use crate::edit::{Edit, apply_edits, unified_diff};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::preflight::RejectAt;
+use crate::store::Store;
 pub use crate::write::idempotency::idempotency_extra;
 pub use crate::write::intent::WriteMode;
 use crate::write::intent::{self, Order, Precondition};
@@ -221,11 +221,7 @@ pub const SAFE_REPLACE: ToolSpec = ToolSpec {
 };
 
 /// Decode `content` per `encoding` and enforce the size cap.
-pub fn decode_content(
-    svc: &Service,
-    content: String,
-    encoding: ContentEncoding,
-) -> Result<Vec<u8>> {
+pub fn decode_content(svc: &Store, content: String, encoding: ContentEncoding) -> Result<Vec<u8>> {
     let limit = svc.config().max_write_bytes;
     let check = |n: usize| intent::within_limit("content", n as u64, limit);
     match encoding {
@@ -295,14 +291,14 @@ fn replayed_write(path: &str, row: &Map<String, Value>) -> WriteResult {
     }
 }
 
-fn caller(svc: &Service, tool: &str) -> Caller {
+fn caller(svc: &Store, tool: &str) -> Caller {
     Caller {
         caller: svc.caller(),
         tool: tool.into(),
     }
 }
 
-fn run_safe_write(svc: &Service, raw: Value) -> Result<Value> {
+fn run_safe_write(svc: &Store, raw: Value) -> Result<Value> {
     let request_sha256 = crate::write::idempotency::request_hash("safe_write", &raw);
     let args: SafeWriteArgs = parse_args(raw)?;
     let expected =
@@ -379,7 +375,7 @@ pub fn edits_from(
     }
 }
 
-fn run_safe_replace(svc: &Service, raw: Value) -> Result<Value> {
+fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
     let request_sha256 = crate::write::idempotency::request_hash("safe_replace", &raw);
     let args: SafeReplaceArgs = parse_args(raw)?;
     let expected =

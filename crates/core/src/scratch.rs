@@ -374,6 +374,19 @@ pub fn blob_exists(svc: &Store, sha256: &str) -> bool {
     })
 }
 
+/// Keep the original of a `redact` placeholder found by `rule`: a blob with an index row
+/// labelled `redact:<rule>`. Returns its SHA-256.
+pub fn deposit_redacted(svc: &Store, original: &str, rule: &str) -> Result<String> {
+    let d = deposit(
+        svc,
+        original.as_bytes(),
+        Some(&format!("redact:{rule}")),
+        Some("text/plain"),
+        Some("original of a redact placeholder"),
+    )?;
+    Ok(d.sha256)
+}
+
 /// Read and verify a blob. `RW_SCRATCH_DISABLE_GET` refuses.
 pub fn get(svc: &Store, sha256: &str) -> Result<Vec<u8>> {
     if svc.config().scratch_get_disabled {

@@ -30,13 +30,15 @@ const RANKS: &[(&str, u32)] = &[
     ("edit", 1),
     ("validate", 1),
     ("analytics", 1),
+    ("handoff::doc", 2),
     ("retry", 1),
     ("policy", 2),
     ("workspace", 2),
     ("journal", 2),
     ("objects", 2),
-    ("handoff", 2),
-    ("checkpoint", 3),
+    ("checkpoint::doc", 3),
+    ("journal::tail", 3),
+    ("analytics::query", 3),
     ("preflight", 3),
     ("session", 3),
     ("write::pipeline", 3),
@@ -48,6 +50,8 @@ const RANKS: &[(&str, u32)] = &[
     ("chunks", 6),
     ("scratch", 6),
     ("tx", 6),
+    ("checkpoint", 6),
+    ("handoff", 6),
     ("history", 7),
     ("startup", 7),
 ];
@@ -56,10 +60,7 @@ const RANKS: &[(&str, u32)] = &[
 const ALIASES: &[(&str, &str)] = &[("pipeline", "write::pipeline")];
 
 /// Imports between modules of one rank that the design allows.
-const SAME_RANK: &[(&str, &str)] = &[
-    ("checkpoint", "handoff"),
-    ("write::intent", "write::idempotency"),
-];
+const SAME_RANK: &[(&str, &str)] = &[("write::intent", "write::idempotency")];
 
 fn core_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

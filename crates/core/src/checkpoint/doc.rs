@@ -290,7 +290,7 @@ impl Checkpoint {
                 (m, data)
             }
             Format::Markdown => {
-                let (front, body) = crate::handoff::parse_front_matter(text, "checkpoint")
+                let (front, body) = crate::handoff::doc::parse_front_matter(text, "checkpoint")
                     .map_err(|e| e.to_string())?;
                 let Value::Object(m) = front else {
                     return Err("front-matter is not a mapping".into());
