@@ -209,7 +209,7 @@ pub struct SessionArgs {
 pub struct ChunkStatusArgs {
     pub session: String,
     /// Re-hash every chunk (default false: a chunk whose file is unchanged since its hash was
-    /// same inode, change time and size, is not read again).
+    /// recorded, same inode, change time and size, is not read again).
     #[serde(default)]
     pub verify: bool,
 }

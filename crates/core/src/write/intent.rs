@@ -18,7 +18,7 @@ use crate::pipeline::Existing;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// How a write treats an existing file.
+/// How `safe_write` treats an existing file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum WriteMode {
