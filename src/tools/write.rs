@@ -3,18 +3,19 @@
 //! idempotency key, edits) and let [`crate::pipeline::Pipeline::commit`] do the durable part.
 
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
-use crate::edit::{Edit, apply_edits, unified_diff};
+use crate::edit::Edit;
 use crate::envelope::{Failure, Result};
-use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
+use crate::pipeline::{Caller, Outcome};
 use crate::preflight::RejectAt;
 use crate::store::Store;
 pub use crate::write::idempotency::idempotency_extra;
+use crate::write::intent;
 pub use crate::write::intent::WriteMode;
-use crate::write::intent::{self, Order, Precondition};
+use crate::write::ops;
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 /// How `content` is encoded in the request.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
@@ -306,45 +307,26 @@ fn run_safe_write(svc: &Store, raw: Value) -> Result<Value> {
     let bytes = decode_content(svc, args.content, args.encoding)?;
     svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
     let target = svc.workspaces().resolve(&args.path, true)?;
-    let key = args.idempotency_key.as_deref();
     let path = args.path.as_str();
-    let (outcome, replay) =
-        svc.pipeline()
-            .commit(&target, &caller(svc, "safe_write"), |existing| {
-                if let Some(row) = svc.recorded(key, &request_sha256)? {
-                    return Ok(Decision::Skip(Some(row)));
-                }
-                let applied = Precondition {
-                    shown: path,
-                    mode: Some(args.mode),
-                    expected: expected.as_deref(),
-                    order: Order::ModeFirst,
-                }
-                .check(existing)?;
-                let body = intent::body(applied, existing, bytes);
-                let limit = svc.config().max_write_bytes;
-                intent::within_limit("resulting file", body.len() as u64, limit)?;
-                Ok(Decision::Write(
-                    Plan {
-                        body: Body::Bytes(body),
-                        mode_label: applied.label().into(),
-                        create_only: applied.create_only(),
-                        extra: idempotency_extra(key, &request_sha256),
-                        new_file_mode: None,
-                    },
-                    None,
-                ))
-            })?;
-    let result = match (outcome, replay) {
-        (Some(o), _) => write_result(path, o, None),
-        (None, Some(row)) => replayed_write(path, &row),
-        (None, None) => {
-            return Err(Failure::Internal(
-                "write neither applied nor replayed".into(),
-            ));
-        }
-    };
-    to_value(&result)
+    let written = ops::put(
+        svc,
+        &caller(svc, "safe_write"),
+        ops::Put {
+            shown: path,
+            target: &target,
+            bytes,
+            mode: args.mode,
+            expected_prev_sha256: expected.as_deref(),
+            keyed: ops::Keyed {
+                key: args.idempotency_key.as_deref(),
+                request_sha256: &request_sha256,
+            },
+        },
+    )?;
+    to_value(&match written {
+        ops::Written::Applied(o) => write_result(path, o, None),
+        ops::Written::Replayed(row) => replayed_write(path, &row),
+    })
 }
 
 /// The edits of a replace request: `old_string`/`new_string`/`count`, or a non-empty `edits`
@@ -387,90 +369,75 @@ fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
         args.count,
     )?;
     let target = svc.workspaces().resolve(&args.path, false)?;
-    let key = args.idempotency_key.as_deref();
     let path = args.path.as_str();
-    let abs = target.abs_path.display().to_string();
-    let limit = svc.config().max_write_bytes;
-    let (outcome, result) =
-        svc.pipeline()
-            .commit(&target, &caller(svc, "safe_replace"), |existing| {
-                if let Some(row) = svc.recorded(key, &request_sha256)? {
-                    let w = replayed_write(path, &row);
-                    return Ok(Decision::Skip(ReplaceResult {
-                        ok: true,
-                        path: w.path,
-                        abs_path: w.abs_path,
-                        sha256: w.sha256,
-                        bytes: w.bytes,
-                        mode_applied: w.mode_applied,
-                        replacements: w.replacements.unwrap_or(0),
-                        prev_sha256: w.prev_sha256.unwrap_or_default(),
-                        journal_id: Some(w.journal_id),
-                        wrote_at: Some(w.wrote_at),
-                        dry_run: false,
-                        diff: None,
-                        idempotent_replay: true,
-                        detached_hardlinks: 0,
-                        warnings: Vec::new(),
-                    }));
-                }
-                let existing = intent::existing_for_edit(path, expected.as_deref(), existing)?;
-                let text = std::str::from_utf8(&existing.bytes).map_err(|e| Failure::Encoding {
-                    field: "path".into(),
-                    reason: format!(
-                        "the file is not valid UTF-8 ({e}); safe_replace edits text files"
-                    ),
-                })?;
-                let (new_text, replacements) = apply_edits(text, &edits, path)?;
-                svc.preflight_edit(text, &new_text, args.classify, args.classify_reject_at)?;
-                intent::within_limit("resulting file", new_text.len() as u64, limit)?;
-                let base = ReplaceResult {
-                    ok: true,
-                    path: path.into(),
-                    abs_path: abs.clone(),
-                    sha256: crate::hash::sha256_hex(new_text.as_bytes()),
-                    bytes: new_text.len() as u64,
-                    mode_applied: "replace".into(),
-                    replacements,
-                    prev_sha256: existing.sha256.clone(),
-                    journal_id: None,
-                    wrote_at: None,
-                    dry_run: args.dry_run,
-                    diff: None,
-                    idempotent_replay: false,
-                    detached_hardlinks: 0,
-                    warnings: Vec::new(),
-                };
-                if args.dry_run {
-                    return Ok(Decision::Skip(ReplaceResult {
-                        diff: Some(unified_diff(text, &new_text, path)),
-                        ..base
-                    }));
-                }
-                let mut extra = idempotency_extra(key, &request_sha256);
-                extra.insert("replacements".into(), json!(replacements));
-                Ok(Decision::Write(
-                    Plan {
-                        body: Body::Bytes(new_text.into_bytes()),
-                        mode_label: "replace".into(),
-                        create_only: false,
-                        extra,
-                        new_file_mode: None,
-                    },
-                    base,
-                ))
-            })?;
-    let result = match outcome {
-        Some(o) => ReplaceResult {
+    let replaced = ops::replace(
+        svc,
+        &caller(svc, "safe_replace"),
+        ops::Replace {
+            shown: path,
+            target: &target,
+            edits: &edits,
+            expected_prev_sha256: expected.as_deref(),
+            classify: args.classify,
+            reject_at: args.classify_reject_at,
+            dry_run: args.dry_run,
+            keyed: ops::Keyed {
+                key: args.idempotency_key.as_deref(),
+                request_sha256: &request_sha256,
+            },
+        },
+    )?;
+    let edited = |e: ops::Edited, dry_run: bool| ReplaceResult {
+        ok: true,
+        path: path.into(),
+        abs_path: target.abs_path.display().to_string(),
+        sha256: e.sha256,
+        bytes: e.bytes,
+        mode_applied: "replace".into(),
+        replacements: e.replacements,
+        prev_sha256: e.prev_sha256,
+        journal_id: None,
+        wrote_at: None,
+        dry_run,
+        diff: None,
+        idempotent_replay: false,
+        detached_hardlinks: 0,
+        warnings: Vec::new(),
+    };
+    let result = match replaced {
+        ops::Replaced::Applied(e, o) => ReplaceResult {
             sha256: o.sha256,
             bytes: o.bytes,
             journal_id: Some(o.journal_id),
             wrote_at: Some(o.wrote_at),
             detached_hardlinks: o.detached_hardlinks,
             warnings: o.warnings,
-            ..result
+            ..edited(e, false)
         },
-        None => result,
+        ops::Replaced::DryRun(e, diff) => ReplaceResult {
+            diff: Some(diff),
+            ..edited(e, true)
+        },
+        ops::Replaced::Replayed(row) => {
+            let w = replayed_write(path, &row);
+            ReplaceResult {
+                ok: true,
+                path: w.path,
+                abs_path: w.abs_path,
+                sha256: w.sha256,
+                bytes: w.bytes,
+                mode_applied: w.mode_applied,
+                replacements: w.replacements.unwrap_or(0),
+                prev_sha256: w.prev_sha256.unwrap_or_default(),
+                journal_id: Some(w.journal_id),
+                wrote_at: Some(w.wrote_at),
+                dry_run: false,
+                diff: None,
+                idempotent_replay: true,
+                detached_hardlinks: 0,
+                warnings: Vec::new(),
+            }
+        }
     };
     to_value(&result)
 }

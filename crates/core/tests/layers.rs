@@ -44,6 +44,7 @@ const RANKS: &[(&str, u32)] = &[
     ("write::pipeline", 3),
     ("write::intent", 4),
     ("write::idempotency", 4),
+    ("write::ops", 6),
     ("write", 4),
     ("state", 4),
     ("store", 5),

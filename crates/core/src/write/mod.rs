@@ -4,6 +4,10 @@
 //!   size limit). Every writing tool, compose, restore and transaction staging decides here.
 //! - [`idempotency`]: idempotency keys, found again in the journal, so a retried call is
 //!   answered from its first result instead of applied twice.
+//! - [`ops`]: `put` and `replace`, the two writes agents ask for by name, decided through the
+//!   two modules above and made durable by [`pipeline`].
+//! - [`pipeline`]: the durable protocol every byte written goes through.
 pub mod idempotency;
 pub mod intent;
+pub mod ops;
 pub mod pipeline;
