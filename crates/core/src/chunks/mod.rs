@@ -40,6 +40,8 @@ mod compose;
 mod integrity;
 mod records;
 mod session;
+#[cfg(test)]
+mod testing;
 mod write;
 
 pub use admin::{Status, reset, status};

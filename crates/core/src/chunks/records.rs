@@ -294,3 +294,178 @@ pub(super) fn check_record(
         actual_sha256: actual.to_string(),
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{put, replace_by_hand, service, session_dir};
+    use super::super::{open_session, part_name};
+    use super::*;
+    use crate::hash::sha256_hex;
+
+    fn open(svc: &Store, name: &str) -> Session {
+        open_session(svc, name, false, false).unwrap().unwrap()
+    }
+
+    #[test]
+    fn later_keeps_the_later_of_two_rfc3339_times() {
+        let early = "2026-01-01T00:00:00Z".to_string();
+        let late = "2026-01-02T00:00:00+00:00".to_string();
+        assert_eq!(later(Some(late.clone()), early.clone()), late);
+        assert_eq!(later(Some(early.clone()), late.clone()), late);
+        assert_eq!(later(None, early.clone()), early);
+        // An unparsable time never wins over the new one.
+        assert_eq!(later(Some("yesterday".into()), early.clone()), early);
+    }
+
+    #[test]
+    fn manifest_keeps_unknown_keys_and_reads_records_without_a_stamp() {
+        let text = r#"{"session": "s", "created_at": null, "updated_at": null,
+            "total_expected": 2, "producer": {"name": "other", "v": 3},
+            "chunks": {"1": {"sha256": "aa", "bytes": 2}}}"#;
+        let m: Manifest = serde_json::from_str(text).unwrap();
+        assert_eq!(m.total_expected, Some(2));
+        assert_eq!(m.chunks[&1].stamp, None);
+        let back = serde_json::to_value(&m).unwrap();
+        assert_eq!(back["producer"], json!({"name": "other", "v": 3}));
+        // The original's records stay as they were: no stamp is added.
+        assert_eq!(back["chunks"]["1"], json!({"sha256": "aa", "bytes": 2}));
+    }
+
+    #[test]
+    fn manifest_state_labels_what_was_found_on_disk() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        let s = open(&svc, "s");
+        assert_eq!(s.manifest().unwrap().label(), "ok");
+        let path = session_dir(&svc, "s").join(MANIFEST_FILE);
+        std::fs::write(&path, b"{ not json").unwrap();
+        let state = s.manifest().unwrap();
+        assert_eq!(state.label(), "corrupt");
+        assert!(state.manifest().is_none());
+        std::fs::remove_file(&path).unwrap();
+        assert_eq!(s.manifest().unwrap().label(), "missing");
+    }
+
+    #[test]
+    fn records_log_lines_override_the_manifest_and_move_updated_at() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"first");
+        let manifest_updated = {
+            let s = open(&svc, "s");
+            s.manifest().unwrap().manifest().unwrap().updated_at.clone()
+        };
+        // A second write goes to the records log, not the manifest. (An open session holds
+        // its lock: it is closed before writing.)
+        put(&svc, "s", Some(1), b"second");
+        let s = open(&svc, "s");
+        let state = s.manifest().unwrap();
+        assert_eq!(
+            state.manifest().unwrap().chunks[&1].sha256,
+            sha256_hex(b"first")
+        );
+        let (records, updated_at) = s.records_and_update(&state).unwrap();
+        assert_eq!(records[&1].sha256, sha256_hex(b"second"));
+        assert_eq!(records[&1].bytes, 6);
+        let updated_at = updated_at.unwrap();
+        assert_eq!(later(manifest_updated, updated_at.clone()), updated_at);
+    }
+
+    #[test]
+    fn a_torn_records_log_line_is_skipped() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        let log = session_dir(&svc, "s").join(RECORDS_FILE);
+        let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
+        f.write_all(b"{\"index\": 3, \"sha2").unwrap();
+        let s = open(&svc, "s");
+        let records = s.records(&s.manifest().unwrap()).unwrap();
+        assert_eq!(records.keys().copied().collect::<Vec<_>>(), vec![1, 2]);
+        assert_eq!(records[&2].sha256, sha256_hex(b"two"));
+    }
+
+    #[test]
+    fn a_recorded_stamp_matches_the_chunk_until_it_is_replaced_by_hand() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"same");
+        let s = open(&svc, "s");
+        let name = part_name(1);
+        let recorded = s.records(&s.manifest().unwrap()).unwrap()[&1].clone();
+        let now = s.hash_part(&name).unwrap();
+        assert!(recorded.stamp.is_some());
+        assert_eq!(now, recorded);
+        // Same content, new file: the hash still matches but the stamp does not.
+        replace_by_hand(&session_dir(&svc, "s").join(&name), b"same");
+        let after = s.hash_part(&name).unwrap();
+        assert_eq!(after.sha256, recorded.sha256);
+        assert_ne!(after.stamp, recorded.stamp);
+    }
+
+    #[test]
+    fn check_record_accepts_the_recorded_hash_and_reports_any_other() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"written");
+        let s = open(&svc, "s");
+        let name = part_name(1);
+        let rec = s.records(&s.manifest().unwrap()).unwrap()[&1].clone();
+        assert_eq!(
+            check_record(&svc, &s, 1, &name, Some(&rec), &rec.sha256),
+            None
+        );
+        // Nothing recorded: nothing to compare with.
+        let other = sha256_hex(b"edited by hand");
+        assert_eq!(check_record(&svc, &s, 1, &name, None, &other), None);
+        assert_eq!(
+            check_record(&svc, &s, 1, &name, Some(&rec), &other),
+            Some(ModifiedChunk {
+                index: 1,
+                recorded_sha256: rec.sha256.clone(),
+                actual_sha256: other,
+            })
+        );
+    }
+
+    #[test]
+    fn the_latest_journaled_write_vouches_for_a_chunk_whose_record_was_lost() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"old");
+        put(&svc, "s", Some(1), b"new");
+        // A crash lost the second write's record: the manifest still records "old".
+        std::fs::write(session_dir(&svc, "s").join(RECORDS_FILE), b"").unwrap();
+        let s = open(&svc, "s");
+        let name = part_name(1);
+        let rec = s.records(&s.manifest().unwrap()).unwrap()[&1].clone();
+        assert_eq!(rec.sha256, sha256_hex(b"old"));
+        let actual = sha256_hex(b"new");
+        assert_eq!(check_record(&svc, &s, 1, &name, Some(&rec), &actual), None);
+    }
+
+    #[test]
+    fn an_earlier_journaled_write_does_not_vouch_for_a_chunk_put_back_by_hand() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"old");
+        put(&svc, "s", Some(1), b"new");
+        let path = session_dir(&svc, "s").join(part_name(1));
+        replace_by_hand(&path, b"old");
+        let s = open(&svc, "s");
+        let rec = s.records(&s.manifest().unwrap()).unwrap()[&1].clone();
+        assert_eq!(rec.sha256, sha256_hex(b"new"));
+        let actual = sha256_hex(b"old");
+        let m = check_record(&svc, &s, 1, &part_name(1), Some(&rec), &actual).unwrap();
+        assert_eq!(m.actual_sha256, actual);
+        assert_eq!(m.recorded_sha256, rec.sha256);
+    }
+
+    #[test]
+    fn modified_failure_names_the_modified_indices() {
+        let modified = vec![ModifiedChunk {
+            index: 2,
+            recorded_sha256: "aa".into(),
+            actual_sha256: "bb".into(),
+        }];
+        let (reason, details) = super::super::testing::refusal(modified_failure("s", &modified));
+        assert_eq!(reason, "chunk_modified");
+        assert_eq!(details["have"], json!([2]));
+        assert_eq!(details["modified"][0]["actual_sha256"], "bb");
+    }
+}

@@ -317,3 +317,199 @@ pub fn snapshot(session: &Session) -> Result<Snapshot> {
         total_expected,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{argument_refusal, put, service, session_dir};
+    use super::*;
+
+    #[test]
+    fn part_name_pads_the_index_to_three_digits_and_keeps_longer_ones_whole() {
+        assert_eq!(part_name(1), "part-001.txt");
+        assert_eq!(part_name(42), "part-042.txt");
+        assert_eq!(part_name(999), "part-999.txt");
+        assert_eq!(part_name(1000), "part-1000.txt");
+        assert_eq!(part_name(MAX_INDEX), "part-100000.txt");
+    }
+
+    #[test]
+    fn parse_part_name_reads_back_every_canonical_name() {
+        for i in [1, 7, 99, 999, 1000, 12_345, MAX_INDEX] {
+            assert_eq!(parse_part_name(&part_name(i)), Some(i), "index {i}");
+        }
+    }
+
+    #[test]
+    fn parse_part_name_rejects_names_that_are_not_part_files() {
+        for name in [
+            "part-1.txt",
+            "part-01.txt",
+            "part-.txt",
+            "part-abc.txt",
+            "part-0x1.txt",
+            "part--01.txt",
+            "part-001.md",
+            "part-001.txt.bak",
+            "part-001.txt.tmp.ab12",
+            "chunk-001.txt",
+            "manifest.json",
+            ".lock",
+        ] {
+            assert_eq!(parse_part_name(name), None, "{name}");
+        }
+        // Over three digits with leading zeros it parses, but is not the index's canonical
+        // name: the listing calls it foreign.
+        assert_eq!(parse_part_name("part-0001.txt"), Some(1));
+        assert_ne!(part_name(1), "part-0001.txt");
+    }
+
+    #[test]
+    fn originals_temp_files_are_part_names_with_a_hex_suffix() {
+        assert!(is_originals_temp("part-001.txt.tmp.1a2b3c"));
+        assert!(is_originals_temp("part-1000.txt.tmp.ABCDEF"));
+        assert!(!is_originals_temp("part-001.txt.tmp."));
+        assert!(!is_originals_temp("part-001.txt.tmp.xyz"));
+        assert!(!is_originals_temp("part-1.txt.tmp.ab"));
+        assert!(!is_originals_temp("notes.txt.tmp.ab"));
+        assert!(!is_originals_temp("part-001.txt"));
+    }
+
+    #[test]
+    fn session_names_are_one_to_64_word_characters_or_dashes() {
+        for ok in ["a", "doc_1", "Report-2026", &"x".repeat(64)] {
+            assert!(validate_session(ok).is_ok(), "{ok}");
+        }
+        for bad in ["", "a/b", "..", "a b", "é", "x.y", &"x".repeat(65)] {
+            let e = validate_session(bad).unwrap_err();
+            assert_eq!(argument_refusal(e), "invalid_session_name", "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn chunk_indices_run_from_one_to_max_index() {
+        assert!(validate_index("s", "index", 1).is_ok());
+        assert!(validate_index("s", "index", MAX_INDEX).is_ok());
+        for bad in [0, MAX_INDEX + 1] {
+            let e = validate_index("s", "index", bad).unwrap_err();
+            assert_eq!(argument_refusal(e), "index_out_of_range");
+        }
+    }
+
+    #[test]
+    fn session_display_is_under_the_state_directory() {
+        assert_eq!(session_display("s1"), ".resilient_write/chunks/s1");
+    }
+
+    fn listing_of(indices: &[u64]) -> Listing {
+        Listing {
+            parts: indices.iter().map(|&i| (i, part_name(i))).collect(),
+            foreign: vec![],
+        }
+    }
+
+    #[test]
+    fn listing_missing_names_the_gaps_up_to_the_highest_chunk() {
+        let l = listing_of(&[1, 2, 4, 7]);
+        assert_eq!(l.highest(), 7);
+        assert_eq!(l.indices(), vec![1, 2, 4, 7]);
+        assert_eq!(l.missing(None), vec![3, 5, 6]);
+        // A smaller total_expected does not hide a gap below the highest chunk.
+        assert_eq!(l.missing(Some(2)), vec![3, 5, 6]);
+    }
+
+    #[test]
+    fn listing_missing_extends_to_total_expected() {
+        assert_eq!(listing_of(&[1, 2]).missing(Some(4)), vec![3, 4]);
+        let empty = Listing::default();
+        assert_eq!(empty.highest(), 0);
+        assert!(empty.missing(None).is_empty());
+        assert_eq!(empty.missing(Some(2)), vec![1, 2]);
+        assert!(listing_of(&[1, 2, 3]).missing(Some(3)).is_empty());
+    }
+
+    #[test]
+    fn list_keeps_canonical_parts_flags_foreign_ones_and_skips_the_originals_temp_files() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(1000), b"thousand");
+        let dir = session_dir(&svc, "s");
+        for name in [
+            "part-0002.txt",
+            "part-3.txt",
+            "part-x.txt",
+            "part-004.txt.tmp.0f1e",
+            "notes.txt",
+        ] {
+            std::fs::write(dir.join(name), b"other tool").unwrap();
+        }
+        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let listing = session.list().unwrap();
+        assert_eq!(listing.indices(), vec![1, 1000]);
+        assert_eq!(listing.parts[&1000], "part-1000.txt");
+        assert_eq!(
+            listing.foreign,
+            vec!["part-0002.txt", "part-3.txt", "part-x.txt"]
+        );
+    }
+
+    #[test]
+    fn open_session_without_create_finds_no_session() {
+        let (_t, svc) = service();
+        assert!(
+            open_session(&svc, "nothing", false, true)
+                .unwrap()
+                .is_none()
+        );
+        assert!(!session_dir(&svc, "nothing").exists());
+        assert!(open_session(&svc, "made", true, true).unwrap().is_some());
+        assert!(session_dir(&svc, "made").join(LOCK_FILE).exists());
+    }
+
+    #[test]
+    fn snapshot_refuses_a_gap_naming_the_missing_indices() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        put(&svc, "s", Some(4), b"d");
+        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let (reason, details) = super::super::testing::refusal(snapshot(&session).err().unwrap());
+        assert_eq!(reason, "non_contiguous_chunks");
+        assert_eq!(details["missing"], serde_json::json!([2, 3]));
+    }
+
+    #[test]
+    fn snapshot_refuses_a_count_below_total_expected() {
+        let (_t, svc) = service();
+        super::super::testing::put_total(&svc, "s", Some(1), b"a", Some(3));
+        put(&svc, "s", Some(2), b"b");
+        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let (reason, details) = super::super::testing::refusal(snapshot(&session).err().unwrap());
+        assert_eq!(reason, "chunk_count_mismatch");
+        assert_eq!(details["missing"], serde_json::json!([3]));
+    }
+
+    #[test]
+    fn snapshot_refuses_a_session_mixed_with_foreign_part_files() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        std::fs::write(session_dir(&svc, "s").join("part-2.txt"), b"b").unwrap();
+        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let (reason, details) = super::super::testing::refusal(snapshot(&session).err().unwrap());
+        assert_eq!(reason, "mixed_session");
+        assert_eq!(
+            details["unrecognised_files"],
+            serde_json::json!(["part-2.txt"])
+        );
+    }
+
+    #[test]
+    fn snapshot_of_a_whole_session_lists_chunks_in_index_order_with_sizes() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(2), b"second");
+        put(&svc, "s", Some(1), b"1st");
+        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let snap = snapshot(&session).unwrap();
+        assert_eq!(snap.names, vec!["part-001.txt", "part-002.txt"]);
+        assert_eq!(snap.sizes, vec![3, 6]);
+        assert!(snap.records.iter().all(Option::is_some));
+    }
+}
