@@ -179,3 +179,160 @@ pub fn status(svc: &Store, name: &str, verify: bool) -> Result<(Status, String)>
         dir_display,
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{put, put_total, replace_by_hand, service, session_dir};
+    use super::super::{MANIFEST_FILE, part_name};
+    use super::*;
+    use crate::hash::sha256_hex;
+
+    #[test]
+    fn reset_removes_the_session_and_counts_its_files_but_not_our_bookkeeping() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        let dir = session_dir(&svc, "s");
+        assert!(dir.join(RECORDS_FILE).exists());
+        // Two chunks and the manifest; the lock file and the records log are not counted.
+        assert_eq!(reset(&svc, "s").unwrap(), (true, 3));
+        assert!(!dir.exists());
+        assert!(!status(&svc, "s", false).unwrap().0.exists);
+        assert_eq!(reset(&svc, "s").unwrap(), (false, 0));
+    }
+
+    #[test]
+    fn reset_removes_foreign_files_too_and_leaves_other_sessions_alone() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "keep", Some(1), b"kept");
+        let dir = session_dir(&svc, "s");
+        std::fs::write(dir.join("part-2.txt"), b"other tool").unwrap();
+        std::fs::write(dir.join("part-002.txt.tmp.ab"), b"original's temp").unwrap();
+        assert_eq!(reset(&svc, "s").unwrap(), (true, 4));
+        assert!(!dir.exists());
+        let (kept, _) = status(&svc, "keep", true).unwrap();
+        assert!(kept.ready);
+        assert_eq!(kept.present_indices, vec![1]);
+    }
+
+    #[test]
+    fn reset_and_status_refuse_an_invalid_session_name() {
+        let (_t, svc) = service();
+        assert!(reset(&svc, "../x").is_err());
+        assert!(status(&svc, "../x", false).is_err());
+    }
+
+    #[test]
+    fn status_of_an_unknown_session_says_it_does_not_exist() {
+        let (_t, svc) = service();
+        let (s, dir) = status(&svc, "nothing", false).unwrap();
+        assert!(!s.exists);
+        assert!(!s.ready);
+        assert_eq!(s.manifest, "missing");
+        assert_eq!(dir, ".resilient_write/chunks/nothing");
+        assert!(!session_dir(&svc, "nothing").exists());
+    }
+
+    #[test]
+    fn status_reports_missing_indices_and_is_ready_only_when_whole() {
+        let (_t, svc) = service();
+        put_total(&svc, "s", Some(1), b"aa", Some(3));
+        put(&svc, "s", Some(3), b"ccc");
+        let (s, _) = status(&svc, "s", false).unwrap();
+        assert!(s.exists);
+        assert_eq!(s.total_expected, Some(3));
+        assert_eq!(s.present_indices, vec![1, 3]);
+        assert_eq!(s.missing_indices, vec![2]);
+        assert_eq!(s.chunk_count, 2);
+        assert_eq!(s.total_bytes, 5);
+        assert_eq!(s.manifest, "ok");
+        assert!(s.created_at.is_some() && s.updated_at.is_some());
+        assert!(!s.ready);
+        put(&svc, "s", Some(2), b"b");
+        let (s, _) = status(&svc, "s", false).unwrap();
+        assert!(s.missing_indices.is_empty());
+        assert!(s.ready);
+    }
+
+    #[test]
+    fn status_is_not_ready_with_foreign_part_files() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        std::fs::write(session_dir(&svc, "s").join("part-0002.txt"), b"b").unwrap();
+        let (s, _) = status(&svc, "s", false).unwrap();
+        assert_eq!(s.unrecognised_files, vec!["part-0002.txt"]);
+        assert!(!s.ready);
+    }
+
+    #[test]
+    fn status_notices_a_chunk_replaced_by_hand_with_content_of_the_same_size() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"abc");
+        put(&svc, "s", Some(2), b"def");
+        replace_by_hand(&session_dir(&svc, "s").join(part_name(2)), b"xyz");
+        let (s, _) = status(&svc, "s", false).unwrap();
+        assert_eq!(
+            s.modified,
+            vec![ModifiedChunk {
+                index: 2,
+                recorded_sha256: sha256_hex(b"def"),
+                actual_sha256: sha256_hex(b"xyz"),
+            }]
+        );
+        assert!(!s.ready);
+    }
+
+    #[test]
+    fn status_notices_a_chunk_edited_in_place() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"abc");
+        std::fs::write(session_dir(&svc, "s").join(part_name(1)), b"abd").unwrap();
+        let (s, _) = status(&svc, "s", false).unwrap();
+        assert_eq!(s.modified.len(), 1);
+        assert_eq!(s.modified[0].actual_sha256, sha256_hex(b"abd"));
+    }
+
+    #[test]
+    fn status_trusts_a_recorded_hash_only_while_the_chunk_stamp_matches() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"abc");
+        let dir = session_dir(&svc, "s");
+        // Falsify the recorded hash, keeping the stamp, and leave no journal row to vouch
+        // for the file: only reading the chunk can tell.
+        let path = dir.join(MANIFEST_FILE);
+        let mut m: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let fake = sha256_hex(b"not what was written");
+        m["chunks"]["1"]["sha256"] = serde_json::json!(fake);
+        std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+        std::fs::write(svc.pipeline().journal().path(), b"").unwrap();
+        // The stamp matches: the record stands without reading the file.
+        assert!(status(&svc, "s", false).unwrap().0.modified.is_empty());
+        // verify reads every chunk.
+        let (s, _) = status(&svc, "s", true).unwrap();
+        assert_eq!(s.modified.len(), 1);
+        assert_eq!(s.modified[0].recorded_sha256, fake);
+        // The same content in a new file moves the stamp: the chunk is read again.
+        replace_by_hand(&dir.join(part_name(1)), b"abc");
+        let (s, _) = status(&svc, "s", false).unwrap();
+        assert_eq!(s.modified.len(), 1);
+        assert_eq!(s.modified[0].actual_sha256, sha256_hex(b"abc"));
+    }
+
+    #[test]
+    fn status_reads_a_missing_or_corrupt_manifest_without_repairing_it() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        let path = session_dir(&svc, "s").join(MANIFEST_FILE);
+        std::fs::write(&path, b"{ torn").unwrap();
+        let (s, _) = status(&svc, "s", false).unwrap();
+        assert_eq!(s.manifest, "corrupt");
+        assert!(s.ready);
+        assert_eq!(std::fs::read(&path).unwrap(), b"{ torn");
+        std::fs::remove_file(&path).unwrap();
+        let (s, _) = status(&svc, "s", false).unwrap();
+        assert_eq!(s.manifest, "missing");
+        assert!(!path.exists());
+    }
+}
