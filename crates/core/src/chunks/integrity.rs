@@ -170,3 +170,157 @@ fn write_manifest(svc: &Store, who: &Caller, session: &Session, m: &Manifest) ->
     })?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{put, service, session_dir, who};
+    use super::super::{part_name, status};
+    use super::*;
+    use crate::hash::sha256_hex;
+
+    fn manifest_of(svc: &Store, name: &str) -> Manifest {
+        let s = open_session(svc, name, false, false).unwrap().unwrap();
+        s.manifest().unwrap().manifest().cloned().unwrap()
+    }
+
+    #[test]
+    fn needs_rebuild_when_records_and_files_disagree_or_the_manifest_is_lost() {
+        let clean = ManifestDrift {
+            manifest: "ok".into(),
+            ..ManifestDrift::default()
+        };
+        assert!(!clean.needs_rebuild(true));
+        let missing = ManifestDrift {
+            manifest: "missing".into(),
+            ..ManifestDrift::default()
+        };
+        // A lost manifest of an empty session has nothing to rebuild from.
+        assert!(missing.needs_rebuild(true));
+        assert!(!missing.needs_rebuild(false));
+        let unrecorded = ManifestDrift {
+            unrecorded: vec![3],
+            ..clean.clone()
+        };
+        assert!(unrecorded.needs_rebuild(true));
+        let stale = ManifestDrift {
+            stale_records: vec![2],
+            ..clean
+        };
+        assert!(stale.needs_rebuild(true));
+    }
+
+    #[test]
+    fn manifest_drift_of_a_session_in_step_is_clean() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        let (drift, listing) = manifest_drift(&svc, "s").unwrap().unwrap();
+        assert_eq!(drift.manifest, "ok");
+        assert!(!drift.needs_rebuild(true));
+        assert_eq!(listing.indices(), vec![1, 2]);
+        assert!(manifest_drift(&svc, "none").unwrap().is_none());
+    }
+
+    #[test]
+    fn manifest_drift_reports_unrecorded_chunks_and_stale_records() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        let dir = session_dir(&svc, "s");
+        std::fs::remove_file(dir.join(part_name(2))).unwrap();
+        std::fs::write(dir.join(part_name(3)), b"three, by another tool").unwrap();
+        let (drift, _) = manifest_drift(&svc, "s").unwrap().unwrap();
+        assert_eq!(drift.unrecorded, vec![3]);
+        assert_eq!(drift.stale_records, vec![2]);
+        assert!(drift.needs_rebuild(true));
+    }
+
+    #[test]
+    fn manifest_drift_reports_a_missing_or_corrupt_manifest() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        let path = session_dir(&svc, "s").join(MANIFEST_FILE);
+        std::fs::write(&path, b"[1, 2").unwrap();
+        let (drift, _) = manifest_drift(&svc, "s").unwrap().unwrap();
+        assert_eq!(drift.manifest, "corrupt");
+        assert!(drift.needs_rebuild(true));
+        std::fs::remove_file(&path).unwrap();
+        let (drift, _) = manifest_drift(&svc, "s").unwrap().unwrap();
+        assert_eq!(drift.manifest, "missing");
+        // Drift only reads: nothing was written back.
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn rebuild_manifest_drops_stale_records_hashes_unrecorded_chunks_and_empties_the_log() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        let dir = session_dir(&svc, "s");
+        assert!(std::fs::metadata(dir.join(RECORDS_FILE)).unwrap().len() > 0);
+        std::fs::remove_file(dir.join(part_name(2))).unwrap();
+        std::fs::write(dir.join(part_name(3)), b"three").unwrap();
+        assert!(rebuild_manifest(&svc, &who(), "s").unwrap());
+        let m = manifest_of(&svc, "s");
+        assert_eq!(m.chunks.keys().copied().collect::<Vec<_>>(), vec![1, 3]);
+        assert_eq!(m.chunks[&1].sha256, sha256_hex(b"one"));
+        assert_eq!(m.chunks[&3].sha256, sha256_hex(b"three"));
+        assert_eq!(m.chunks[&3].bytes, 5);
+        assert_eq!(m.session.as_deref(), Some("s"));
+        assert_eq!(std::fs::metadata(dir.join(RECORDS_FILE)).unwrap().len(), 0);
+        let (drift, _) = manifest_drift(&svc, "s").unwrap().unwrap();
+        assert!(!drift.needs_rebuild(true));
+        // In step now: a second rebuild writes nothing.
+        assert!(!rebuild_manifest(&svc, &who(), "s").unwrap());
+    }
+
+    #[test]
+    fn rebuild_manifest_restores_a_lost_manifest_from_the_files_and_the_log() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        let path = session_dir(&svc, "s").join(MANIFEST_FILE);
+        std::fs::remove_file(&path).unwrap();
+        assert!(rebuild_manifest(&svc, &who(), "s").unwrap());
+        let m = manifest_of(&svc, "s");
+        assert_eq!(m.chunks[&1].sha256, sha256_hex(b"one"));
+        assert_eq!(m.chunks[&2].sha256, sha256_hex(b"two"));
+        assert!(m.created_at.is_some() && m.updated_at.is_some());
+    }
+
+    #[test]
+    fn rebuild_manifest_keeps_records_so_a_hand_edit_is_still_reported() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        let dir = session_dir(&svc, "s");
+        std::fs::write(dir.join(part_name(1)), b"ONE").unwrap();
+        std::fs::write(dir.join(part_name(2)), b"two").unwrap();
+        assert!(rebuild_manifest(&svc, &who(), "s").unwrap());
+        assert_eq!(manifest_of(&svc, "s").chunks[&1].sha256, sha256_hex(b"one"));
+        let (s, _) = status(&svc, "s", true).unwrap();
+        assert_eq!(s.modified.len(), 1);
+        assert_eq!(s.modified[0].index, 1);
+    }
+
+    #[test]
+    fn rebuild_manifest_of_an_empty_or_unknown_session_writes_nothing() {
+        let (_t, svc) = service();
+        assert!(!rebuild_manifest(&svc, &who(), "none").unwrap());
+        drop(open_session(&svc, "empty", true, true).unwrap());
+        assert!(!rebuild_manifest(&svc, &who(), "empty").unwrap());
+        assert!(!session_dir(&svc, "empty").join(MANIFEST_FILE).exists());
+    }
+
+    #[test]
+    fn the_manifest_is_written_with_sorted_keys_and_a_trailing_newline() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        let text = std::fs::read_to_string(session_dir(&svc, "s").join(MANIFEST_FILE)).unwrap();
+        assert!(text.ends_with("}\n"));
+        let keys: Vec<usize> = ["chunks", "created_at", "session", "updated_at"]
+            .iter()
+            .map(|k| text.find(&format!("\"{k}\"")).unwrap())
+            .collect();
+        assert!(keys.windows(2).all(|w| w[0] < w[1]), "{text}");
+    }
+}

@@ -206,3 +206,209 @@ pub fn write_chunk(
         warnings,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{argument_refusal, put, put_total, refusal, service, session_dir};
+    use super::super::{MANIFEST_FILE, MAX_INDEX, Manifest, RECORDS_FILE};
+    use super::*;
+    use crate::hash::sha256_hex;
+    use std::path::Path;
+
+    fn manifest_of(svc: &Store, name: &str) -> Manifest {
+        let s = open_session(svc, name, false, false).unwrap().unwrap();
+        s.manifest().unwrap().manifest().cloned().unwrap()
+    }
+
+    fn size(p: &Path) -> u64 {
+        std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+    }
+
+    fn try_write(
+        svc: &Store,
+        session: &str,
+        index: Option<u64>,
+        total_expected: Option<u64>,
+    ) -> Result<std::result::Result<ChunkWritten, Map<String, Value>>> {
+        write_chunk(
+            svc,
+            &super::super::testing::who(),
+            session,
+            index,
+            b"x".to_vec(),
+            total_expected,
+            ChunkWriteOptions::default(),
+        )
+    }
+
+    #[test]
+    fn append_writes_the_chunk_after_the_highest_present() {
+        let (t, svc) = service();
+        assert_eq!(put(&svc, "s", None, b"a").index, 1);
+        assert_eq!(put(&svc, "s", Some(5), b"e").index, 5);
+        let w = put(&svc, "s", None, b"f");
+        assert_eq!(w.index, 6);
+        assert_eq!(w.chunk_path, ".resilient_write/chunks/s/part-006.txt");
+        assert_eq!(w.sha256, sha256_hex(b"f"));
+        assert_eq!(w.bytes, 1);
+        assert!(!w.journal_id.is_empty());
+        let path = t.path().join(&w.chunk_path);
+        assert_eq!(std::fs::read(path).unwrap(), b"f");
+    }
+
+    #[test]
+    fn the_first_write_creates_the_manifest_with_the_chunk_record() {
+        let (_t, svc) = service();
+        let w = put(&svc, "s", Some(1), b"one");
+        let m = manifest_of(&svc, "s");
+        assert_eq!(m.session.as_deref(), Some("s"));
+        assert_eq!(m.chunks[&1].sha256, w.sha256);
+        assert!(m.chunks[&1].stamp.is_some());
+        assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+        assert_eq!(size(&session_dir(&svc, "s").join(RECORDS_FILE)), 0);
+    }
+
+    #[test]
+    fn the_records_log_is_folded_into_the_manifest_once_it_reaches_fold_at_bytes() {
+        let (_t, svc) = service();
+        put(&svc, "s", None, b"chunk 1");
+        let dir = session_dir(&svc, "s");
+        let log = dir.join(RECORDS_FILE);
+        let mut folded_at = None;
+        for k in 2..=500u64 {
+            let log_before = size(&log);
+            let manifest_before = size(&dir.join(MANIFEST_FILE));
+            let w = put(&svc, "s", None, format!("chunk {k}").as_bytes());
+            assert_eq!(w.index, k);
+            let m = manifest_of(&svc, "s");
+            if log_before >= manifest_before.max(FOLD_AT_BYTES) {
+                assert_eq!(size(&log), 0, "write {k} should have emptied the log");
+                assert_eq!(m.chunks.len() as u64, k, "write {k} should have folded");
+                folded_at = Some(k);
+                break;
+            }
+            assert!(size(&log) > log_before, "write {k} should go to the log");
+            assert!(!m.chunks.contains_key(&k), "write {k} folded too early");
+        }
+        let k = folded_at.expect("the records log was never folded");
+        assert!(k > 2);
+    }
+
+    #[test]
+    fn a_new_total_expected_is_written_to_the_manifest_at_once() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        let w = put_total(&svc, "s", Some(2), b"b", Some(4));
+        assert_eq!(w.total_expected, Some(4));
+        let m = manifest_of(&svc, "s");
+        assert_eq!(m.total_expected, Some(4));
+        assert_eq!(m.chunks.len(), 2);
+        assert_eq!(size(&session_dir(&svc, "s").join(RECORDS_FILE)), 0);
+        // Later writes inherit the recorded total.
+        assert_eq!(put(&svc, "s", Some(3), b"c").total_expected, Some(4));
+    }
+
+    #[test]
+    fn write_refuses_a_total_expected_below_the_chunks_present() {
+        let (_t, svc) = service();
+        for i in 1..=3 {
+            put(&svc, "s", Some(i), b"x");
+        }
+        let e = try_write(&svc, "s", Some(1), Some(2)).err().unwrap();
+        let (reason, details) = refusal(e);
+        assert_eq!(reason, "total_expected_below_existing");
+        assert_eq!(details["have"], json!([1, 2, 3]));
+    }
+
+    #[test]
+    fn write_refuses_an_index_beyond_the_recorded_total_expected() {
+        let (_t, svc) = service();
+        put_total(&svc, "s", Some(1), b"a", Some(2));
+        put(&svc, "s", Some(2), b"b");
+        let (reason, details) = refusal(try_write(&svc, "s", None, None).err().unwrap());
+        assert_eq!(reason, "index_exceeds_total_expected");
+        assert_eq!(details["index"], 3);
+        assert!(!session_dir(&svc, "s").join(part_name(3)).exists());
+    }
+
+    #[test]
+    fn write_refuses_out_of_range_indices_and_invalid_session_names_before_creating_anything() {
+        let (_t, svc) = service();
+        let e = try_write(&svc, "s", Some(0), None).err().unwrap();
+        assert_eq!(argument_refusal(e), "index_out_of_range");
+        let e = try_write(&svc, "s", Some(MAX_INDEX + 1), None)
+            .err()
+            .unwrap();
+        assert_eq!(argument_refusal(e), "index_out_of_range");
+        let e = try_write(&svc, "s", Some(1), Some(0)).err().unwrap();
+        assert_eq!(argument_refusal(e), "index_out_of_range");
+        assert!(!session_dir(&svc, "s").exists());
+        let e = try_write(&svc, "no/slash", Some(1), None).err().unwrap();
+        assert_eq!(argument_refusal(e), "invalid_session_name");
+    }
+
+    #[test]
+    fn a_corrupt_manifest_is_rebuilt_at_the_next_write_with_a_warning() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        std::fs::write(session_dir(&svc, "s").join(MANIFEST_FILE), b"{ torn").unwrap();
+        let w = put(&svc, "s", Some(2), b"two");
+        assert!(
+            w.warnings
+                .iter()
+                .any(|m| m.contains("manifest.json was corrupt")),
+            "{:?}",
+            w.warnings
+        );
+        let m = manifest_of(&svc, "s");
+        assert_eq!(m.chunks[&1].sha256, sha256_hex(b"one"));
+        assert_eq!(m.chunks[&2].sha256, sha256_hex(b"two"));
+    }
+
+    #[test]
+    fn a_missing_manifest_is_rebuilt_at_the_next_write_with_a_warning() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        std::fs::remove_file(session_dir(&svc, "s").join(MANIFEST_FILE)).unwrap();
+        let w = put(&svc, "s", Some(2), b"two");
+        assert!(
+            w.warnings
+                .iter()
+                .any(|m| m.contains("manifest.json was missing")),
+            "{:?}",
+            w.warnings
+        );
+        assert_eq!(manifest_of(&svc, "s").chunks.len(), 2);
+    }
+
+    #[test]
+    fn replacing_an_earlier_chunk_warns_that_later_chunks_exist() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        put(&svc, "s", Some(2), b"b");
+        let w = put(&svc, "s", Some(1), b"a again");
+        assert!(
+            w.warnings.iter().any(|m| m.contains("replaced chunk 1")),
+            "{:?}",
+            w.warnings
+        );
+        assert!(put(&svc, "s", Some(2), b"b again").warnings.is_empty());
+    }
+
+    #[test]
+    fn a_call_that_replays_an_earlier_one_writes_nothing() {
+        let (_t, svc) = service();
+        let mut row = Map::new();
+        row.insert("journal_id".into(), json!("earlier"));
+        let answer = row.clone();
+        let replay = move || Ok(Some(answer.clone()));
+        let opts = ChunkWriteOptions {
+            extra: BTreeMap::new(),
+            replay: &replay,
+        };
+        let who = super::super::testing::who();
+        let r = write_chunk(&svc, &who, "s", Some(1), b"x".to_vec(), None, opts).unwrap();
+        assert_eq!(r.err(), Some(row));
+        assert!(!session_dir(&svc, "s").join(part_name(1)).exists());
+    }
+}
