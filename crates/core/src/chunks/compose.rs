@@ -460,3 +460,245 @@ pub fn preview(svc: &Store, name: &str, separator: &[u8], limit: u64) -> Result<
         chunk_hashes: hashes,
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{put, put_total, refusal, replace_by_hand, service, session_dir};
+    use super::super::{MANIFEST_FILE, RECORDS_FILE, part_name};
+    use super::*;
+
+    fn options(separator: &[u8]) -> ComposeOptions {
+        ComposeOptions {
+            separator: separator.to_vec(),
+            mode: None,
+            expected_prev_sha256: None,
+            cleanup: false,
+            extra: BTreeMap::new(),
+            progress: None,
+            classify: None,
+        }
+    }
+
+    fn compose_to(svc: &Store, session: &str, out: &str, opts: ComposeOptions) -> Result<Composed> {
+        let target = svc.workspaces().resolve(out, true)?;
+        let who = Caller {
+            caller: "test".into(),
+            tool: "chunk_compose".into(),
+        };
+        Ok(compose(svc, &who, session, &target, opts, |_| Ok(None::<()>))?.unwrap())
+    }
+
+    fn read_out(t: &tempfile::TempDir, out: &str) -> Option<Vec<u8>> {
+        std::fs::read(t.path().join(out)).ok()
+    }
+
+    #[test]
+    fn compose_joins_the_chunks_in_index_order_with_the_separator() {
+        let (t, svc) = service();
+        put(&svc, "s", Some(2), b"two");
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(3), b"three");
+        let c = compose_to(&svc, "s", "out.txt", options(b"\n--\n")).unwrap();
+        let expected = b"one\n--\ntwo\n--\nthree";
+        assert_eq!(read_out(&t, "out.txt").unwrap(), expected);
+        assert_eq!(c.chunk_count, 3);
+        assert_eq!(c.outcome.sha256, sha256_hex(expected));
+        assert_eq!(c.outcome.bytes, expected.len() as u64);
+        let hashes: Vec<String> = [&b"one"[..], b"two", b"three"]
+            .iter()
+            .map(|b| sha256_hex(b))
+            .collect();
+        assert_eq!(c.chunk_hashes, hashes);
+        assert!(!c.cleaned_up);
+        assert!(session_dir(&svc, "s").exists());
+    }
+
+    #[test]
+    fn compose_refuses_a_chunk_modified_by_hand_and_writes_nothing() {
+        let (t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        std::fs::write(session_dir(&svc, "s").join(part_name(2)), b"TWO, edited").unwrap();
+        let e = compose_to(&svc, "s", "out.txt", options(b"\n"))
+            .err()
+            .unwrap();
+        let (reason, details) = refusal(e);
+        assert_eq!(reason, "chunk_modified");
+        assert_eq!(details["have"], serde_json::json!([2]));
+        assert_eq!(
+            details["modified"][0]["recorded_sha256"],
+            sha256_hex(b"two")
+        );
+        assert_eq!(
+            details["modified"][0]["actual_sha256"],
+            sha256_hex(b"TWO, edited")
+        );
+        assert_eq!(read_out(&t, "out.txt"), None);
+    }
+
+    #[test]
+    fn compose_refuses_a_chunk_replaced_by_hand_with_content_of_the_same_size() {
+        let (t, svc) = service();
+        put(&svc, "s", Some(1), b"abc");
+        std::fs::write(t.path().join("out.txt"), b"before").unwrap();
+        replace_by_hand(&session_dir(&svc, "s").join(part_name(1)), b"xyz");
+        let (reason, _) = refusal(
+            compose_to(&svc, "s", "out.txt", options(b""))
+                .err()
+                .unwrap(),
+        );
+        assert_eq!(reason, "chunk_modified");
+        // The existing output is left as it was.
+        assert_eq!(read_out(&t, "out.txt").unwrap(), b"before");
+    }
+
+    #[test]
+    fn compose_trusts_a_record_whose_stamp_matches_and_rehashes_a_chunk_whose_stamp_moved() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"abc");
+        let dir = session_dir(&svc, "s");
+        // A record with the chunk's stamp but another hash: compose does not read the chunk
+        // for its own hash, so it answers with the recorded one.
+        let path = dir.join(MANIFEST_FILE);
+        let mut m: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        let recorded = sha256_hex(b"recorded");
+        m["chunks"]["1"]["sha256"] = json!(recorded);
+        std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
+        let c = compose_to(&svc, "s", "a.txt", options(b"")).unwrap();
+        assert_eq!(c.chunk_hashes, vec![recorded]);
+        // The same content in a new file: the stamp moved, the chunk is hashed (and its
+        // latest journaled write vouches for what it holds).
+        replace_by_hand(&dir.join(part_name(1)), b"abc");
+        let c = compose_to(&svc, "s", "b.txt", options(b"")).unwrap();
+        assert_eq!(c.chunk_hashes, vec![sha256_hex(b"abc")]);
+    }
+
+    #[test]
+    fn compose_accepts_a_chunk_whose_lost_record_its_latest_journaled_write_vouches_for() {
+        let (t, svc) = service();
+        put(&svc, "s", Some(1), b"old");
+        put(&svc, "s", Some(1), b"new");
+        std::fs::write(session_dir(&svc, "s").join(RECORDS_FILE), b"").unwrap();
+        let c = compose_to(&svc, "s", "out.txt", options(b"")).unwrap();
+        assert_eq!(read_out(&t, "out.txt").unwrap(), b"new");
+        assert_eq!(c.chunk_hashes, vec![sha256_hex(b"new")]);
+    }
+
+    #[test]
+    fn compose_refuses_a_missing_session_a_gap_and_a_short_count() {
+        let (t, svc) = service();
+        let (reason, _) = refusal(
+            compose_to(&svc, "none", "o.txt", options(b""))
+                .err()
+                .unwrap(),
+        );
+        assert_eq!(reason, "session_not_found");
+        put(&svc, "gap", Some(1), b"a");
+        put(&svc, "gap", Some(3), b"c");
+        let (reason, details) = refusal(
+            compose_to(&svc, "gap", "o.txt", options(b""))
+                .err()
+                .unwrap(),
+        );
+        assert_eq!(reason, "non_contiguous_chunks");
+        assert_eq!(details["missing"], json!([2]));
+        put_total(&svc, "short", Some(1), b"a", Some(2));
+        let (reason, _) = refusal(
+            compose_to(&svc, "short", "o.txt", options(b""))
+                .err()
+                .unwrap(),
+        );
+        assert_eq!(reason, "chunk_count_mismatch");
+        assert_eq!(read_out(&t, "o.txt"), None);
+    }
+
+    #[test]
+    fn compose_with_cleanup_removes_the_session() {
+        let (t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        put(&svc, "s", Some(2), b"b");
+        let mut opts = options(b"+");
+        opts.cleanup = true;
+        let c = compose_to(&svc, "s", "out.txt", opts).unwrap();
+        assert!(c.cleaned_up);
+        assert!(!session_dir(&svc, "s").exists());
+        assert_eq!(read_out(&t, "out.txt").unwrap(), b"a+b");
+    }
+
+    #[test]
+    fn compose_appends_after_the_existing_content_in_append_mode() {
+        let (t, svc) = service();
+        std::fs::write(t.path().join("out.txt"), b"head;").unwrap();
+        put(&svc, "s", Some(1), b"a");
+        put(&svc, "s", Some(2), b"b");
+        let mut opts = options(b",");
+        opts.mode = Some(WriteMode::Append);
+        let c = compose_to(&svc, "s", "out.txt", opts).unwrap();
+        assert_eq!(read_out(&t, "out.txt").unwrap(), b"head;a,b");
+        assert_eq!(c.outcome.sha256, sha256_hex(b"head;a,b"));
+    }
+
+    #[test]
+    fn compose_check_can_answer_instead_of_writing() {
+        let (t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        let target = svc.workspaces().resolve("out.txt", true).unwrap();
+        let who = Caller {
+            caller: "test".into(),
+            tool: "chunk_compose".into(),
+        };
+        let r = compose(&svc, &who, "s", &target, options(b""), |_| Ok(Some(7))).unwrap();
+        assert!(matches!(r, Err(7)));
+        assert_eq!(read_out(&t, "out.txt"), None);
+    }
+
+    #[test]
+    fn hash_blocks_hashes_the_output_and_only_the_chunks_that_ask() {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Block>(16);
+        let (recycle, pool) = std::sync::mpsc::channel::<Vec<u8>>();
+        let data = |s: &[u8]| {
+            let mut v = s.to_vec();
+            v.extend_from_slice(b"unused tail");
+            Block::Data(v, s.len())
+        };
+        for block in [
+            Block::Begin { hash: true },
+            data(b"one"),
+            Block::End,
+            Block::Separator,
+            Block::Begin { hash: false },
+            data(b"two"),
+            Block::End,
+        ] {
+            tx.send(block).unwrap();
+        }
+        drop(tx);
+        let (output, chunks) = hash_blocks(rx, recycle, b"/");
+        assert_eq!(output, sha256_hex(b"one/two"));
+        assert_eq!(chunks, vec![Some(sha256_hex(b"one")), None]);
+        // Both buffers went back to the pool.
+        assert_eq!(pool.try_iter().count(), 2);
+    }
+
+    #[test]
+    fn preview_returns_the_composed_content_with_the_chunk_hashes() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        let p = preview(&svc, "s", b" | ", 1024).unwrap();
+        assert_eq!(p.content, b"one | two");
+        assert_eq!(p.chunk_hashes, vec![sha256_hex(b"one"), sha256_hex(b"two")]);
+    }
+
+    #[test]
+    fn preview_refuses_a_modified_chunk_and_content_over_the_limit() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        assert!(preview(&svc, "s", b"", 5).is_err());
+        std::fs::write(session_dir(&svc, "s").join(part_name(1)), b"ONE").unwrap();
+        let (reason, details) = refusal(preview(&svc, "s", b"", 1024).err().unwrap());
+        assert_eq!(reason, "chunk_modified");
+        assert_eq!(details["have"], json!([1]));
+    }
+}
