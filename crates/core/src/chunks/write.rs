@@ -1,0 +1,414 @@
+//! Chunk writes (`chunk_write`, and `chunk_append` with no index): the chunk goes through
+//! the pipeline under the session lock, then its record goes to the records log, or the
+//! manifest is rewritten when it must change or the log has outgrown it.
+
+use super::integrity::fold_manifest;
+use super::records::stamp_of;
+use super::session::validate_index;
+use super::{ChunkRecord, open_session, part_name, session_failure, validate_session};
+use crate::envelope::{Failure, Result};
+use crate::pipeline::{Body, Caller, Decision, Plan};
+use crate::store::Store;
+use serde_json::{Map, Value, json};
+use std::collections::BTreeMap;
+
+/// The records log is folded into the manifest once it outgrows the manifest (so appends
+/// cost O(1) amortised) or this many bytes, whichever is larger.
+const FOLD_AT_BYTES: u64 = 4096;
+
+/// A chunk write's outcome.
+#[derive(Debug, Clone)]
+pub struct ChunkWritten {
+    pub index: u64,
+    pub chunk_path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub journal_id: String,
+    pub total_expected: Option<u64>,
+    pub warnings: Vec<String>,
+}
+
+/// A chunk write's journal fields (an idempotency key) and its replay check.
+pub struct ChunkWriteOptions<'a> {
+    /// Added to the chunk's journal row (with `total_expected` when it has any field).
+    pub extra: BTreeMap<String, Value>,
+    /// Run under the session lock before writing: the journal row of an earlier call this
+    /// one repeats, to answer with instead of writing (so two retries racing each other
+    /// still write once).
+    pub replay: &'a dyn Fn() -> Result<Option<Map<String, Value>>>,
+}
+
+impl Default for ChunkWriteOptions<'_> {
+    fn default() -> Self {
+        ChunkWriteOptions {
+            extra: BTreeMap::new(),
+            replay: &|| Ok(None),
+        }
+    }
+}
+
+/// Write chunk `index` of `session` (or, with `None`, the chunk after the highest present:
+/// an append), updating the manifest. Holds the session lock throughout. `Err(row)`: the
+/// call repeats the journaled call `row`, and nothing was written.
+pub fn write_chunk(
+    svc: &Store,
+    who: &Caller,
+    session_name: &str,
+    index: Option<u64>,
+    content: Vec<u8>,
+    total_expected: Option<u64>,
+    opts: ChunkWriteOptions,
+) -> Result<std::result::Result<ChunkWritten, Map<String, Value>>> {
+    validate_session(session_name)?;
+    if let Some(i) = index {
+        validate_index(session_name, "index", i)?;
+    }
+    if let Some(t) = total_expected {
+        validate_index(session_name, "total_expected", t)?;
+    }
+    let session = open_session(svc, session_name, true, true)?
+        .ok_or_else(|| Failure::Internal("session directory vanished".into()))?;
+    if let Some(row) = (opts.replay)()? {
+        return Ok(Err(row));
+    }
+    let listing = session.list()?;
+    // Only the manifest's head is parsed here: the chunk records are folded in lazily.
+    let (head, manifest_bytes) = session.manifest_head()?;
+    let recorded_total = head.as_ref().ok().and_then(|h| h.as_ref()?.total_expected);
+    let index = match index {
+        Some(i) => i,
+        None => {
+            let next = listing.highest() + 1;
+            validate_index(session_name, "the next index", next)?;
+            next
+        }
+    };
+    let highest_after = listing.highest().max(index);
+    let effective_total = total_expected.or(recorded_total);
+    if let Some(t) = effective_total {
+        let given = total_expected.is_some();
+        if t < highest_after {
+            let (reason, message) = if given && t < listing.highest() {
+                (
+                    "total_expected_below_existing",
+                    format!(
+                        "total_expected={t} is below the highest chunk already present ({}); \
+                         chunk_reset the session or pass a larger total_expected",
+                        listing.highest()
+                    ),
+                )
+            } else {
+                (
+                    "index_exceeds_total_expected",
+                    format!(
+                        "chunk {index} is beyond total_expected={t}{}; pass a larger \
+                         total_expected if the document grew",
+                        if given {
+                            ""
+                        } else {
+                            " (recorded in the manifest)"
+                        }
+                    ),
+                )
+            };
+            return Err(session_failure(
+                session_name,
+                reason,
+                message,
+                json!({ "index": index, "total_expected": t, "have": listing.indices() }),
+            ));
+        }
+    }
+    let mut warnings = Vec::new();
+    if listing.parts.contains_key(&index) && listing.highest() > index {
+        warnings.push(format!(
+            "replaced chunk {index} while chunks up to {} exist; if this is a new attempt, \
+             chunk_reset the session first so old chunks do not end up in the composed file",
+            listing.highest()
+        ));
+    }
+
+    let name = part_name(index);
+    let target = session.dir.target(&name)?;
+    let mut extra = opts.extra;
+    if let (false, Some(t)) = (extra.is_empty(), effective_total) {
+        extra.insert("total_expected".to_string(), json!(t));
+    }
+    extra.insert("session".to_string(), json!(session_name));
+    extra.insert("chunk_index".to_string(), json!(index));
+    let (outcome, ()) = svc.pipeline().commit(&target, who, |existing| {
+        Ok(Decision::Write(
+            Plan {
+                body: Body::Bytes(content),
+                mode_label: crate::pipeline::mode_over(existing, "overwrite"),
+                create_only: false,
+                extra,
+                new_file_mode: None,
+            },
+            (),
+        ))
+    })?;
+    let outcome = outcome.ok_or_else(|| Failure::Internal("chunk write skipped".into()))?;
+    // The stamp is taken under the session lock, right after the rename.
+    let record = ChunkRecord {
+        sha256: outcome.sha256.clone(),
+        bytes: outcome.bytes,
+        stamp: session.stat_part(&name).ok().map(|st| stamp_of(&st)),
+    };
+
+    // The record goes to the log (one append); the manifest is rewritten only when it must
+    // change (first chunk, new total_expected, missing or corrupt) or when the log has
+    // outgrown it.
+    let log_bytes = session.log_size()?;
+    let fold = match &head {
+        Ok(None) | Err(_) => true,
+        Ok(Some(_)) => {
+            total_expected.is_some_and(|t| Some(t) != recorded_total)
+                || log_bytes >= manifest_bytes.max(FOLD_AT_BYTES)
+        }
+    };
+    let mut saved = false;
+    if fold {
+        match &head {
+            Ok(None) if !listing.parts.is_empty() => {
+                warnings.push("manifest.json was missing; rebuilt from the chunk files".into())
+            }
+            Err(e) => warnings.push(format!(
+                "manifest.json was corrupt ({e}); rebuilt from the chunk files"
+            )),
+            _ => {}
+        }
+        match fold_manifest(
+            svc,
+            who,
+            &session,
+            &listing,
+            (index, &record),
+            total_expected,
+        ) {
+            Ok(()) => saved = true,
+            // The chunk is durable and the files are the source of truth: a manifest that
+            // could not be updated is rebuilt or healed later, never a lost chunk.
+            Err(e) => warnings.push(format!("manifest.json was not updated: {e}")),
+        }
+    }
+    if !saved && let Err(e) = session.append_log(index, &record) {
+        warnings.push(format!("the chunk's hash was not recorded: {e}"));
+    }
+    warnings.extend(outcome.warnings);
+    Ok(Ok(ChunkWritten {
+        index,
+        chunk_path: session.display(&name),
+        sha256: outcome.sha256,
+        bytes: outcome.bytes,
+        journal_id: outcome.journal_id,
+        total_expected: effective_total,
+        warnings,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::{argument_refusal, put, put_total, refusal, service, session_dir};
+    use super::super::{MANIFEST_FILE, MAX_INDEX, Manifest, RECORDS_FILE};
+    use super::*;
+    use crate::hash::sha256_hex;
+    use std::path::Path;
+
+    fn manifest_of(svc: &Store, name: &str) -> Manifest {
+        let s = open_session(svc, name, false, false).unwrap().unwrap();
+        s.manifest().unwrap().manifest().cloned().unwrap()
+    }
+
+    fn size(p: &Path) -> u64 {
+        std::fs::metadata(p).map(|m| m.len()).unwrap_or(0)
+    }
+
+    fn try_write(
+        svc: &Store,
+        session: &str,
+        index: Option<u64>,
+        total_expected: Option<u64>,
+    ) -> Result<std::result::Result<ChunkWritten, Map<String, Value>>> {
+        write_chunk(
+            svc,
+            &super::super::testing::who(),
+            session,
+            index,
+            b"x".to_vec(),
+            total_expected,
+            ChunkWriteOptions::default(),
+        )
+    }
+
+    #[test]
+    fn append_writes_the_chunk_after_the_highest_present() {
+        let (t, svc) = service();
+        assert_eq!(put(&svc, "s", None, b"a").index, 1);
+        assert_eq!(put(&svc, "s", Some(5), b"e").index, 5);
+        let w = put(&svc, "s", None, b"f");
+        assert_eq!(w.index, 6);
+        assert_eq!(w.chunk_path, ".resilient_write/chunks/s/part-006.txt");
+        assert_eq!(w.sha256, sha256_hex(b"f"));
+        assert_eq!(w.bytes, 1);
+        assert!(!w.journal_id.is_empty());
+        let path = t.path().join(&w.chunk_path);
+        assert_eq!(std::fs::read(path).unwrap(), b"f");
+    }
+
+    #[test]
+    fn the_first_write_creates_the_manifest_with_the_chunk_record() {
+        let (_t, svc) = service();
+        let w = put(&svc, "s", Some(1), b"one");
+        let m = manifest_of(&svc, "s");
+        assert_eq!(m.session.as_deref(), Some("s"));
+        assert_eq!(m.chunks[&1].sha256, w.sha256);
+        assert!(m.chunks[&1].stamp.is_some());
+        assert!(w.warnings.is_empty(), "{:?}", w.warnings);
+        assert_eq!(size(&session_dir(&svc, "s").join(RECORDS_FILE)), 0);
+    }
+
+    #[test]
+    fn the_records_log_is_folded_into_the_manifest_once_it_reaches_fold_at_bytes() {
+        let (_t, svc) = service();
+        put(&svc, "s", None, b"chunk 1");
+        let dir = session_dir(&svc, "s");
+        let log = dir.join(RECORDS_FILE);
+        let mut folded_at = None;
+        for k in 2..=500u64 {
+            let log_before = size(&log);
+            let manifest_before = size(&dir.join(MANIFEST_FILE));
+            let w = put(&svc, "s", None, format!("chunk {k}").as_bytes());
+            assert_eq!(w.index, k);
+            let m = manifest_of(&svc, "s");
+            if log_before >= manifest_before.max(FOLD_AT_BYTES) {
+                assert_eq!(size(&log), 0, "write {k} should have emptied the log");
+                assert_eq!(m.chunks.len() as u64, k, "write {k} should have folded");
+                folded_at = Some(k);
+                break;
+            }
+            assert!(size(&log) > log_before, "write {k} should go to the log");
+            assert!(!m.chunks.contains_key(&k), "write {k} folded too early");
+        }
+        let k = folded_at.expect("the records log was never folded");
+        assert!(k > 2);
+    }
+
+    #[test]
+    fn a_new_total_expected_is_written_to_the_manifest_at_once() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        let w = put_total(&svc, "s", Some(2), b"b", Some(4));
+        assert_eq!(w.total_expected, Some(4));
+        let m = manifest_of(&svc, "s");
+        assert_eq!(m.total_expected, Some(4));
+        assert_eq!(m.chunks.len(), 2);
+        assert_eq!(size(&session_dir(&svc, "s").join(RECORDS_FILE)), 0);
+        // Later writes inherit the recorded total.
+        assert_eq!(put(&svc, "s", Some(3), b"c").total_expected, Some(4));
+    }
+
+    #[test]
+    fn write_refuses_a_total_expected_below_the_chunks_present() {
+        let (_t, svc) = service();
+        for i in 1..=3 {
+            put(&svc, "s", Some(i), b"x");
+        }
+        let e = try_write(&svc, "s", Some(1), Some(2)).err().unwrap();
+        let (reason, details) = refusal(e);
+        assert_eq!(reason, "total_expected_below_existing");
+        assert_eq!(details["have"], json!([1, 2, 3]));
+    }
+
+    #[test]
+    fn write_refuses_an_index_beyond_the_recorded_total_expected() {
+        let (_t, svc) = service();
+        put_total(&svc, "s", Some(1), b"a", Some(2));
+        put(&svc, "s", Some(2), b"b");
+        let (reason, details) = refusal(try_write(&svc, "s", None, None).err().unwrap());
+        assert_eq!(reason, "index_exceeds_total_expected");
+        assert_eq!(details["index"], 3);
+        assert!(!session_dir(&svc, "s").join(part_name(3)).exists());
+    }
+
+    #[test]
+    fn write_refuses_out_of_range_indices_and_invalid_session_names_before_creating_anything() {
+        let (_t, svc) = service();
+        let e = try_write(&svc, "s", Some(0), None).err().unwrap();
+        assert_eq!(argument_refusal(e), "index_out_of_range");
+        let e = try_write(&svc, "s", Some(MAX_INDEX + 1), None)
+            .err()
+            .unwrap();
+        assert_eq!(argument_refusal(e), "index_out_of_range");
+        let e = try_write(&svc, "s", Some(1), Some(0)).err().unwrap();
+        assert_eq!(argument_refusal(e), "index_out_of_range");
+        assert!(!session_dir(&svc, "s").exists());
+        let e = try_write(&svc, "no/slash", Some(1), None).err().unwrap();
+        assert_eq!(argument_refusal(e), "invalid_session_name");
+    }
+
+    #[test]
+    fn a_corrupt_manifest_is_rebuilt_at_the_next_write_with_a_warning() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        std::fs::write(session_dir(&svc, "s").join(MANIFEST_FILE), b"{ torn").unwrap();
+        let w = put(&svc, "s", Some(2), b"two");
+        assert!(
+            w.warnings
+                .iter()
+                .any(|m| m.contains("manifest.json was corrupt")),
+            "{:?}",
+            w.warnings
+        );
+        let m = manifest_of(&svc, "s");
+        assert_eq!(m.chunks[&1].sha256, sha256_hex(b"one"));
+        assert_eq!(m.chunks[&2].sha256, sha256_hex(b"two"));
+    }
+
+    #[test]
+    fn a_missing_manifest_is_rebuilt_at_the_next_write_with_a_warning() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        std::fs::remove_file(session_dir(&svc, "s").join(MANIFEST_FILE)).unwrap();
+        let w = put(&svc, "s", Some(2), b"two");
+        assert!(
+            w.warnings
+                .iter()
+                .any(|m| m.contains("manifest.json was missing")),
+            "{:?}",
+            w.warnings
+        );
+        assert_eq!(manifest_of(&svc, "s").chunks.len(), 2);
+    }
+
+    #[test]
+    fn replacing_an_earlier_chunk_warns_that_later_chunks_exist() {
+        let (_t, svc) = service();
+        put(&svc, "s", Some(1), b"a");
+        put(&svc, "s", Some(2), b"b");
+        let w = put(&svc, "s", Some(1), b"a again");
+        assert!(
+            w.warnings.iter().any(|m| m.contains("replaced chunk 1")),
+            "{:?}",
+            w.warnings
+        );
+        assert!(put(&svc, "s", Some(2), b"b again").warnings.is_empty());
+    }
+
+    #[test]
+    fn a_call_that_replays_an_earlier_one_writes_nothing() {
+        let (_t, svc) = service();
+        let mut row = Map::new();
+        row.insert("journal_id".into(), json!("earlier"));
+        let answer = row.clone();
+        let replay = move || Ok(Some(answer.clone()));
+        let opts = ChunkWriteOptions {
+            extra: BTreeMap::new(),
+            replay: &replay,
+        };
+        let who = super::super::testing::who();
+        let r = write_chunk(&svc, &who, "s", Some(1), b"x".to_vec(), None, opts).unwrap();
+        assert_eq!(r.err(), Some(row));
+        assert!(!session_dir(&svc, "s").join(part_name(1)).exists());
+    }
+}
