@@ -1,0 +1,347 @@
+//! The MCP front end: an `rmcp` [`ServerHandler`] over the [`Service`]. It holds no business
+//! logic: it lists the catalogue, hands each call to [`Service::call`] on a blocking thread
+//! (writes fsync), and wraps the result or envelope as `structuredContent` plus the same JSON
+//! as text. A panic in a handler becomes an envelope, never a dead server.
+//!
+//! Beyond tools it serves resources (the handoff, the journal tail, each checkpoint), the
+//! `resume` prompt, `logging` (the service's notices as `notifications/message`) and client
+//! roots. Everything that belongs to one client (its roots, its log level, its name) lives in
+//! [`McpServer`], never in the shared [`Service`]: an HTTP server builds one `McpServer` per
+//! session over one `Arc<Service>`, and each call runs inside its client's
+//! [`Session`](crate::session::Session).
+//!
+//! The handler here is thin: client roots live in `roots`, log forwarding in `logging`,
+//! resources in `resources` and the `resume` prompt in `prompts`.
+
+mod logging;
+mod prompts;
+mod resources;
+mod roots;
+
+pub use resources::{CHECKPOINT_URI_PREFIX, HANDOFF_URI, JOURNAL_TAIL_URI};
+
+use crate::dispatch::Service;
+use crate::notices::Sink;
+use crate::session::{Session, with_session};
+use crate::tools::{self, catalog, listed_name};
+use logging::{DEFAULT_LOG_LEVEL, LogEvent};
+#[allow(deprecated)] // MCP logging: deprecated by SEP-2577 yet still in the protocol we serve.
+use rmcp::model::SetLevelRequestParams;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
+    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
+    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
+    ServerCapabilities, Tool, ToolAnnotations,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
+use roots::{ROOTS_WAIT, RootsState};
+use serde_json::{Map, Value};
+use std::sync::atomic::{AtomicBool, AtomicU8, Ordering};
+use std::sync::{Arc, OnceLock};
+use tokio::sync::{mpsc, watch};
+
+/// What agents are told at `initialize`.
+pub const INSTRUCTIONS: &str = "resilient-write gives you a durable write surface. Prefer its \
+tools over raw file writes: rw_safe_write (create/overwrite/append, atomic, verified, journaled; \
+pass expected_prev_sha256 when you edit a file you read), rw_safe_replace (exact-match edits, \
+dry_run diffs, several edits at once). Every failure returns a typed envelope: branch on \
+`error` and `suggested_action`, and do not repeat an identical call once retry_budget is 0. \
+rw_journal_tail shows what was written. Large files: write them in pieces with rw_chunk_append \
+(or rw_chunk_write with an index), check with rw_chunk_status or rw_chunk_preview, then \
+rw_chunk_compose into the target. Material that must not enter the workspace (credentials, \
+PII, binaries): rw_scratch_put, then refer to it by sha256. \
+Before writing a draft that may hold credentials, \
+keys or personal data, call rw_risk_score (or pass classify=true to the write); if it finds \
+something, rw_redact returns the draft with typed {REDACTED:<rule>} placeholders in one call. A \
+content_filter refusal is never worth retrying unchanged: redact or ask the user. \
+Before you stop, or when you are blocked, record where \
+the task stands with rw_handoff_write (HANDOFF.md); a fresh agent starts with rw_handoff_read or \
+the `resume` prompt. Keep intermediate data in rw_checkpoint; check a draft's syntax with \
+rw_validate before writing it. \
+To change several files together, rw_tx_begin, stage with rw_tx_write / rw_tx_replace, then \
+rw_tx_commit (all or nothing, also across a crash) or rw_tx_rollback. Every overwrite keeps the \
+previous content: rw_history lists a file's versions and rw_restore puts one back (or undoes a \
+whole transaction with tx_id).";
+
+/// The MCP server: one per client session.
+#[derive(Clone)]
+pub struct McpServer {
+    service: Arc<Service>,
+    tools: Arc<Vec<Tool>>,
+    client: Arc<ClientState>,
+}
+
+/// What belongs to one client.
+struct ClientState {
+    /// The client's roots: refreshes under way and the workspaces they produced.
+    roots: watch::Sender<RootsState>,
+    /// Whether the client declared the `roots` capability at initialize.
+    offers_roots: AtomicBool,
+    /// Minimum severity sent as `notifications/message` (MCP level rank, see
+    /// [`level_rank`](logging::level_rank)).
+    log_level: Arc<AtomicU8>,
+    /// Wakes the log forwarder when the level changes (it then sends what it held back).
+    log_events: OnceLock<mpsc::UnboundedSender<LogEvent>>,
+    /// This session's notice sink; the service holds it weakly, so it lives as long as we do.
+    notice_sink: OnceLock<Sink>,
+}
+
+fn as_object(v: Value) -> Map<String, Value> {
+    match v {
+        Value::Object(m) => m,
+        _ => Map::new(),
+    }
+}
+
+impl McpServer {
+    pub fn new(service: Arc<Service>) -> McpServer {
+        let style = service.tool_names();
+        let tools = catalog()
+            .iter()
+            .map(|t| {
+                Tool::new(
+                    listed_name(t.name, style),
+                    t.description,
+                    Arc::new(as_object((t.input_schema)())),
+                )
+                .with_title(t.title)
+                .with_raw_output_schema(Arc::new(as_object((t.output_schema)())))
+                .with_annotations(
+                    ToolAnnotations::with_title(t.title)
+                        .read_only(t.read_only)
+                        .destructive(t.destructive)
+                        .idempotent(t.idempotent)
+                        .open_world(false),
+                )
+            })
+            .collect();
+        McpServer {
+            service,
+            tools: Arc::new(tools),
+            client: Arc::new(ClientState {
+                roots: watch::Sender::new(RootsState::default()),
+                offers_roots: AtomicBool::new(false),
+                log_level: Arc::new(AtomicU8::new(DEFAULT_LOG_LEVEL)),
+                log_events: OnceLock::new(),
+                notice_sink: OnceLock::new(),
+            }),
+        }
+    }
+
+    /// The client's session for one call: its roots (after any refresh under way has been
+    /// answered, or [`ROOTS_WAIT`] has passed) and its name (from `initialize`, or from the
+    /// request's `_meta` under the handshake-less protocol).
+    async fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
+        let mut rx = self.client.roots.subscribe();
+        if tokio::time::timeout(ROOTS_WAIT, rx.wait_for(|s| s.pending == 0))
+            .await
+            .is_err()
+        {
+            tracing::warn!(
+                "client did not answer roots/list in time; using the roots known so far"
+            );
+        }
+        let workspaces = self.client.roots.borrow().workspaces.clone();
+        Arc::new(Session {
+            workspaces,
+            caller: context.client_info().map(|i| i.name),
+        })
+    }
+
+    /// Run `f` on a blocking thread inside the client's session.
+    async fn blocking<R: Send + 'static>(
+        &self,
+        context: &RequestContext<RoleServer>,
+        f: impl FnOnce(&Service) -> R + Send + 'static,
+    ) -> Result<R, McpError> {
+        let session = self.session(context).await;
+        let service = self.service.clone();
+        tokio::task::spawn_blocking(move || with_session(Some(session), || f(&service)))
+            .await
+            .map_err(|e| McpError::internal_error(format!("task failed: {e}"), None))
+    }
+}
+
+impl ServerHandler for McpServer {
+    #[allow(deprecated)] // `logging` is deprecated upstream (SEP-2577) but still served.
+    fn get_info(&self) -> InitializeResult {
+        let mut instructions = INSTRUCTIONS.to_string();
+        for note in self.service.notes() {
+            instructions.push_str("\nNote: ");
+            instructions.push_str(note);
+        }
+        InitializeResult::new(
+            ServerCapabilities::builder()
+                .enable_tools()
+                .enable_prompts()
+                .enable_resources()
+                .enable_logging()
+                .enable_completions()
+                .build(),
+        )
+        .with_server_info(
+            Implementation::new("resilient-write", env!("CARGO_PKG_VERSION"))
+                .with_title("Resilient Write"),
+        )
+        .with_instructions(instructions)
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, McpError> {
+        if request.capabilities.roots.is_some()
+            && !self.client.offers_roots.swap(true, Ordering::SeqCst)
+        {
+            // Counted now, before the answer goes out, so a call sent right after
+            // `initialized` waits for the client's roots instead of racing them.
+            self.client.roots.send_modify(|s| s.pending += 1);
+        }
+        context.peer.set_peer_info(request.clone());
+        self.negotiate_initialize(&request)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.start_log_forwarding(context.peer.clone());
+        if self.client.offers_roots.load(Ordering::SeqCst) {
+            self.refresh_roots(context.peer, true).await;
+        }
+    }
+
+    async fn on_roots_list_changed(&self, context: NotificationContext<RoleServer>) {
+        self.refresh_roots(context.peer, false).await;
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), McpError> {
+        self.set_log_level(request.level);
+        Ok(())
+    }
+
+    /// Completes checkpoint names for the `resilient-write://checkpoint/{name}` template;
+    /// anything else gets an empty list (MCP: "no suggestions" is a valid answer).
+    async fn complete(
+        &self,
+        request: CompleteRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CompleteResult, McpError> {
+        self.complete_checkpoint(request, context).await
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, McpError> {
+        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let name = request.name.to_string();
+        if tools::find(&name).is_none() {
+            return Err(McpError::invalid_params(
+                format!("unknown tool: {name}"),
+                None,
+            ));
+        }
+        let args = Value::Object(request.arguments.unwrap_or_default());
+        let session = self.session(&context).await;
+        let service = self.service.clone();
+        // Progress (long composes): when the client sent a progressToken, the tool reports
+        // through a channel drained by one task, so notifications keep their order and all
+        // precede the response.
+        let (progress, forwarder) = match context.meta.get_progress_token() {
+            None => (None, None),
+            Some(token) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
+                let peer = context.peer.clone();
+                let forwarder = tokio::spawn(async move {
+                    while let Some((done, total)) = rx.recv().await {
+                        let param =
+                            rmcp::model::ProgressNotificationParam::new(token.clone(), done as f64)
+                                .with_total(total as f64);
+                        let _ = peer.notify_progress(param).await;
+                    }
+                });
+                let report: crate::progress::Progress = Arc::new(move |done, total| {
+                    let _ = tx.send((done, total));
+                });
+                (Some(report), Some(forwarder))
+            }
+        };
+        let joined = tokio::task::spawn_blocking(move || {
+            with_session(Some(session), || {
+                crate::progress::with_progress(progress, || service.call(&name, args))
+            })
+        })
+        .await;
+        if let Some(f) = forwarder {
+            let _ = f.await;
+        }
+        let result = match joined {
+            Ok(Ok(value)) => CallToolResult::structured(value),
+            Ok(Err(envelope)) => CallToolResult::structured_error(
+                serde_json::to_value(envelope).unwrap_or(Value::Null),
+            ),
+            Err(e) => CallToolResult::structured_error(
+                serde_json::to_value(
+                    crate::envelope::Failure::Internal(format!("tool task failed: {e}"))
+                        .envelope(&request.name, 0),
+                )
+                .unwrap_or(Value::Null),
+            ),
+        };
+        Ok(result.into())
+    }
+
+    async fn list_prompts(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListPromptsResult, McpError> {
+        Ok(prompts::list())
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, McpError> {
+        self.get_resume_prompt(request, context).await
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, McpError> {
+        self.list_resource_items(context).await
+    }
+
+    async fn list_resource_templates(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourceTemplatesResult, McpError> {
+        Ok(resources::templates())
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, McpError> {
+        self.read_resource_uri(request, context).await
+    }
+}
