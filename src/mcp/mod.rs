@@ -8,7 +8,7 @@
 //! roots. Everything that belongs to one client (its roots, its log level, its name) lives in
 //! [`McpServer`], never in the shared [`Service`]: an HTTP server builds one `McpServer` per
 //! session over one `Arc<Service>`, and each call runs inside its client's
-//! [`Session`](crate::session::Session).
+//! [`crate::session::Session`].
 //!
 //! The handler here is thin: client roots live in `roots`, log forwarding in `logging`,
 //! resources in `resources` and the `resume` prompt in `prompts`.

@@ -1,4 +1,4 @@
-//! The handoff store: the I/O around [`super::doc`] over a [`Store`]. [`write`] puts the
+//! The handoff store: the I/O around [`super::doc`] over a [`Store`]. [`write()`] puts the
 //! envelope through the pipeline beneath a workspace (default `HANDOFF.md`); with `archive`
 //! the envelope it replaces is first kept, also through the pipeline, in
 //! `.resilient_write/handoffs/<ts>_<task_id>.md`. [`load`] reads and validates an envelope;
@@ -78,7 +78,7 @@ fn file_safe(task_id: &str) -> String {
     }
 }
 
-/// A handoff just written by [`write`].
+/// A handoff just written by [`write()`].
 #[derive(Debug)]
 pub struct Written {
     pub abs_path: String,
