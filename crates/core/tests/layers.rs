@@ -50,6 +50,7 @@ const RANKS: &[(&str, u32)] = &[
     ("tx", 6),
     ("history", 7),
     ("startup", 7),
+    ("maint", 8),
 ];
 
 /// Old paths kept by `pub use` in lib.rs, and what they name.
