@@ -24,6 +24,7 @@ const CORE: &[&str] = &[
     "history",
     "journal",
     "layout",
+    "maint",
     "notices",
     "objects",
     "pipeline",

@@ -20,8 +20,8 @@
 //! content would not change is not written: a second run reports every file `unchanged` and
 //! leaves them byte-identical.
 
-use crate::dispatch::{Config, STATE_DIR_NAME, Service};
-use crate::hash::sha256_hex;
+use crate::dispatch::{Config, Service};
+use crate::maint::gitignore::{with_gitignore_entry, write_text};
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
@@ -172,20 +172,6 @@ pub fn with_block(text: &str, block: &str) -> Result<String, String> {
             "has a `{BLOCK_BEGIN}` marker without a matching `{BLOCK_END}` after it"
         )),
     }
-}
-
-/// `text` of a .gitignore with `.resilient_write/` added unless some line already names it.
-pub fn with_gitignore_entry(text: &str) -> String {
-    if crate::store::gitignore_mentions_state(text) {
-        return text.to_string();
-    }
-    let mut out = text.to_string();
-    if !out.is_empty() && !out.ends_with('\n') {
-        out.push('\n');
-    }
-    out.push_str(STATE_DIR_NAME);
-    out.push_str("/\n");
-    out
 }
 
 /// `text` of a JSON MCP config with our server set under `key`, other servers kept.
@@ -426,34 +412,6 @@ fn diff(file: &PlannedFile) -> String {
         .to_string()
 }
 
-/// Replace `path`'s content `old` (`None`: the file does not exist) with `new` through the
-/// service's `safe_write` (the write pipeline): `create` for a new file, else `overwrite`
-/// guarded by `old`'s hash, so a file changed since it was read is never clobbered. The
-/// error is the envelope in one line.
-pub fn write_text(
-    service: &Service,
-    path: &Path,
-    old: Option<&str>,
-    new: &str,
-) -> Result<(), String> {
-    let mut args = json!({"path": path.display().to_string(), "content": new, "mode": "create"});
-    if let Some(old) = old {
-        args["mode"] = "overwrite".into();
-        args["expected_prev_sha256"] = sha256_hex(old.as_bytes()).into();
-    }
-    service.call("safe_write", args).map(drop).map_err(|env| {
-        let env = serde_json::to_value(&env).unwrap_or_default();
-        format!(
-            "{}/{}: {}",
-            env["error"].as_str().unwrap_or("?"),
-            env["reason_hint"].as_str().unwrap_or("?"),
-            env["context"]["message"]
-                .as_str()
-                .unwrap_or("see the envelope")
-        )
-    })
-}
-
 /// Write the planned files that change.
 fn apply(service: &Service, files: &[PlannedFile]) -> Result<(), String> {
     for f in files.iter().filter(|f| f.change() != Change::Unchanged) {
@@ -561,20 +519,6 @@ mod tests {
     fn a_begin_marker_without_end_is_an_error() {
         let err = with_block(&format!("x\n{BLOCK_BEGIN}\nhalf"), "b").unwrap_err();
         assert!(err.contains("without a matching"));
-    }
-
-    #[test]
-    fn gitignore_entry_is_added_once_and_other_spellings_count() {
-        assert_eq!(
-            with_gitignore_entry("target"),
-            "target\n.resilient_write/\n"
-        );
-        assert_eq!(
-            with_gitignore_entry("/.resilient_write\n"),
-            "/.resilient_write\n"
-        );
-        let once = with_gitignore_entry("");
-        assert_eq!(with_gitignore_entry(&once), once);
     }
 
     #[test]

@@ -14,6 +14,7 @@ pub mod hash;
 pub mod history;
 pub mod journal;
 pub mod layout;
+pub mod maint;
 pub mod notices;
 pub mod objects;
 pub mod policy;

@@ -55,6 +55,7 @@ const RANKS: &[(&str, u32)] = &[
     ("handoff", 6),
     ("history", 7),
     ("startup", 7),
+    ("maint", 8),
 ];
 
 /// Old paths kept by `pub use` in lib.rs, and what they name.

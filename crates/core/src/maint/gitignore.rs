@@ -1,0 +1,129 @@
+//! Keeping the state directory out of git: the `.gitignore` line that ignores it, and writing
+//! a text file through the write pipeline as `safe_write` does (used by the `.gitignore`
+//! repair and by `resilient-write init`). Whether the state directory is ignored is decided
+//! in `store` (which notes it at start): [`gitignore_mentions_state`],
+//! [`state_dir_git_ignored`], [`gitignore_note`], re-exported here.
+
+use crate::envelope::Failure;
+use crate::hash::sha256_hex;
+use crate::pipeline::{Body, Caller, Decision, Plan};
+use crate::preflight::RejectAt;
+use crate::store::{STATE_DIR_NAME, Store};
+use crate::write::idempotency::idempotency_extra;
+use crate::write::intent::{self, Order, Precondition, WriteMode};
+use std::path::Path;
+
+pub use crate::store::{gitignore_mentions_state, gitignore_note, state_dir_git_ignored};
+
+/// `text` of a .gitignore with `.resilient_write/` added unless some line already names it.
+pub fn with_gitignore_entry(text: &str) -> String {
+    if gitignore_mentions_state(text) {
+        return text.to_string();
+    }
+    let mut out = text.to_string();
+    if !out.is_empty() && !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(STATE_DIR_NAME);
+    out.push_str("/\n");
+    out
+}
+
+/// Add the state directory's line to the `.gitignore` at `path` (created if missing) through
+/// [`write_text`]; `Err` says why it could not.
+pub fn add_entry(svc: &Store, path: &Path) -> Result<(), String> {
+    let old = match std::fs::read_to_string(path) {
+        Ok(t) => Some(t),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+        Err(e) => return Err(e.to_string()),
+    };
+    let new = with_gitignore_entry(old.as_deref().unwrap_or(""));
+    write_text(svc, path, old.as_deref(), &new)
+}
+
+/// Replace `path`'s content `old` (`None`: the file does not exist) with `new` through the
+/// write pipeline, as `safe_write` does: `create` for a new file, else `overwrite` guarded by
+/// `old`'s hash, so a file changed since it was read is never clobbered. The journal row
+/// names the store's caller and the tool `safe_write`. The error is the envelope in one line
+/// (`error/reason_hint: message`).
+pub fn write_text(svc: &Store, path: &Path, old: Option<&str>, new: &str) -> Result<(), String> {
+    write_text_as_safe_write(svc, path, old, new).map_err(|f| {
+        let env = serde_json::to_value(f.envelope("safe_write", 0)).unwrap_or_default();
+        format!(
+            "{}/{}: {}",
+            env["error"].as_str().unwrap_or("?"),
+            env["reason_hint"].as_str().unwrap_or("?"),
+            env["context"]["message"]
+                .as_str()
+                .unwrap_or("see the envelope")
+        )
+    })
+}
+
+fn write_text_as_safe_write(
+    svc: &Store,
+    path: &Path,
+    old: Option<&str>,
+    new: &str,
+) -> crate::envelope::Result<()> {
+    let shown = path.display().to_string();
+    let (mode, expected) = match old {
+        Some(old) => (WriteMode::Overwrite, Some(sha256_hex(old.as_bytes()))),
+        None => (WriteMode::Create, None),
+    };
+    let bytes = new.as_bytes().to_vec();
+    let limit = svc.config().max_write_bytes;
+    intent::within_limit("content", bytes.len() as u64, limit)?;
+    svc.preflight_bytes(&bytes, false, RejectAt::default())?;
+    let target = svc.workspaces().resolve(&shown, true)?;
+    let who = Caller {
+        caller: svc.caller(),
+        tool: "safe_write".into(),
+    };
+    let (outcome, ()) = svc.pipeline().commit(&target, &who, |existing| {
+        let applied = Precondition {
+            shown: &shown,
+            mode: Some(mode),
+            expected: expected.as_deref(),
+            order: Order::ModeFirst,
+        }
+        .check(existing)?;
+        let body = intent::body(applied, existing, bytes);
+        intent::within_limit("resulting file", body.len() as u64, limit)?;
+        Ok(Decision::Write(
+            Plan {
+                body: Body::Bytes(body),
+                mode_label: applied.label().into(),
+                create_only: applied.create_only(),
+                extra: idempotency_extra(None, ""),
+                new_file_mode: None,
+            },
+            (),
+        ))
+    })?;
+    match outcome {
+        Some(_) => Ok(()),
+        None => Err(Failure::Internal(
+            "write neither applied nor replayed".into(),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gitignore_entry_is_added_once_and_other_spellings_count() {
+        assert_eq!(
+            with_gitignore_entry("target"),
+            "target\n.resilient_write/\n"
+        );
+        assert_eq!(
+            with_gitignore_entry("/.resilient_write\n"),
+            "/.resilient_write\n"
+        );
+        let once = with_gitignore_entry("");
+        assert_eq!(with_gitignore_entry(&once), once);
+    }
+}

@@ -1,0 +1,45 @@
+//! The repairs of [`super`]: each cannot lose anything, and every file one writes goes
+//! through the write pipeline.
+
+use super::{MAX_ENTRIES, Repair};
+use crate::pipeline::Caller;
+use crate::store::Store;
+
+/// Carry out one repair; `Err` says why it could not.
+pub fn repair(svc: &Store, what: &Repair) -> Result<(), String> {
+    let who = Caller {
+        caller: "resilient-write doctor".into(),
+        tool: "doctor".into(),
+    };
+    match what {
+        Repair::CutJournalTail => svc.pipeline().journal().repair().map_err(|e| e.to_string()),
+        Repair::SweepTemps(dir) => {
+            crate::pipeline::sweep_temp_files(dir, MAX_ENTRIES);
+            Ok(())
+        }
+        Repair::RebuildManifest(name) => crate::chunks::rebuild_manifest(svc, &who, name)
+            .map(drop)
+            .map_err(|f| f.to_string()),
+        Repair::DropIndexLines => crate::scratch::drop_unreadable_index_lines(svc, &who)
+            .map(drop)
+            .map_err(|f| f.to_string()),
+        Repair::RecoverTransactions => {
+            let report = crate::tx::recover(svc);
+            match report.problems.is_empty() {
+                true => Ok(()),
+                false => Err(report.problems.join("; ")),
+            }
+        }
+        Repair::Gc => {
+            let (Some(objects), Some(retention)) =
+                (svc.pipeline().objects(), super::check::retention(svc))
+            else {
+                return Err("no object store or no usable retention policy".into());
+            };
+            crate::history::gc(svc.pipeline().journal(), objects, &retention, false)
+                .map(drop)
+                .map_err(|e| e.to_string())
+        }
+        Repair::GitIgnore(path) => super::gitignore::add_entry(svc, path),
+    }
+}
