@@ -1,16 +1,14 @@
 //! Keeping the state directory out of git: the `.gitignore` line that ignores it, and writing
-//! a text file through the write pipeline as `safe_write` does (used by the `.gitignore`
+//! a text file as `safe_write` does, through [`ops::put`] (used by the `.gitignore`
 //! repair and by `resilient-write init`). Whether the state directory is ignored is decided
 //! in `store` (which notes it at start): [`gitignore_mentions_state`],
 //! [`state_dir_git_ignored`], [`gitignore_note`], re-exported here.
 
-use crate::envelope::Failure;
 use crate::hash::sha256_hex;
-use crate::pipeline::{Body, Caller, Decision, Plan};
-use crate::preflight::RejectAt;
+use crate::pipeline::Caller;
 use crate::store::{STATE_DIR_NAME, Store};
-use crate::write::idempotency::idempotency_extra;
-use crate::write::intent::{self, Order, Precondition, WriteMode};
+use crate::write::intent::{self, WriteMode};
+use crate::write::ops;
 use std::path::Path;
 
 pub use crate::store::{gitignore_mentions_state, gitignore_note, state_dir_git_ignored};
@@ -74,39 +72,27 @@ fn write_text_as_safe_write(
     let bytes = new.as_bytes().to_vec();
     let limit = svc.config().max_write_bytes;
     intent::within_limit("content", bytes.len() as u64, limit)?;
-    svc.preflight_bytes(&bytes, false, RejectAt::default())?;
     let target = svc.workspaces().resolve(&shown, true)?;
     let who = Caller {
         caller: svc.caller(),
         tool: "safe_write".into(),
     };
-    let (outcome, ()) = svc.pipeline().commit(&target, &who, |existing| {
-        let applied = Precondition {
+    ops::put(
+        svc,
+        &who,
+        ops::Put {
             shown: &shown,
-            mode: Some(mode),
-            expected: expected.as_deref(),
-            order: Order::ModeFirst,
-        }
-        .check(existing)?;
-        let body = intent::body(applied, existing, bytes);
-        intent::within_limit("resulting file", body.len() as u64, limit)?;
-        Ok(Decision::Write(
-            Plan {
-                body: Body::Bytes(body),
-                mode_label: applied.label().into(),
-                create_only: applied.create_only(),
-                extra: idempotency_extra(None, ""),
-                new_file_mode: None,
+            target: &target,
+            bytes,
+            mode,
+            expected_prev_sha256: expected.as_deref(),
+            keyed: ops::Keyed {
+                key: None,
+                request_sha256: "",
             },
-            (),
-        ))
-    })?;
-    match outcome {
-        Some(_) => Ok(()),
-        None => Err(Failure::Internal(
-            "write neither applied nor replayed".into(),
-        )),
-    }
+        },
+    )?;
+    Ok(())
 }
 
 #[cfg(test)]
