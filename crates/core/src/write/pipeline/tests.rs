@@ -304,3 +304,129 @@ fn a_stream_of_several_writeback_steps_lands_whole() {
     assert!(std::fs::read(f.root.join("big.bin")).unwrap() == all);
     assert!(leftovers(&f).is_empty());
 }
+
+// commit_many (many.rs): all-or-nothing before the commit point; after it, what was renamed
+// stays and the rows are kept, for recovery to roll forward.
+
+fn plan(bytes: &[u8], create_only: bool) -> Plan {
+    Plan {
+        body: Body::Bytes(bytes.to_vec()),
+        mode_label: if create_only { "create" } else { "overwrite" }.into(),
+        create_only,
+        extra: BTreeMap::new(),
+        new_file_mode: None,
+    }
+}
+
+fn temp_files(root: &Path) -> Vec<String> {
+    std::fs::read_dir(root)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.contains(TEMP_MARKER))
+        .collect()
+}
+
+#[test]
+fn commit_many_lands_every_file_and_journals_a_row_each() {
+    let f = fixture();
+    write(&f, "b.txt", b"old b", true).unwrap();
+    let (a, b) = (
+        f.ws.resolve("a.txt", true).unwrap(),
+        f.ws.resolve("b.txt", true).unwrap(),
+    );
+    let out = f
+        .pipeline
+        .commit_many(
+            &[&a, &b],
+            &who(),
+            |existing| {
+                assert!(existing[0].is_none() && existing[1].is_some());
+                Ok(vec![
+                    Some(plan(b"new a", true)),
+                    Some(plan(b"new b", false)),
+                ])
+            },
+            |staged| {
+                assert_eq!(staged.len(), 2);
+                Ok(())
+            },
+            true,
+        )
+        .unwrap();
+    assert_eq!(out.iter().flatten().count(), 2);
+    assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), b"new a");
+    assert_eq!(std::fs::read(f.root.join("b.txt")).unwrap(), b"new b");
+    let (rows, _) = f.pipeline.journal().tail(10, |_| true).unwrap();
+    assert_eq!(rows.len(), 3, "one row for the setup, one per file");
+}
+
+#[test]
+fn commit_many_failing_before_the_commit_point_changes_nothing() {
+    let f = fixture();
+    write(&f, "b.txt", b"old b", true).unwrap();
+    let (a, b) = (
+        f.ws.resolve("a.txt", true).unwrap(),
+        f.ws.resolve("b.txt", true).unwrap(),
+    );
+    let err = f
+        .pipeline
+        .commit_many(
+            &[&a, &b],
+            &who(),
+            |_| {
+                Ok(vec![
+                    Some(plan(b"new a", true)),
+                    Some(plan(b"new b", false)),
+                ])
+            },
+            |_| Err(Failure::Internal("commit record not written".into())),
+            true,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Failure::Internal(_)), "{err:?}");
+    assert!(!f.root.join("a.txt").exists());
+    assert_eq!(std::fs::read(f.root.join("b.txt")).unwrap(), b"old b");
+    assert_eq!(temp_files(&f.root), Vec::<String>::new());
+    let (rows, _) = f.pipeline.journal().tail(10, |_| true).unwrap();
+    assert_eq!(
+        rows.len(),
+        1,
+        "no row for a transaction that did not commit"
+    );
+}
+
+#[test]
+fn commit_many_failing_after_the_commit_point_keeps_what_was_renamed_and_the_rows() {
+    let f = fixture();
+    let (a, b) = (
+        f.ws.resolve("a.txt", true).unwrap(),
+        f.ws.resolve("b.txt", true).unwrap(),
+    );
+    let root = f.root.clone();
+    let err = f
+        .pipeline
+        .commit_many(
+            &[&a, &b],
+            &who(),
+            |_| {
+                // A writer that ignores the lock creates b.txt after the decision: the
+                // create-only rename of b.txt must refuse to replace it.
+                std::fs::write(root.join("b.txt"), b"theirs").unwrap();
+                Ok(vec![Some(plan(b"new a", true)), Some(plan(b"new b", true))])
+            },
+            |_| Ok(()),
+            true,
+        )
+        .unwrap_err();
+    assert!(matches!(err, Failure::TargetExists { .. }), "{err:?}");
+    assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), b"new a");
+    assert_eq!(std::fs::read(f.root.join("b.txt")).unwrap(), b"theirs");
+    assert_eq!(temp_files(&f.root), Vec::<String>::new());
+    let (rows, _) = f.pipeline.journal().tail(10, |_| true).unwrap();
+    assert_eq!(
+        rows.len(),
+        2,
+        "rows past the commit point stay for recovery"
+    );
+}
