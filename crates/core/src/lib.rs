@@ -32,4 +32,7 @@ pub mod validate;
 pub mod workspace;
 pub mod write;
 
+#[cfg(test)]
+mod testing;
+
 pub use write::pipeline;

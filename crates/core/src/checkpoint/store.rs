@@ -441,17 +441,11 @@ pub fn cleanup(store: &Store, include_session: bool) -> Result<Cleanup> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Config;
     use serde_json::json;
     use std::sync::Arc;
 
     fn store() -> (tempfile::TempDir, Arc<Store>) {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let mut c = Config::new(root.clone());
-        c.workspaces = vec![root];
-        c.sweep_on_start = false;
-        (t, Store::open(c))
+        crate::testing::temp_store()
     }
 
     /// Put a checkpoint file on disk directly (to back-date `updated_at`).

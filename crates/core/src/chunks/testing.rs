@@ -5,19 +5,14 @@
 use super::{CHUNKS_DIR, ChunkWriteOptions, ChunkWritten, write_chunk};
 use crate::envelope::Failure;
 use crate::pipeline::Caller;
-use crate::store::{Config, Store};
+use crate::store::Store;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 /// A store whose only workspace is a fresh temporary directory (kept alive by the guard).
 pub(super) fn service() -> (tempfile::TempDir, Arc<Store>) {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().canonicalize().unwrap();
-    let mut c = Config::new(root.clone());
-    c.workspaces = vec![root];
-    c.sweep_on_start = false;
-    (t, Store::open(c))
+    crate::testing::temp_store()
 }
 
 pub(super) fn who() -> Caller {

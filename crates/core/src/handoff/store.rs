@@ -280,18 +280,12 @@ pub fn resume_prompt(store: &Store, path: &str) -> Result<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Config;
     use serde_json::json;
     use std::path::Path;
     use std::sync::Arc;
 
     fn store() -> (tempfile::TempDir, Arc<Store>) {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let mut c = Config::new(root.clone());
-        c.workspaces = vec![root];
-        c.sweep_on_start = false;
-        (t, Store::open(c))
+        crate::testing::temp_store()
     }
 
     fn envelope(task_id: &str) -> Value {

@@ -158,18 +158,13 @@ mod tests {
     use super::*;
     use crate::hash::sha256_hex;
     use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
-    use crate::store::{Config, Store};
+    use crate::store::Store;
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
     /// A store over a fresh temporary workspace (no startup sweep).
     pub(in crate::history) fn service() -> (tempfile::TempDir, Arc<Store>) {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let mut c = Config::new(root.clone());
-        c.workspaces = vec![root];
-        c.sweep_on_start = false;
-        (t, crate::startup::open(c).0)
+        crate::testing::temp_store()
     }
 
     /// Write `bytes` to `path` through the pipeline (journaled, pre-image kept).

@@ -445,18 +445,14 @@ pub fn check_gitignore(svc: &Store, out: &mut Vec<Finding>) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Config;
     use std::io::Write;
     use std::sync::Arc;
 
     /// A store over a fresh workspace that shows the state as it is (no start-up repairs).
     fn store() -> (tempfile::TempDir, PathBuf, Arc<Store>) {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let mut c = Config::new(root.clone());
-        c.workspaces = vec![root.clone()];
-        c.sweep_on_start = false;
+        let (t, mut c) = crate::testing::temp_config();
         c.repair_on_start = false;
+        let root = c.cwd.clone();
         (t, root, crate::startup::open(c).0)
     }
 

@@ -431,16 +431,10 @@ fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Plan> {
 mod tests {
     use super::wal::MANIFEST;
     use super::*;
-    use crate::store::Config;
     use std::sync::Arc;
 
     pub(super) fn service() -> (tempfile::TempDir, Arc<Store>) {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let mut c = Config::new(root.clone());
-        c.workspaces = vec![root];
-        c.sweep_on_start = false;
-        (t, crate::startup::open(c).0)
+        crate::testing::temp_store()
     }
 
     pub(super) fn stage_bytes(

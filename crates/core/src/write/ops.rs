@@ -183,16 +183,10 @@ pub fn replace(store: &Store, who: &Caller, replace: Replace<'_>) -> Result<Repl
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::store::Config;
     use std::sync::Arc;
 
     fn store() -> (tempfile::TempDir, Arc<Store>) {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let mut c = Config::new(root.clone());
-        c.workspaces = vec![root];
-        c.sweep_on_start = false;
-        (t, crate::startup::open(c).0)
+        crate::testing::temp_store()
     }
 
     fn who() -> Caller {
@@ -252,11 +246,7 @@ mod tests {
 
     #[test]
     fn put_over_the_size_limit_is_refused_and_writes_nothing() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let mut c = Config::new(root.clone());
-        c.workspaces = vec![root];
-        c.sweep_on_start = false;
+        let (t, mut c) = crate::testing::temp_config();
         c.max_write_bytes = 4;
         let s = crate::startup::open(c).0;
         put_bytes(&s, "a.txt", b"abc", WriteMode::Create, None).unwrap();
