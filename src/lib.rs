@@ -13,11 +13,8 @@ pub use resilient_write_core::{
 
 pub mod client;
 pub mod cmd;
-
 pub mod dispatch;
-
 pub mod mcp;
-
 pub mod tools;
 pub mod transport;
 pub mod wire;
