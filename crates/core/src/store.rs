@@ -5,7 +5,8 @@
 //!
 //! Startup work that matters for durability happens in [`Store::open`]: the journal's torn
 //! tail is repaired and stale temp files of crashed writers are swept (in the background, so
-//! the server answers `initialize` at once). The default L0 classifier is compiled on first
+//! the server answers `initialize` at once); [`crate::startup::open`] then recovers
+//! transactions. The default L0 classifier is compiled on first
 //! use, so neither the handshake nor an idle server pays for it.
 
 use crate::classify::{Classifier, RiskReport};
@@ -83,8 +84,8 @@ pub struct Store {
 
 impl Store {
     /// Open the store and repair the journal's torn tail. Transaction recovery, which needs
-    /// the store, is [`crate::startup::open`]'s: use that to serve. Never fails: configuration problems are
-    /// logged and reported by every tool call that they affect.
+    /// the store, is [`crate::startup::open`]'s: use that to serve. Never fails:
+    /// configuration problems are logged and reported by every tool call that they affect.
     pub fn open(config: Config) -> Arc<Store> {
         let notices = Arc::new(Notices::default());
         let mut ws = Workspaces::new(&config.workspaces, &config.cwd, config.home.as_deref());
