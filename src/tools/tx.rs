@@ -5,12 +5,10 @@
 
 use super::write::{ContentEncoding, EditArg, WriteMode, decode_content, edits_from, one, row_str};
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
-use crate::edit::apply_edits;
 use crate::envelope::{Failure, Result};
 use crate::preflight::RejectAt;
 use crate::store::Store;
-use crate::tx::{self, NewContent, StagedOp};
-use crate::write::intent::{self, Order, Precondition};
+use crate::tx::{self, StagedOp};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -320,25 +318,14 @@ fn run_tx_write(svc: &Store, raw: Value) -> Result<Value> {
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let bytes = decode_content(svc, args.content, args.encoding)?;
     svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
-    let limit = svc.config().max_write_bytes;
-    let path = args.path.clone();
-    let op = tx::stage(svc, &args.tx_id, &args.path, "tx_write", |cur| {
-        let existing = cur.existing.as_ref();
-        let applied = Precondition {
-            shown: &path,
-            mode: Some(args.mode),
-            expected: expected.as_deref(),
-            order: Order::HashFirst,
-        }
-        .check(existing)?;
-        let bytes = intent::body(applied, existing, bytes);
-        intent::within_limit("resulting file", bytes.len() as u64, limit)?;
-        Ok(NewContent {
-            bytes,
-            mode: applied.label().into(),
-            replacements: None,
-        })
-    })?;
+    let op = tx::stage_write(
+        svc,
+        &args.tx_id,
+        &args.path,
+        bytes,
+        args.mode,
+        expected.as_deref(),
+    )?;
     stage_result(&args.tx_id, op)
 }
 
@@ -352,24 +339,15 @@ fn run_tx_replace(svc: &Store, raw: Value) -> Result<Value> {
         args.new_string.as_deref(),
         args.count,
     )?;
-    let limit = svc.config().max_write_bytes;
-    let path = args.path.clone();
-    let op = tx::stage(svc, &args.tx_id, &args.path, "tx_replace", |cur| {
-        let existing =
-            intent::existing_for_edit(&path, expected.as_deref(), cur.existing.as_ref())?;
-        let text = std::str::from_utf8(&existing.bytes).map_err(|e| Failure::Encoding {
-            field: "path".into(),
-            reason: format!("the file is not valid UTF-8 ({e}); tx_replace edits text files"),
-        })?;
-        let (new_text, n) = apply_edits(text, &edits, &path)?;
-        svc.preflight_edit(text, &new_text, args.classify, args.classify_reject_at)?;
-        intent::within_limit("resulting file", new_text.len() as u64, limit)?;
-        Ok(NewContent {
-            bytes: new_text.into_bytes(),
-            mode: if cur.staged { "overwrite" } else { "replace" }.into(),
-            replacements: Some(n),
-        })
-    })?;
+    let op = tx::stage_replace(
+        svc,
+        &args.tx_id,
+        &args.path,
+        &edits,
+        expected.as_deref(),
+        args.classify,
+        args.classify_reject_at,
+    )?;
     stage_result(&args.tx_id, op)
 }
 

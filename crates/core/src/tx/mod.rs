@@ -34,9 +34,11 @@
 //! [`Pipeline::commit_many`]: crate::pipeline::Pipeline::commit_many
 
 mod recover;
+mod staging;
 mod wal;
 
 pub use recover::{RecoveryReport, TxState, inspect, recover};
+pub use staging::{stage_replace, stage_write};
 use wal::{
     COMMIT, OPS_LOG, STAGED_DATA, append_whole, expired, lock_dir, read_manifest, read_staged,
     retire, sync_staged, valid_tx_id, wal_root, write_durable_with, write_manifest,
