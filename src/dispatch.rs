@@ -17,7 +17,7 @@ use std::sync::Arc;
 
 pub use resilient_write_core::store::{DEFAULT_MAX_WRITE_BYTES, STATE_DIR_NAME};
 
-/// Configuration resolved from flags and environment by `cli`: the store's and the listing's.
+/// Configuration resolved from flags and environment by `cmd`: the store's and the listing's.
 #[derive(Debug, Clone)]
 pub struct Config {
     pub store: store::Config,

@@ -16,7 +16,7 @@
 //!
 //! The pipeline appends a row *before* renaming the temp file over the target and keeps the
 //! journal locked until the rename is done; if the rename fails the row is truncated away (see
-//! `pipeline.rs` and docs/ARCHITECTURE.md for why this order).
+//! `write/pipeline/` and docs/ARCHITECTURE.md for why this order).
 //!
 //! [`tail`] is the filtered tail that `journal_tail` and the journal-tail resource serve.
 
