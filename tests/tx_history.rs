@@ -687,3 +687,36 @@ fn tx_commit_sends_progress_notifications_when_the_client_asks() {
     assert_eq!(last["progress"], 60.0);
     assert_eq!(last["total"], 60.0);
 }
+
+#[test]
+fn restore_takes_the_short_hash_history_prints_and_refuses_a_shorter_one() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "s.txt", "content": "old\n"}),
+    );
+    write(&mut s, "s.txt", "new\n");
+    let old = sha256(b"old\n");
+    let r = s.ok(
+        "rw_restore",
+        json!({"path": "s.txt", "to_sha256": old[..12].to_uppercase()}),
+    );
+    assert_eq!(r["files"][0]["sha256"], json!(old));
+    assert_eq!(std::fs::read(ws.path("s.txt")).unwrap(), b"old\n");
+    for bad in [&old[..7], "not-hex-at-all"] {
+        let env = s.err("rw_restore", json!({"path": "s.txt", "to_sha256": bad}));
+        assert_eq!(env["error"], "policy_violation", "{env}");
+        assert_eq!(env["context"]["reason"], "invalid_arguments", "{env}");
+    }
+    assert_eq!(std::fs::read(ws.path("s.txt")).unwrap(), b"old\n");
+    drop(s);
+    // The CLI table prints 16 characters of each hash; `restore --to` takes them back.
+    let out = cli(&ws.root, &["history", "s.txt"]);
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let new16 = &sha256(b"new\n")[..16];
+    assert!(text.contains(new16), "{text}");
+    let out = cli(&ws.root, &["restore", "s.txt", "--to", new16]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read(ws.path("s.txt")).unwrap(), b"new\n");
+}

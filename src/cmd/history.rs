@@ -22,7 +22,8 @@ pub struct HistoryCliArgs {
 pub struct RestoreCliArgs {
     /// The file.
     pub path: String,
-    /// The version's SHA-256 (or a journal_id) from `history`.
+    /// The version from `history`: its SHA-256, a prefix of at least 8 hex digits that only
+    /// one version has (as the table prints it), or a journal_id (32 characters).
     #[arg(long = "to", value_name = "SHA")]
     pub to: String,
     /// Show the diff from the current content to that version and write nothing.
@@ -96,7 +97,8 @@ pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
     let svc = Service::start(config);
     svc.set_caller("cli");
     let mut call = json!({"path": args.path, "dry_run": args.diff});
-    if crate::hash::is_sha256_hex(&args.to) {
+    let hex = args.to.bytes().all(|b| b.is_ascii_hexdigit());
+    if hex && args.to.len() >= 8 && args.to.len() != 32 {
         call["to_sha256"] = json!(args.to);
     } else {
         call["journal_id"] = json!(args.to);

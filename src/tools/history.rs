@@ -47,7 +47,8 @@ pub struct RestoreArgs {
     /// The file to restore (not with tx_id).
     #[serde(default)]
     pub path: Option<String>,
-    /// The version to restore, by content hash (see history).
+    /// The version to restore, by content hash (see history): all 64 hex digits, or a prefix
+    /// of at least 8 that only one version of the path has.
     #[serde(default)]
     pub to_sha256: Option<String>,
     /// The version to restore, by the journal row that wrote it (see history).
@@ -121,7 +122,8 @@ pub const RESTORE: ToolSpec = ToolSpec {
     name: "restore",
     title: "Restore an earlier version",
     description: "Put a file back to an earlier version (path with to_sha256 or journal_id \
-        from history), through the durable write pipeline; journaled as mode=restore and itself \
+        from history; to_sha256 may be any prefix of at least 8 hex digits that only one \
+        version of the path has, else the envelope lists the candidates), through the durable write pipeline; journaled as mode=restore and itself \
         undoable. expected_prev_sha256 guards against overwriting newer work; dry_run returns \
         the diff only. With tx_id instead, every file that transaction changed is put back to \
         its previous content in one new transaction (all or nothing; files it created are \
@@ -176,6 +178,26 @@ fn run_history(svc: &Store, raw: Value) -> Result<Value> {
     })
 }
 
+/// `to_sha256` as given: a whole SHA-256, or a prefix of at least 8 hex digits that
+/// `history::restore` resolves among the path's versions.
+fn version_hash(given: &str) -> Result<RestoreTo> {
+    let h = given.to_ascii_lowercase();
+    if !(8..=64).contains(&h.len()) || !h.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(Failure::InvalidArguments {
+            message: format!(
+                "to_sha256 must be 8 to 64 hex digits (a SHA-256 or a unique prefix of one), \
+                 got {} characters",
+                given.chars().count()
+            ),
+        });
+    }
+    Ok(if h.len() == 64 {
+        RestoreTo::Sha256(h)
+    } else {
+        RestoreTo::Sha256Prefix(h)
+    })
+}
+
 fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
     let args: RestoreArgs = parse_args(raw)?;
     let expected =
@@ -216,9 +238,7 @@ fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
         .path
         .ok_or_else(|| bad("give path with to_sha256 or journal_id, or tx_id"))?;
     let to = match (args.to_sha256, args.journal_id) {
-        (Some(h), None) => {
-            RestoreTo::Sha256(parse_expected_hash("to_sha256", Some(&h))?.unwrap_or_default())
-        }
+        (Some(h), None) => version_hash(&h)?,
         (None, Some(id)) => RestoreTo::JournalId(id),
         _ => return Err(bad("give exactly one of to_sha256 and journal_id")),
     };

@@ -162,6 +162,12 @@ pub enum Failure {
         version: String,
         reason: String,
     },
+    #[error("{path}: {} versions have a sha256 starting with {prefix}; give more of it", candidates.len())]
+    AmbiguousVersion {
+        path: String,
+        prefix: String,
+        candidates: Vec<String>,
+    },
     #[error("unknown tool {name:?}")]
     UnknownTool { name: String },
     /// The workspace policy file could not be used; tools that need it refuse until it is fixed
@@ -342,6 +348,7 @@ impl Failure {
             Failure::TxNotOpen { .. } => (K::StalePrecondition, R::Unknown, A::Abort),
             Failure::TxConflict { .. } => (K::StalePrecondition, R::Unknown, A::RetryLater),
             Failure::VersionUnavailable { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
+            Failure::AmbiguousVersion { .. } => (K::PolicyViolation, R::Unknown, A::AskUser),
             Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
             Failure::ChunkArgument { .. } => (K::PolicyViolation, R::Unknown, A::Abort),
             Failure::ChunkSession { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
@@ -368,6 +375,7 @@ impl Failure {
                 | Failure::ScratchGetDisabled
                 | Failure::InvalidDocument { .. }
                 | Failure::TxNotOpen { .. }
+                | Failure::AmbiguousVersion { .. }
         )
     }
 
@@ -537,6 +545,16 @@ impl Failure {
                 put("path", json!(path));
                 put("version", json!(version));
                 put("reason", json!(reason));
+            }
+            Failure::AmbiguousVersion {
+                path,
+                prefix,
+                candidates,
+            } => {
+                put("path", json!(path));
+                put("version", json!(prefix));
+                put("reason", json!("ambiguous_version"));
+                put("candidates", json!(candidates));
             }
             Failure::Internal(_) => put("reason", json!("internal")),
             Failure::ChunkArgument {

@@ -25,6 +25,9 @@ pub struct Restored {
 /// Which version to restore.
 pub enum RestoreTo {
     Sha256(String),
+    /// A unique prefix (at least 8 lowercase hex characters) of a version's sha256, as
+    /// `history` prints it.
+    Sha256Prefix(String),
     JournalId(String),
 }
 
@@ -57,6 +60,41 @@ pub fn restore(
                 });
             }
             (s(&row, "sha256"), Some(id))
+        }
+        RestoreTo::Sha256Prefix(p) => {
+            // Every version this path had whose hash starts with `p`: exactly one is needed.
+            let mut found = std::collections::BTreeSet::new();
+            scan_back(journal, &abs, |row| {
+                if row.get("path").and_then(Value::as_str) == Some(abs.as_str()) {
+                    for h in [s(&row, "sha256"), s(&row, "prev_sha256")] {
+                        if h.len() == 64 && h.starts_with(&p) {
+                            found.insert(h);
+                        }
+                    }
+                }
+                true
+            })
+            .map_err(jerr)?;
+            let mut found = found.into_iter();
+            match (found.next(), found.len()) {
+                (None, _) => {
+                    return Err(Failure::VersionUnavailable {
+                        path: path.into(),
+                        version: p,
+                        reason: "no journaled version of this path has a sha256 starting \
+                                 with it (see history)"
+                            .into(),
+                    });
+                }
+                (Some(h), 0) => (h, None),
+                (Some(h), _) => {
+                    return Err(Failure::AmbiguousVersion {
+                        path: path.into(),
+                        prefix: p,
+                        candidates: std::iter::once(h).chain(found).collect(),
+                    });
+                }
+            }
         }
         RestoreTo::Sha256(h) => {
             // Only a version this path had: its journal rows name it as new or previous.
@@ -396,5 +434,101 @@ mod tests {
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b after");
         let none = restore_tx(&svc, "tx-unknown");
         assert!(matches!(none, Err(Failure::TxNotOpen { .. })));
+    }
+
+    /// Two contents whose SHA-256s share their first 8 hex digits (a birthday search over
+    /// short strings: about 2^16 hashes).
+    fn colliding_pair() -> (Vec<u8>, Vec<u8>) {
+        let mut seen = std::collections::HashMap::new();
+        for n in 0u64.. {
+            let content = format!("version {n}\n").into_bytes();
+            let prefix = sha256_hex(&content)[..8].to_string();
+            if let Some(other) = seen.insert(prefix, content.clone()) {
+                return (other, content);
+            }
+        }
+        unreachable!()
+    }
+
+    #[test]
+    fn restore_takes_a_unique_prefix_of_a_versions_hash() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        write(&svc, "a.txt", b"two");
+        let r = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256Prefix(w1.sha256[..8].to_string()),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.to_sha256, w1.sha256);
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"one");
+        let none = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256Prefix("00000000".into()),
+            None,
+            false,
+        );
+        assert!(
+            matches!(none, Err(Failure::VersionUnavailable { .. })),
+            "{:?}",
+            none.err()
+        );
+    }
+
+    #[test]
+    fn an_ambiguous_prefix_is_refused_with_every_candidate_and_changes_nothing() {
+        let (a, b) = colliding_pair();
+        let (t, svc) = service();
+        let wa = write(&svc, "a.txt", &a);
+        let wb = write(&svc, "a.txt", &b);
+        write(&svc, "a.txt", b"now");
+        let rows = journal_len(&svc);
+        let prefix = wa.sha256[..8].to_string();
+        let err = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256Prefix(prefix.clone()),
+            None,
+            false,
+        )
+        .err()
+        .unwrap();
+        let Failure::AmbiguousVersion {
+            candidates,
+            prefix: p,
+            ..
+        } = &err
+        else {
+            panic!("{err:?}");
+        };
+        assert_eq!(p, &prefix);
+        let mut want = vec![wa.sha256.clone(), wb.sha256.clone()];
+        want.sort();
+        assert_eq!(candidates, &want);
+        let env = err.envelope("restore", 3);
+        assert_eq!(env.context["reason"], "ambiguous_version");
+        assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"now");
+        assert_eq!(journal_len(&svc), rows);
+        // one more digit tells them apart
+        let longer = wa
+            .sha256
+            .chars()
+            .zip(wb.sha256.chars())
+            .position(|(x, y)| x != y)
+            .unwrap()
+            + 1;
+        let r = restore(
+            &svc,
+            "a.txt",
+            RestoreTo::Sha256Prefix(wa.sha256[..longer.max(8)].to_string()),
+            None,
+            false,
+        )
+        .unwrap();
+        assert_eq!(r.to_sha256, wa.sha256);
     }
 }
