@@ -123,8 +123,8 @@ pub const RESTORE: ToolSpec = ToolSpec {
     title: "Restore an earlier version",
     description: "Put a file back to an earlier version (path with to_sha256 or journal_id \
         from history; to_sha256 may be any prefix of at least 8 hex digits that only one \
-        version of the path has, else the envelope lists the candidates), through the durable write pipeline; journaled as mode=restore and itself \
-        undoable. expected_prev_sha256 guards against overwriting newer work; dry_run returns \
+        version of the path has, else the envelope lists the candidates), through the durable \
+        write pipeline; journaled as mode=restore and itself undoable. expected_prev_sha256 guards against overwriting newer work; dry_run returns \
         the diff only. With tx_id instead, every file that transaction changed is put back to \
         its previous content in one new transaction (all or nothing; files it created are \
         listed in skipped).",
