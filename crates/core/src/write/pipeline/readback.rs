@@ -4,27 +4,12 @@
 //! untouched.
 
 use super::fault;
-use super::temp::{Published, Staged, Written};
+use super::temp::{Published, Staged, Written, open_read_back};
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
-use crate::util::sys::errno_io;
-use crate::workspace::Target;
-use rustix::fs::{Mode, OFlags};
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io;
-
-/// A fresh read-only descriptor of the temp file, for its read-back.
-pub(super) fn open_read_back(target: &Target, tmp: &[u8]) -> Result<File> {
-    rustix::fs::openat(
-        &target.dir,
-        tmp,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-        Mode::empty(),
-    )
-    .map(File::from)
-    .map_err(|e| Failure::io("read back temp file", &target.display, errno_io(e)))
-}
 
 impl Published {
     /// SHA-256 of the file as read through `file`, read up to what was published while the

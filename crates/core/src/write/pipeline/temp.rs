@@ -3,7 +3,6 @@
 //! owner, the body written into it (a streamed body with its read-back trailing the writer
 //! and its writeback started early), and its fsync.
 
-use super::readback::open_read_back;
 use super::{Body, Existing, fault};
 use crate::envelope::{Failure, Result};
 use crate::hash::{CountingWriter, HashingWriter, sha256_hex};
@@ -398,6 +397,18 @@ impl<'a> Written<'a> {
             .sync_all()
             .map_err(|e| Failure::io("fsync temp file", &self.target.display, e))
     }
+}
+
+/// A fresh read-only descriptor of the temp file, for its read-back.
+pub(super) fn open_read_back(target: &Target, tmp: &[u8]) -> Result<File> {
+    rustix::fs::openat(
+        &target.dir,
+        tmp,
+        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .map(File::from)
+    .map_err(|e| Failure::io("read back temp file", &target.display, errno_io(e)))
 }
 
 #[cfg(test)]
