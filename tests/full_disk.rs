@@ -1,6 +1,6 @@
 //! A full disk (ENOSPC) on a real filesystem: a small tmpfs mounted by the test. Needs root to
-//! mount; without it (or when the mount fails) each test prints why it is skipped and returns.
-//! CI runs as root. The injected `enospc_journal` fault complements the real journal case.
+//! mount; without it (or when the mount fails) each test prints why it is skipped and returns,
+//! except under CI, where the missing prerequisite fails the test. CI runs as root. The injected `enospc_journal` fault complements the real journal case.
 
 mod common;
 
@@ -15,7 +15,7 @@ macro_rules! tmpfs_or_skip {
         match Tmpfs::mount($size) {
             Ok(t) => t,
             Err(why) => {
-                println!("SKIPPED: {why}");
+                common::missing_prerequisite(&why);
                 return;
             }
         }
@@ -206,4 +206,15 @@ fn injected_journal_enospc_is_typed_and_the_target_unchanged() {
     assert_eq!(std::fs::read_to_string(ws.path("t.txt")).unwrap(), "old\n");
     assert_eq!(temp_files(&ws.root), Vec::<PathBuf>::new());
     assert!(journal_rows(&ws.root).is_empty());
+}
+
+#[test]
+fn ci_is_recognised_in_the_forms_ci_services_set() {
+    assert!(common::ci_value(Some("true")));
+    assert!(common::ci_value(Some("1")));
+    assert!(common::ci_value(Some("TRUE")));
+    assert!(!common::ci_value(None));
+    assert!(!common::ci_value(Some("")));
+    assert!(!common::ci_value(Some("false")));
+    assert!(!common::ci_value(Some("0")));
 }

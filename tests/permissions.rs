@@ -4,7 +4,7 @@
 //! Root bypasses permission bits, so when the tests run as root the server is started as the
 //! unprivileged user `nobody` (65534) for the chmod cases; the root-only cases use a read-only
 //! remount of a tmpfs (EROFS) and `chattr +i` (EPERM), each skipped with a printed reason when
-//! it cannot be set up.
+//! it cannot be set up, except under CI, where that fails the test.
 
 mod common;
 
@@ -136,7 +136,7 @@ fn read_only_filesystem_is_refused_with_erofs() {
     let fs = match Tmpfs::mount("4m") {
         Ok(t) => t,
         Err(why) => {
-            println!("SKIPPED: {why}");
+            common::missing_prerequisite(&why);
             return;
         }
     };
@@ -146,7 +146,7 @@ fn read_only_filesystem_is_refused_with_erofs() {
         json!({"path": "a.txt", "content": "keep me\n"}),
     );
     if let Err(why) = fs.remount_ro() {
-        println!("SKIPPED: {why}");
+        common::missing_prerequisite(&why);
         return;
     }
     let env = s.err(
@@ -205,7 +205,7 @@ fn immutable_file_is_refused_and_kept() {
     let _flag = match Immutable::set(&ws.path("frozen.txt")) {
         Ok(f) => f,
         Err(why) => {
-            println!("SKIPPED: {why}");
+            common::missing_prerequisite(&why);
             return;
         }
     };
@@ -234,7 +234,7 @@ fn immutable_directory_is_refused_and_nothing_lost() {
     let _flag = match Immutable::set(&ws.path("frozen")) {
         Ok(f) => f,
         Err(why) => {
-            println!("SKIPPED: {why}");
+            common::missing_prerequisite(&why);
             return;
         }
     };

@@ -420,11 +420,36 @@ impl Rng {
     }
 }
 
-/// Whether the binary honours `RW_FAULT_INJECT` (debug builds only); prints a skip notice
-/// when it does not, so fault-driven tests pass by skipping under `cargo test --release`.
+/// Whether the tests run under CI (`CI` set to anything but empty, `0` or `false`), where a
+/// missing prerequisite fails the test instead of skipping it.
+pub fn under_ci() -> bool {
+    ci_value(std::env::var("CI").ok().as_deref())
+}
+
+pub fn ci_value(v: Option<&str>) -> bool {
+    match v {
+        None => false,
+        Some(v) => !matches!(v.trim().to_ascii_lowercase().as_str(), "" | "0" | "false"),
+    }
+}
+
+/// A test's prerequisite (root, a tmpfs, `chattr`, a debug build) is missing: under CI this
+/// fails the test, since a skipped test proves nothing there; elsewhere it prints why the test
+/// is skipped. The caller returns right after.
+#[track_caller]
+pub fn missing_prerequisite(why: &str) {
+    if under_ci() {
+        panic!("prerequisite missing under CI (a skip would prove nothing): {why}");
+    }
+    println!("SKIPPED: {why}");
+}
+
+/// Whether the binary honours `RW_FAULT_INJECT` (debug builds only). In a release build the
+/// fault-driven tests skip with a notice, and fail under CI.
+#[track_caller]
 pub fn faults_compiled_in() -> bool {
     if !cfg!(debug_assertions) {
-        println!("SKIPPED: fault injection is compiled out of release builds");
+        missing_prerequisite("fault injection is compiled out of release builds");
     }
     cfg!(debug_assertions)
 }
