@@ -97,6 +97,18 @@ impl Service {
             };
             return Err(f.envelope(&shown, 0));
         }
+        // What the log says of a call: never argument or file content (SPEC section 10).
+        let started = std::time::Instant::now();
+        if tracing::enabled!(tracing::Level::DEBUG) {
+            let bytes = serde_json::to_vec(&args).unwrap_or_default();
+            let hash = crate::hash::sha256_hex(&bytes);
+            tracing::debug!(
+                tool = %shown,
+                arg_bytes = bytes.len(),
+                arg_sha256 = hash.get(..12).unwrap_or(""),
+                "call"
+            );
+        }
         let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             (spec.run)(&self.store, args)
         }))
@@ -108,14 +120,24 @@ impl Service {
                 .unwrap_or_else(|| "panic".into());
             Err(Failure::Internal(msg))
         });
+        let ms = started.elapsed().as_secs_f64() * 1e3;
         match outcome {
             Ok(v) => {
                 self.budgets.on_success(&key);
+                tracing::debug!(tool = %shown, ms, "ok");
                 Ok(v)
             }
             Err(f) => {
                 let left = self.budgets.on_failure(&key, f.retriable());
-                Err(f.envelope(&shown, left))
+                let env = f.envelope(&shown, left);
+                tracing::debug!(
+                    tool = %shown,
+                    ms,
+                    error = ?env.error,
+                    reason_hint = ?env.reason_hint,
+                    "failed"
+                );
+                Err(env)
             }
         }
     }

@@ -18,6 +18,7 @@ pub mod doctor;
 pub mod history;
 pub mod init;
 pub mod journal;
+pub mod logging;
 pub mod scan;
 pub mod serve;
 pub mod validate;
@@ -113,30 +114,6 @@ pub enum Command {
     Validate(crate::cmd::validate::ValidateArgs),
 }
 
-/// Logs go to stderr, or appended to `file`; never to stdout, which carries MCP over stdio.
-fn init_logging(level: &str, file: Option<&std::path::Path>) -> Result<(), String> {
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .or_else(|_| tracing_subscriber::EnvFilter::try_new(level))
-        .map_err(|e| format!("--log-level {level:?} is not a log filter: {e}"))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_ansi(false);
-    let _ = match file {
-        None => builder.with_writer(std::io::stderr).try_init(),
-        Some(path) => {
-            // The operator's log, not a workspace file: an append-only stream like the
-            // journal, outside the write pipeline.
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
-            builder.with_writer(std::sync::Mutex::new(f)).try_init()
-        }
-    };
-    Ok(())
-}
-
 /// Build the service configuration from flags and environment.
 pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     let cwd =
@@ -168,7 +145,7 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(e) = init_logging(&cli.global.log_level, cli.global.log_file.as_deref()) {
+    if let Err(e) = logging::init(&cli.global.log_level, cli.global.log_file.as_deref()) {
         eprintln!("resilient-write: {e}");
         return ExitCode::from(2);
     }
