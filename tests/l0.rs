@@ -256,6 +256,29 @@ fn redact_replaces_each_secret_with_a_typed_placeholder_and_is_idempotent() {
 }
 
 #[test]
+fn redact_replaces_vendor_documentation_examples_and_the_score_calls_them_examples() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    // AWS's documentation pair (public, not a credential).
+    let draft = "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\
+                 aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n";
+    let r = s.ok("rw_redact", json!({"content": draft}));
+    let content = r["content"].as_str().unwrap();
+    assert!(!content.contains("EXAMPLE"), "{content}");
+    assert_eq!(r["replacements"].as_array().unwrap().len(), 2, "{r}");
+    let score = s.ok("rw_risk_score", json!({"content": draft}));
+    assert_eq!(score["verdict"], "low", "{score}");
+    assert!(
+        score["detected_patterns"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|f| f["kind"] == "example_key"),
+        "{score}"
+    );
+}
+
+#[test]
 fn redact_deposit_stores_each_original_in_the_scratchpad() {
     let ws = Workspace::new();
     let mut s = ws.server();

@@ -10,7 +10,7 @@ use regex::bytes::{Regex, RegexBuilder};
 
 use super::config::{PatternSpec, Thresholds};
 use super::rules::{self, Check, Scanner, Tier, Window};
-use super::{DEFAULT_CUSTOM_WEIGHT, DEFAULT_WEIGHTS};
+use super::{DEFAULT_CUSTOM_WEIGHT, DEFAULT_WEIGHTS, EXAMPLE_FAMILY};
 
 #[derive(Clone)]
 pub(super) struct CompiledRule {
@@ -48,6 +48,9 @@ pub struct Classifier {
     pub(super) scanners: Vec<(Scanner, usize)>,
     pub(super) weights: BTreeMap<String, f64>,
     pub(super) thresholds: Thresholds,
+    /// Whether vendors' documentation examples are reported (as `example_key`); a policy turns
+    /// it off with `disable_families: [example_key]`.
+    pub(super) report_examples: bool,
 }
 
 impl std::fmt::Debug for Classifier {
@@ -213,6 +216,7 @@ impl Classifier {
             scanners,
             weights,
             thresholds,
+            report_examples: !disabled.contains(EXAMPLE_FAMILY),
         })
     }
 

@@ -9,7 +9,7 @@ use std::ops::Range;
 use super::compile::Classifier;
 use super::rules::{Check, Scanner, Window};
 use super::verify::{Raw, find_sub, private_key_end, verify};
-use super::{Finding, SNIPPET_CHARS, binary, entropy, pii};
+use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii};
 
 #[derive(Clone, Copy)]
 struct Win {
@@ -210,6 +210,7 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                                     rule: ri,
                                     snippet_start: span.start,
                                     span: span.start..end,
+                                    example: false,
                                 });
                             }
                             false
@@ -227,6 +228,7 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                             rule: ri,
                             snippet_start: span.start,
                             span,
+                            example: false,
                         });
                     }
                 }
@@ -251,6 +253,7 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                     rule: ri,
                     snippet_start: span.start,
                     span,
+                    example: false,
                 });
             }
         });
@@ -281,6 +284,7 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                     rule: ri,
                     snippet_start: span.start,
                     span,
+                    example: false,
                 });
             }
         });
@@ -333,10 +337,15 @@ fn snippet(content: &str, start: usize, span: &Range<usize>) -> String {
 pub fn findings(content: &str, classifier: &Classifier) -> Vec<Finding> {
     detect(content, classifier)
         .into_iter()
+        .filter(|(r, _)| !r.example || classifier.report_examples)
         .map(|(r, line)| {
             let rule = &classifier.rules[r.rule];
             Finding {
-                kind: rule.family.clone(),
+                kind: if r.example {
+                    EXAMPLE_FAMILY.to_string()
+                } else {
+                    rule.family.clone()
+                },
                 pattern: rule.name.clone(),
                 r#match: snippet(content, r.snippet_start, &r.span),
                 line,

@@ -131,6 +131,28 @@ pub(crate) fn is_token_placeholder(body: &[u8]) -> bool {
     distinct(body) < need
 }
 
+/// A vendor's documentation example (`AKIAIOSFODNN7EXAMPLE`, the AWS example secret key): the
+/// body says `example` and, that word taken out, is still shaped like a secret (no other
+/// placeholder marker, enough distinct characters). Reported as an example (low), never dropped,
+/// so redaction replaces it too; `YOUR_EXAMPLE_KEY_HERE` stays a placeholder.
+pub(crate) fn is_documentation_example(body: &[u8]) -> bool {
+    const WORD: &[u8] = b"example";
+    let lower = body.to_ascii_lowercase();
+    let mut rest = Vec::with_capacity(body.len());
+    let mut i = 0;
+    let mut found = false;
+    while i < body.len() {
+        if lower[i..].starts_with(WORD) {
+            found = true;
+            i += WORD.len();
+        } else {
+            rest.push(body[i]);
+            i += 1;
+        }
+    }
+    found && rest.len() >= 8 && !is_token_placeholder(&rest)
+}
+
 /// A free-form value (assignment, password, URL credential) that is a placeholder.
 pub(crate) fn is_value_placeholder(v: &[u8]) -> bool {
     if v.is_empty() || v[0] == b'$' || v[0] == b'%' || v[0] == b'@' || v[0] == b'&' || v[0] == b'*'
@@ -192,6 +214,17 @@ mod tests {
         assert!(is_value_placeholder(b"<api-key>"));
         assert!(is_value_placeholder(b"${API_KEY}"));
         assert!(is_value_placeholder(b"{REDACTED:generic_secret}"));
+    }
+
+    #[test]
+    fn vendor_documentation_examples_are_told_from_placeholders() {
+        assert!(is_documentation_example(b"AKIAIOSFODNN7EXAMPLE"));
+        assert!(is_documentation_example(
+            b"wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"
+        ));
+        assert!(!is_documentation_example(b"YOUR_EXAMPLE_KEY_HERE"));
+        assert!(!is_documentation_example(b"example_xxxxxxxxxxxx"));
+        assert!(!is_documentation_example(b"q8Zr2LmX0pT4vB7nK1sD"));
     }
 
     #[test]

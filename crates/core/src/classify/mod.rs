@@ -41,6 +41,7 @@
 //! | `redacted_prefix`   | 0.25   | a vendor prefix followed by a redaction marker              |
 //! | `binary_hint`       | 0.20 (0.20) | long base64 (also wrapped), hex blobs, non-printables  |
 //! | `pii`               | 0.15 (0.15) | emails outside reserved domains, phone numbers         |
+//! | `example_key`       | 0.10   | vendors' documentation example keys (`...EXAMPLE`): low     |
 //!
 //! Families added by policy (`extend_patterns`) weigh [`DEFAULT_CUSTOM_WEIGHT`] unless the policy
 //! gives a weight.
@@ -93,7 +94,13 @@ pub const DEFAULT_WEIGHTS: &[(&str, f64)] = &[
     ("redacted_prefix", 0.25),
     ("binary_hint", 0.20),
     ("pii", 0.15),
+    (EXAMPLE_FAMILY, 0.10),
 ];
+
+/// The family of a vendor's documentation example key (`AKIAIOSFODNN7EXAMPLE`): reported, with
+/// the rule that recognised it as `pattern`, and redacted like any finding, but weighing only
+/// enough for `low`.
+pub const EXAMPLE_FAMILY: &str = "example_key";
 
 /// The categorical verdict, ordered `safe < low < medium < high`.
 #[derive(

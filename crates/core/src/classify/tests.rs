@@ -142,9 +142,74 @@ fn aws_secret_in_json_syntax_is_found() {
     assert_eq!(patterns(&s), vec!["aws_secret_access_key"]);
 }
 
+/// AWS's documentation pair: an example, not a live credential.
+const AWS_DOC_EXAMPLE: &str = "aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n\
+    aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n";
+
 #[test]
-fn aws_documentation_example_key_is_not_a_finding() {
-    assert!(patterns("aws_access_key_id = AKIAIOSFODNN7EXAMPLE\n").is_empty());
+fn vendor_documentation_example_keys_are_found_as_examples_and_score_low() {
+    let r = score(AWS_DOC_EXAMPLE);
+    let found: Vec<(&str, &str)> = r
+        .detected_patterns
+        .iter()
+        .map(|f| (f.kind.as_str(), f.pattern.as_str()))
+        .collect();
+    assert_eq!(
+        found,
+        vec![
+            (EXAMPLE_FAMILY, "aws_access_key_id"),
+            (EXAMPLE_FAMILY, "aws_secret_access_key")
+        ],
+        "{r:?}"
+    );
+    assert_eq!(r.verdict, Verdict::Low, "{r:?}");
+}
+
+#[test]
+fn redaction_replaces_documentation_examples_too() {
+    let out = redact(AWS_DOC_EXAMPLE, clf());
+    assert!(
+        !out.content.contains("AKIAIOSFODNN7EXAMPLE"),
+        "{}",
+        out.content
+    );
+    assert!(!out.content.contains("EXAMPLEKEY"), "{}", out.content);
+    assert!(
+        out.content.contains("{REDACTED:aws_access_key_id}"),
+        "{}",
+        out.content
+    );
+    assert_eq!(out.replacements.len(), 2);
+}
+
+#[test]
+fn an_example_beside_a_live_key_does_not_lower_the_verdict() {
+    let live = synth("AKIA", b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 16);
+    let r = score(&format!("{AWS_DOC_EXAMPLE}prod_key = {live}\n"));
+    assert!(r.verdict >= Verdict::Medium, "{r:?}");
+    assert!(
+        r.detected_patterns.iter().any(|f| f.kind == "api_key"),
+        "{r:?}"
+    );
+}
+
+#[test]
+fn placeholders_that_say_example_stay_placeholders() {
+    assert!(
+        patterns("aws_secret_access_key = YOUR_EXAMPLE_SECRET_KEY_HERE_0123456789ab\n").is_empty()
+    );
+}
+
+#[test]
+fn a_policy_can_turn_example_reporting_off() {
+    let c = Classifier::build(
+        &[EXAMPLE_FAMILY.to_string()],
+        &[],
+        std::collections::BTreeMap::new(),
+        config::Thresholds::default(),
+    )
+    .unwrap();
+    assert!(risk_score(AWS_DOC_EXAMPLE, &c).detected_patterns.is_empty());
 }
 
 #[test]

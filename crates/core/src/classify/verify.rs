@@ -20,6 +20,8 @@ pub(super) struct Raw {
     pub(super) snippet_start: usize,
     /// The secret (redacted part).
     pub(super) span: Range<usize>,
+    /// A vendor's documentation example rather than a live secret (reported as `example_key`).
+    pub(super) example: bool,
 }
 
 pub(super) fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
@@ -159,18 +161,22 @@ pub(super) fn verify(
     let v = &bytes[span.clone()];
     let key = group(caps, "k", base);
     let snippet_start = key.as_ref().map_or(span.start, |k| k.start);
-    let push = |out: &mut Vec<Raw>, span: Range<usize>| {
+    let push_as = |out: &mut Vec<Raw>, span: Range<usize>, example: bool| {
         out.push(Raw {
             rule: rule_idx,
             snippet_start,
             span,
+            example,
         })
     };
+    let push = |out: &mut Vec<Raw>, span: Range<usize>| push_as(out, span, false);
     match r.check {
         Check::None | Check::Redacted => push(out, span),
         Check::Token => {
             if !entropy::is_token_placeholder(v) {
                 push(out, span);
+            } else if entropy::is_documentation_example(v) {
+                push_as(out, span, true);
             }
         }
         Check::Entropy(min) => {
@@ -183,11 +189,14 @@ pub(super) fn verify(
             if letters
                 && strong
                 && !is_uuid(v)
-                && !entropy::is_value_placeholder(v)
                 && !entropy::looks_like_identifier(v)
                 && entropy::shannon(v) >= min
             {
-                push(out, span);
+                if !entropy::is_value_placeholder(v) {
+                    push(out, span);
+                } else if entropy::is_documentation_example(v) {
+                    push_as(out, span, true);
+                }
             }
         }
         Check::Password => {
@@ -260,6 +269,7 @@ pub(super) fn verify(
                     rule: rule_idx,
                     snippet_start: whole.start,
                     span: whole.start..end,
+                    example: false,
                 });
             }
         }
@@ -278,6 +288,7 @@ pub(super) fn verify(
                     rule: rule_idx,
                     snippet_start: whole.start,
                     span: whole.start..end,
+                    example: false,
                 });
             }
         }
@@ -378,6 +389,7 @@ fn k8s_values(rule_idx: usize, bytes: &[u8], at: usize, done: &mut usize, out: &
                     rule: rule_idx,
                     snippet_start: key_start,
                     span: vs..ve,
+                    example: false,
                 });
             }
         }
