@@ -106,7 +106,8 @@ pub const OVERSIZE_LIMIT_KEY: &str = "__rw_oversize_limit";
 /// How much of an oversized line's start and end is kept to find its `id` and tool name.
 pub(crate) const KEEP: usize = 64 * 1024;
 
-/// The last match of `"key": value` (number or string) in `hay`, as raw JSON text.
+/// The first (or, with `last`, the last) `"key": value` in `hay` whose value is a whole JSON
+/// number or string, as JSON text.
 fn find_scalar(hay: &[u8], key: &str, last: bool) -> Option<String> {
     let text = String::from_utf8_lossy(hay);
     let needle = format!("\"{key}\"");
@@ -119,14 +120,15 @@ fn find_scalar(hay: &[u8], key: &str, last: bool) -> Option<String> {
         let Some(rest) = rest.strip_prefix(':') else {
             continue;
         };
-        let rest = rest.trim_start();
-        let value = if let Some(body) = rest.strip_prefix('"') {
-            body.find('"').map(|end| format!("\"{}\"", &body[..end]))
-        } else {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_digit() || c == '-'))
-                .unwrap_or(rest.len());
-            (end > 0).then(|| rest[..end].to_string())
+        // The value as JSON parses it (escapes included), re-serialised: never a fragment.
+        let value = match serde_json::Deserializer::from_str(rest)
+            .into_iter::<serde_json::Value>()
+            .next()
+        {
+            Some(Ok(v @ (serde_json::Value::String(_) | serde_json::Value::Number(_)))) => {
+                Some(v.to_string())
+            }
+            _ => None,
         };
         if value.is_some() {
             found = value;
@@ -214,5 +216,81 @@ mod tests {
         let a = v["a"].as_str().unwrap();
         assert!(a.starts_with(&format!("x{BAD_UNICODE_SENTINEL}")), "{a:?}");
         assert!(a.ends_with('y'));
+    }
+}
+
+/// Property tests of the front door over any input: short in `cargo test`, long with
+/// `PROPTEST_CASES=100000 cargo test --release --lib wire::props`.
+#[cfg(test)]
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn json_value() -> impl Strategy<Value = serde_json::Value> {
+        let leaf = prop_oneof![
+            Just(serde_json::Value::Null),
+            any::<bool>().prop_map(serde_json::Value::from),
+            any::<i64>().prop_map(serde_json::Value::from),
+            any::<String>().prop_map(serde_json::Value::from),
+        ];
+        leaf.prop_recursive(4, 32, 6, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..6).prop_map(serde_json::Value::from),
+                prop::collection::btree_map(any::<String>(), inner, 0..6)
+                    .prop_map(|m| serde_json::Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A JSON string literal whose escapes are random `\uXXXX` units (lone surrogates included)
+    /// between plain characters.
+    fn string_with_escapes() -> impl Strategy<Value = Vec<u8>> {
+        let unit = prop_oneof![
+            any::<u16>().prop_map(|u| format!("\\u{u:04x}")),
+            "[a-z ]{0,3}",
+            Just("\\\\".to_string()),
+            Just("\\\"".to_string()),
+        ];
+        prop::collection::vec(unit, 0..20)
+            .prop_map(|v| format!("{{\"content\":\"{}\"}}", v.concat()).into_bytes())
+    }
+
+    proptest! {
+        #[test]
+        fn any_bytes_come_out_as_utf8(line in prop::collection::vec(any::<u8>(), 0..300)) {
+            prop_assert!(std::str::from_utf8(&sanitize_line(&line)).is_ok());
+        }
+
+        #[test]
+        fn json_that_serde_writes_passes_unchanged(v in json_value()) {
+            let line = serde_json::to_vec(&v).unwrap();
+            let out = sanitize_line(&line);
+            prop_assert_eq!(out.as_ref(), &line[..]);
+        }
+
+        #[test]
+        fn any_escapes_in_a_string_still_parse(line in string_with_escapes()) {
+            let out = sanitize_line(&line);
+            let parsed = serde_json::from_slice::<serde_json::Value>(&out);
+            prop_assert!(parsed.is_ok(), "{}", String::from_utf8_lossy(&out));
+        }
+
+        #[test]
+        fn an_oversize_stand_in_is_always_valid_json(
+            head in prop::collection::vec(any::<u8>(), 0..200),
+            id in prop_oneof![any::<i64>().prop_map(|i| i.to_string()), any::<String>().prop_map(|s| serde_json::to_string(&s).unwrap())],
+            tail in prop::collection::vec(any::<u8>(), 0..200),
+        ) {
+            let mut h = format!("{{\"jsonrpc\":\"2.0\",\"id\":{id},\"params\":{{\"name\":\"rw_safe_write\",\"arguments\":{{\"content\":\"").into_bytes();
+            h.extend_from_slice(&head);
+            if let Some(out) = oversize_stand_in(&h, &tail, 1 << 30, 1 << 20) {
+                let v: Result<serde_json::Value, _> = serde_json::from_slice(&out);
+                prop_assert!(v.is_ok(), "{}", String::from_utf8_lossy(&out));
+            }
+            if let Some(out) = oversize_stand_in(&head, &tail, 1 << 30, 1 << 20) {
+                let v: Result<serde_json::Value, _> = serde_json::from_slice(&out);
+                prop_assert!(v.is_ok(), "{}", String::from_utf8_lossy(&out));
+            }
+        }
     }
 }
