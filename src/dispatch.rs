@@ -62,6 +62,20 @@ impl Service {
         })
     }
 
+    /// Like [`Service::start`], but `Err` (one line per problem) when the state directory must
+    /// not be used (`Store::state_refused`): what every front end that serves or reads state
+    /// calls, so a symlink planted for `.resilient_write/` stops the process at start.
+    pub fn start_checked(config: Config) -> Result<Arc<Service>, String> {
+        let svc = Service::start(config);
+        match svc.state_refused() {
+            [] => Ok(svc),
+            problems => Err(format!(
+                "refusing to use the state directory:\n  {}",
+                problems.join("\n  ")
+            )),
+        }
+    }
+
     /// The store the tools act on.
     pub fn store(&self) -> &Arc<Store> {
         &self.store

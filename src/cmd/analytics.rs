@@ -1,6 +1,6 @@
 //! `resilient-write analytics`: the `analytics` tool's summary as a table or JSON.
 
-use crate::dispatch::{Config, Service};
+use crate::dispatch::Config;
 use clap::Args;
 use std::process::ExitCode;
 
@@ -19,7 +19,9 @@ pub struct AnalyticsCliArgs {
 
 pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
     config.store.sweep_on_start = false;
-    let service = Service::start(config);
+    let Some(service) = super::service(config) else {
+        return ExitCode::from(2);
+    };
     let a = match crate::analytics::query::query(
         service.pipeline().journal(),
         args.since.as_deref(),

@@ -1,6 +1,6 @@
 //! `resilient-write history`, `restore`, `gc` and `recover` for people: tables over the history tools.
 
-use crate::dispatch::{Config, Service};
+use crate::dispatch::Config;
 use clap::Args;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -56,7 +56,9 @@ fn message(env: &crate::envelope::Envelope) -> String {
 
 pub fn history(mut config: Config, args: HistoryCliArgs) -> ExitCode {
     config.store.sweep_on_start = false;
-    let svc = Service::start(config);
+    let Some(svc) = super::service(config) else {
+        return ExitCode::from(2);
+    };
     let v = match svc.call(
         "history",
         json!({"path": args.path, "limit": args.n.clamp(1, 10_000)}),
@@ -94,7 +96,9 @@ pub fn history(mut config: Config, args: HistoryCliArgs) -> ExitCode {
 
 pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
     config.store.sweep_on_start = false;
-    let svc = Service::start(config);
+    let Some(svc) = super::service(config) else {
+        return ExitCode::from(2);
+    };
     svc.set_caller("cli");
     let mut call = json!({"path": args.path, "dry_run": args.diff});
     let hex = args.to.bytes().all(|b| b.is_ascii_hexdigit());
@@ -129,7 +133,9 @@ pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
 
 pub fn gc(mut config: Config, args: GcArgs) -> ExitCode {
     config.store.sweep_on_start = false;
-    let svc = Service::start(config);
+    let Some(svc) = super::service(config) else {
+        return ExitCode::from(2);
+    };
     let policy_path = match args.policy {
         Some(p) if p.is_absolute() => p,
         Some(p) => svc.state_dir().parent().map(|r| r.join(&p)).unwrap_or(p),
@@ -165,7 +171,9 @@ pub fn gc(mut config: Config, args: GcArgs) -> ExitCode {
 pub fn recover(mut config: Config) -> ExitCode {
     config.store.sweep_on_start = false;
     // Service::start recovers; report what it did.
-    let svc = Service::start(config);
+    let Some(svc) = super::service(config) else {
+        return ExitCode::from(2);
+    };
     let r = svc.recovery().cloned().unwrap_or_default();
     for line in r.summary() {
         println!("{line}");

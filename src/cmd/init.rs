@@ -485,7 +485,9 @@ pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
             cfg.store.state_root = Some(project.clone());
         }
         cfg.store.sweep_on_start = false;
-        let service = Service::start(cfg);
+        let Some(service) = super::service(cfg) else {
+            return ExitCode::from(2);
+        };
         if let Err(e) = apply(&service, &plan.files) {
             eprintln!("resilient-write init: {e}");
             return ExitCode::FAILURE;

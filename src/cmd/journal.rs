@@ -1,6 +1,6 @@
 //! `resilient-write journal`: the journal's last rows as a table or JSON lines.
 
-use crate::dispatch::{Config, Service};
+use crate::dispatch::Config;
 use clap::Args;
 use std::process::ExitCode;
 
@@ -22,7 +22,9 @@ pub struct JournalArgs {
 
 pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
     config.store.sweep_on_start = false;
-    let service = Service::start(config);
+    let Some(service) = super::service(config) else {
+        return ExitCode::from(2);
+    };
     let mut call = serde_json::json!({ "n": args.n });
     if let Some(p) = args.path {
         call["filter_path"] = p.into();

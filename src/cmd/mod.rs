@@ -114,6 +114,18 @@ pub enum Command {
     Validate(crate::cmd::validate::ValidateArgs),
 }
 
+/// The service a subcommand works on, or `None` after printing why its state directory is
+/// refused (the caller exits 2).
+pub(crate) fn service(config: Config) -> Option<std::sync::Arc<crate::dispatch::Service>> {
+    match crate::dispatch::Service::start_checked(config) {
+        Ok(s) => Some(s),
+        Err(e) => {
+            eprintln!("resilient-write: {e}");
+            None
+        }
+    }
+}
+
 /// Build the service configuration from flags and environment.
 pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     let cwd =

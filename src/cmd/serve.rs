@@ -150,7 +150,7 @@ pub fn run(config: Config, args: ServeArgs) -> ExitCode {
         grace,
     };
     let result = runtime.block_on(async move {
-        let service = Service::start(config);
+        let service = Service::start_checked(config)?;
         crate::transport::http::serve(service, opts, crate::transport::shutdown::signal()).await
     });
     // Calls whose client went away still run on blocking threads: let them finish (bounded).
@@ -169,7 +169,9 @@ pub fn run(config: Config, args: ServeArgs) -> ExitCode {
 async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, bool) {
     use rmcp::ServiceExt;
     let max_line = message_cap(config.store.max_write_bytes);
-    let service = Service::start(config);
+    let Some(service) = super::service(config) else {
+        return (ExitCode::from(2), true);
+    };
     let drain = Drain::new();
     let server = Tracked::new(McpServer::new(service), drain.clone());
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(

@@ -143,7 +143,7 @@ impl ObjectStore {
         if !crate::hash::is_sha256_hex(sha256) {
             return Ok(None);
         }
-        match fs::read(self.path_of(sha256)) {
+        match crate::util::statefile::read(&self.path_of(sha256)) {
             Ok(b) if sha256_hex(&b) == sha256 => Ok(Some(b)),
             Ok(_) => {
                 tracing::warn!("object {sha256} is damaged (hash mismatch); treated as absent");

@@ -203,7 +203,7 @@ impl Policy {
 
     /// Reads a policy file; a missing file is the defaults.
     pub fn load(path: &Path) -> Result<Policy, PolicyError> {
-        let text = match std::fs::read_to_string(path) {
+        let text = match crate::util::statefile::read_to_string_following(path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Policy::default()),
             Err(source) => {

@@ -138,6 +138,14 @@ impl ActivePolicy {
         ActivePolicy { path, state }
     }
 
+    /// The default policy, `path` not read.
+    pub fn defaults(path: PathBuf) -> ActivePolicy {
+        ActivePolicy {
+            path,
+            state: Ok((Policy::default(), OnceLock::new())),
+        }
+    }
+
     /// Why the policy file cannot be used, if it cannot (known at load).
     pub fn problem(&self) -> Option<&PolicyProblem> {
         self.state.as_ref().err()

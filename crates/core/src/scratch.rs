@@ -20,10 +20,12 @@ use crate::hash::{is_sha256_hex, sha256_hex};
 use crate::pipeline::{Body, Caller, Decision, Plan, read_existing};
 use crate::state::{StateDir, open_subdir};
 use crate::store::Store;
+use crate::util::statefile::{Line, LineReader, MAX_STATE_LINE};
 use rustix::fs::OFlags;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
+use std::path::Path;
 
 pub const SCRATCH_DIR: &str = "scratch";
 pub const INDEX_FILE: &str = "index.jsonl";
@@ -172,7 +174,7 @@ pub fn deposit_keyed(
         let tightened = rustix::fs::openat(
             &dir.dir,
             name.as_str(),
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             rustix::fs::Mode::empty(),
         )
         .and_then(|fd| rustix::fs::fchmod(&fd, rustix::fs::Mode::from_raw_mode(0o600)));
@@ -258,23 +260,38 @@ pub fn read_index(svc: &Store) -> Result<(Vec<IndexRow>, Vec<SkippedLine>)> {
     let Some(dir) = open_scratch(svc, false)? else {
         return Ok((Vec::new(), Vec::new()));
     };
-    let found = read_existing(&dir.dir, std::ffi::OsStr::new(INDEX_FILE))
-        .map_err(|e| Failure::io("read scratch index", dir.path.join(INDEX_FILE), e))?;
-    let Some(found) = found else {
-        return Ok((Vec::new(), Vec::new()));
+    let shown = dir.path.join(INDEX_FILE);
+    let file = match crate::util::statefile::open_read_at(&dir.dir, Path::new(INDEX_FILE), &shown) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok((Vec::new(), Vec::new()));
+        }
+        Err(e) => return Err(Failure::io("read scratch index", &shown, e)),
     };
     let mut rows = Vec::new();
     let mut skipped = Vec::new();
-    let text = &found.bytes;
-    let ends_with_newline = text.last() == Some(&b'\n');
-    let lines: Vec<&[u8]> = text.split(|&b| b == b'\n').collect();
-    let last = lines.len().saturating_sub(1);
-    for (i, raw) in lines.iter().enumerate() {
+    let mut lines = LineReader::new(file, MAX_STATE_LINE);
+    while let Some(line) = lines
+        .next_line()
+        .map_err(|e| Failure::io("read scratch index", &shown, e))?
+    {
+        let at = usize::try_from(lines.line).unwrap_or(usize::MAX);
+        let (raw, complete) = match line {
+            Line::Text { bytes, complete } => (bytes, complete),
+            Line::TooLong { len } => {
+                skipped.push(SkippedLine {
+                    line: at,
+                    reason: format!(
+                        "line of {len} bytes is longer than {MAX_STATE_LINE}: not read"
+                    ),
+                });
+                continue;
+            }
+        };
         if raw.iter().all(u8::is_ascii_whitespace) {
             continue;
         }
-        let parsed = serde_json::from_slice::<Value>(raw);
-        match parsed {
+        match serde_json::from_slice::<Value>(&raw) {
             Ok(Value::Object(m))
                 if m.get("sha256")
                     .and_then(Value::as_str)
@@ -283,15 +300,15 @@ pub fn read_index(svc: &Store) -> Result<(Vec<IndexRow>, Vec<SkippedLine>)> {
                 rows.push(m);
             }
             Ok(_) => skipped.push(SkippedLine {
-                line: i + 1,
+                line: at,
                 reason: "not an index row (an object with a sha256)".into(),
             }),
             Err(e) => skipped.push(SkippedLine {
-                line: i + 1,
-                reason: if i == last && !ends_with_newline {
-                    format!("torn last line (an interrupted write?): {e}")
-                } else {
+                line: at,
+                reason: if complete {
                     format!("corrupt line: {e}")
+                } else {
+                    format!("torn last line (an interrupted write?): {e}")
                 },
             }),
         }

@@ -12,7 +12,7 @@ use std::sync::Arc;
 /// off (`doctor` looks at the state as it is). Returns what recovery did.
 pub fn open(config: Config) -> (Arc<Store>, Option<RecoveryReport>) {
     let store = Store::open(config);
-    if !store.config().repair_on_start {
+    if !store.config().repair_on_start || !store.state_refused().is_empty() {
         return (store, None);
     }
     let report = tx::recover(&store);

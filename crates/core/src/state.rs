@@ -121,6 +121,52 @@ pub fn open_subdir(
     }))
 }
 
+/// What a hostile repository may have planted in the state directory's place before the
+/// server started: the state directory itself (unless the operator named the state root
+/// explicitly) or one of [`crate::layout::STATE_SUBDIRS`] being a symlink or not a directory.
+/// Each problem is one sentence naming the path and what to do; empty when all is well.
+pub fn planted(state_dir: &Path, explicit_root: bool) -> Vec<String> {
+    let mut problems = Vec::new();
+    let describe = |p: &Path, md: &std::fs::Metadata| -> Option<String> {
+        if md.file_type().is_symlink() {
+            let to = std::fs::read_link(p)
+                .map(|t| t.display().to_string())
+                .unwrap_or_else(|_| "?".into());
+            Some(format!("{} is a symlink (to {to})", p.display()))
+        } else if !md.is_dir() {
+            Some(format!("{} is not a directory", p.display()))
+        } else {
+            None
+        }
+    };
+    match std::fs::symlink_metadata(state_dir) {
+        Err(_) => return problems,
+        Ok(md) => {
+            let symlink = md.file_type().is_symlink();
+            if !(symlink && explicit_root)
+                && let Some(what) = describe(state_dir, &md)
+            {
+                problems.push(format!(
+                    "{what}: the server's state would be kept there, outside the workspace; \
+                     remove it, or name a state directory with --state-dir / RW_STATE_DIR"
+                ));
+                return problems;
+            }
+        }
+    }
+    for sub in crate::layout::STATE_SUBDIRS {
+        let p = state_dir.join(sub);
+        if let Ok(md) = std::fs::symlink_metadata(&p)
+            && let Some(what) = describe(&p, &md)
+        {
+            problems.push(format!(
+                "{what}: state written there would leave the state directory; remove it"
+            ));
+        }
+    }
+    problems
+}
+
 impl StateDir {
     /// A pipeline target for file `name` in this directory. The directory handle is
     /// duplicated, so one `StateDir` can serve many writes. The content it replaces is not

@@ -80,6 +80,8 @@ pub struct Store {
     notes: Vec<String>,
     notices: Arc<Notices>,
     policy: ActivePolicy,
+    /// Why the state directory must not be used (`state::planted`); empty when it may.
+    planted: Vec<String>,
 }
 
 impl Store {
@@ -110,8 +112,17 @@ impl Store {
         let state_root = state_root.canonicalize().unwrap_or(state_root);
         let state_dir = state_root.join(STATE_DIR_NAME);
         ws.set_state_dir(&state_dir);
+        // A symlink planted for the state directory (or one of its directories) would carry
+        // every journal row, pre-image and deposit out of the workspace: before anything in it
+        // is read or written, find out; the front end refuses to serve such a store.
+        let planted = crate::state::planted(&state_dir, config.state_root.is_some());
+        for p in &planted {
+            notices.record(Level::Error, format!("state directory refused: {p}"));
+        }
+        let usable = planted.is_empty();
         let journal = Journal::new(&state_dir);
-        if config.repair_on_start
+        if usable
+            && config.repair_on_start
             && let Err(e) = journal.repair()
         {
             notices.record(
@@ -124,10 +135,13 @@ impl Store {
             notices.record(Level::Warning, note.clone());
             notes.push(note);
         }
-        let policy = ActivePolicy::load(ActivePolicy::path_for(
-            config.policy_file.as_deref(),
-            &state_root,
-        ));
+        let policy_path = ActivePolicy::path_for(config.policy_file.as_deref(), &state_root);
+        let policy = if usable || !policy_path.starts_with(&state_dir) {
+            ActivePolicy::load(policy_path)
+        } else {
+            // Not read through a planted symlink: the defaults, until the state is fixed.
+            ActivePolicy::defaults(policy_path)
+        };
         if let Some(p) = policy.problem() {
             notices.record(
                 Level::Error,
@@ -145,7 +159,7 @@ impl Store {
         let retry_start = policy
             .policy()
             .map_or(config.retry_budget, |p| p.retry_budget.default);
-        if config.sweep_on_start {
+        if usable && config.sweep_on_start {
             let roots: Vec<PathBuf> = ws.roots().map(Path::to_path_buf).collect();
             let notices = notices.clone();
             std::thread::Builder::new()
@@ -182,10 +196,18 @@ impl Store {
             notes,
             notices,
             policy,
+            planted,
         });
         // The default classifier compiles on first use (preflight.rs): neither the handshake
         // nor an idle server pays for it (~50 ms of CPU, ~10 MB of compiled automata).
         svc
+    }
+
+    /// Why the state directory must not be used: a symlink or non-directory planted in its
+    /// place or in place of one of its directories (`state::planted`). A front end refuses to
+    /// serve a store with problems here; `doctor` reports them. Empty when all is well.
+    pub fn state_refused(&self) -> &[String] {
+        &self.planted
     }
 
     /// The compiled L0 classifier of the workspace policy, or the policy's failure.
@@ -360,7 +382,7 @@ fn ignores_state_at(gitignore: &str, rel: &str) -> bool {
 /// else whether a `.gitignore` in the state root or an ancestor up to the work tree's root, or
 /// the repository's `info/exclude`, ignores it.
 pub fn state_dir_git_ignored(state_root: &Path) -> Option<bool> {
-    let read = |p: &Path| std::fs::read_to_string(p).unwrap_or_default();
+    let read = |p: &Path| crate::util::statefile::read_to_string_following(p).unwrap_or_default();
     for dir in state_root.ancestors() {
         let rel = state_root
             .strip_prefix(dir)

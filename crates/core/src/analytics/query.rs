@@ -26,7 +26,7 @@ pub fn query(
         since,
         session_filter,
     };
-    let file = match std::fs::File::open(journal.path()) {
+    let file = match crate::util::statefile::open_read(journal.path()) {
         Ok(f) => Some(f),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(Failure::io("read journal", journal.path(), e)),

@@ -112,15 +112,7 @@ fn find(store: &Store, name: &str) -> Result<Option<(PathBuf, Format, Vec<u8>)>>
 }
 
 fn read_nofollow(p: &Path) -> std::io::Result<Vec<u8>> {
-    use std::io::Read;
-    use std::os::unix::fs::OpenOptionsExt;
-    let mut f = std::fs::OpenOptions::new()
-        .read(true)
-        .custom_flags(rustix::fs::OFlags::NOFOLLOW.bits() as i32)
-        .open(p)?;
-    let mut v = Vec::new();
-    f.read_to_end(&mut v)?;
-    Ok(v)
+    crate::util::statefile::read(p)
 }
 
 /// Save `data` as checkpoint `name` in `format` with `ttl` (`session`, `permanent` or an

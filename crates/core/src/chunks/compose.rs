@@ -193,11 +193,13 @@ pub fn compose<R>(
                         let fd = rustix::fs::openat(
                             &out_dir,
                             &out_name,
-                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                             Mode::empty(),
                         )
                         .map_err(errno)?;
-                        copy(&mut *w, &mut File::from(fd), &mut done, None)?;
+                        let mut f =
+                            crate::util::statefile::regular(fd, std::path::Path::new(&out_name))?;
+                        copy(&mut *w, &mut f, &mut done, None)?;
                     }
                     for (k, name) in names.iter().enumerate() {
                         if k > 0 {
@@ -213,7 +215,7 @@ pub fn compose<R>(
                         let fd = rustix::fs::openat(
                             &session_dir,
                             name.as_str(),
-                            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                             Mode::empty(),
                         )
                         .map_err(errno)?;
@@ -222,6 +224,14 @@ pub fn compose<R>(
                         // recomputed. The stamp is taken again after the copy, so a change
                         // while it was read is caught too.
                         let st = rustix::fs::fstat(&fd).map_err(errno)?;
+                        if rustix::fs::FileType::from_raw_mode(st.st_mode)
+                            != rustix::fs::FileType::RegularFile
+                        {
+                            return Err(crate::util::statefile::not_regular(
+                                std::path::Path::new(name.as_str()),
+                                rustix::fs::FileType::from_raw_mode(st.st_mode),
+                            ));
+                        }
                         let stamp = stamp_of(&st);
                         let trusted = records[k].as_ref().is_some_and(|r| {
                             r.stamp.as_deref() == Some(stamp.as_str())

@@ -168,11 +168,11 @@ impl Session {
         rustix::fs::openat(
             &self.dir.dir,
             RECORDS_FILE,
-            flags | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            flags | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         )
-        .map(File::from)
         .map_err(errno)
+        .and_then(|fd| crate::util::statefile::regular(fd, &self.dir.path.join(RECORDS_FILE)))
     }
 
     /// Append a record with one `write`. Not fsynced: the chunk itself is durable (it went

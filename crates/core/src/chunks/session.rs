@@ -131,7 +131,7 @@ pub fn open_session(
         let fd = match rustix::fs::openat(
             &dir.dir,
             LOCK_FILE,
-            OFlags::RDWR | OFlags::CREATE | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDWR | OFlags::CREATE | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         ) {
             Ok(fd) => fd,
@@ -197,11 +197,11 @@ impl Session {
         let fd = rustix::fs::openat(
             &self.dir.dir,
             name,
-            OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::empty(),
         )
         .map_err(errno)?;
-        Ok(File::from(fd))
+        crate::util::statefile::regular(fd, &self.dir.path.join(name))
     }
 
     /// SHA-256, size and stamp of a chunk file.

@@ -26,9 +26,9 @@ use aho_corasick::AhoCorasick;
 use rustix::fs::FlockOperation;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, File};
 use std::io::{self, Read, Seek, SeekFrom, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
 /// File name of the journal inside the state directory.
@@ -182,13 +182,13 @@ impl Journal {
     }
 
     fn open_for_append(&self) -> io::Result<File> {
+        // Never blocks and never follows a planted symlink or pipe (util::statefile).
         let open = || {
-            OpenOptions::new()
-                .append(true)
-                .read(true)
-                .create(true)
-                .mode(0o644)
-                .open(&self.path)
+            crate::util::statefile::open_with(
+                &self.path,
+                rustix::fs::OFlags::RDWR | rustix::fs::OFlags::APPEND | rustix::fs::OFlags::CREATE,
+                0o644,
+            )
         };
         match open() {
             Ok(f) => Ok(f),
@@ -280,7 +280,7 @@ impl Journal {
 
     /// Repair at start: cut a torn last line. A missing journal is fine.
     pub fn repair(&self) -> io::Result<()> {
-        let file = match OpenOptions::new().read(true).write(true).open(&self.path) {
+        let file = match crate::util::statefile::open_read_write(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(()),
             Err(e) => return Err(e),
@@ -338,7 +338,7 @@ impl Journal {
     pub fn check_lines(&self, mut progress: impl FnMut(u64, u64)) -> io::Result<LineCheck> {
         use std::io::BufRead;
         let mut check = LineCheck::default();
-        let file = match File::open(&self.path) {
+        let file = match crate::util::statefile::open_read(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(check),
             Err(e) => return Err(e),
@@ -391,7 +391,7 @@ impl Journal {
                 AhoCorasick::new(needles).map_err(io::Error::other)?,
             )),
         };
-        let file = match File::open(&self.path) {
+        let file = match crate::util::statefile::open_read(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
             Err(e) => return Err(e),
@@ -453,7 +453,7 @@ impl Journal {
     /// Used to keep in-memory indexes (idempotency keys) current without rereading.
     pub fn read_from(&self, offset: u64) -> io::Result<(Vec<Row>, u64, ReadStats)> {
         let mut stats = ReadStats::default();
-        let mut file = match File::open(&self.path) {
+        let mut file = match crate::util::statefile::open_read(&self.path) {
             Ok(f) => f,
             Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok((Vec::new(), 0, stats)),
             Err(e) => return Err(e),
@@ -539,6 +539,7 @@ fn visit_block(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::fs::OpenOptions;
 
     fn row(path: &str, i: u64) -> JournalRow {
         JournalRow {

@@ -25,6 +25,12 @@ fn lines(v: &[usize]) -> String {
 pub fn check(svc: &Store, progress: &mut Progress) -> Vec<Finding> {
     let mut out = Vec::new();
     check_config(svc, &mut out);
+    if check_state_dir(svc, &mut out) {
+        // Nothing beneath a planted symlink is read: the other state checks would read
+        // (and `--fix` would write) outside the workspace.
+        check_gitignore(svc, &mut out);
+        return out;
+    }
     check_journal(svc, progress, &mut out);
     check_temps(svc, progress, &mut out);
     check_chunks(svc, &mut out);
@@ -33,6 +39,19 @@ pub fn check(svc: &Store, progress: &mut Progress) -> Vec<Finding> {
     check_objects(svc, &mut out);
     check_gitignore(svc, &mut out);
     out
+}
+
+/// The state directory, or one of its directories, is a planted symlink or not a directory
+/// (`state::planted`): one problem each. True when there is any.
+pub fn check_state_dir(svc: &Store, out: &mut Vec<Finding>) -> bool {
+    for p in svc.state_refused() {
+        out.push(Finding::problem(
+            "state_dir",
+            p.clone(),
+            "remove or rename it by hand (the server refuses to start until then)".into(),
+        ));
+    }
+    !svc.state_refused().is_empty()
 }
 
 pub fn check_config(svc: &Store, out: &mut Vec<Finding>) {
@@ -302,7 +321,7 @@ pub fn check_scratch(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding
     for (i, sha) in named.iter().enumerate() {
         progress("scratch blobs", i as u64, named.len() as u64);
         let path = dir.join(format!("{sha}.bin"));
-        match std::fs::File::open(&path).and_then(crate::hash::sha256_reader) {
+        match crate::util::statefile::open_read(&path).and_then(crate::hash::sha256_reader) {
             Ok((actual, _)) if actual == *sha => {}
             Ok(_) => tampered.push(sha.clone()),
             Err(_) => missing.push(sha.clone()),

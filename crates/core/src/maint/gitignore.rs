@@ -30,7 +30,7 @@ pub fn with_gitignore_entry(text: &str) -> String {
 /// Add the state directory's line to the `.gitignore` at `path` (created if missing) through
 /// [`write_text`]; `Err` says why it could not.
 pub fn add_entry(svc: &Store, path: &Path) -> Result<(), String> {
-    let old = match std::fs::read_to_string(path) {
+    let old = match crate::util::statefile::read_to_string_following(path) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e.to_string()),

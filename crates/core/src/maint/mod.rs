@@ -70,7 +70,7 @@ pub enum Repair {
 /// One thing a check found.
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
-    /// The check's name (`config`, `journal`, `temp_files`, `chunks`, `scratch`,
+    /// The check's name (`config`, `state_dir`, `journal`, `temp_files`, `chunks`, `scratch`,
     /// `transactions`, `objects`, `gitignore`).
     pub check: &'static str,
     pub severity: Severity,

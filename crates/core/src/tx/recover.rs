@@ -135,7 +135,7 @@ pub fn recover(svc: &Store) -> RecoveryReport {
 }
 
 fn recover_one(svc: &Store, tx_id: &str, dir: &Path, report: &mut RecoveryReport) -> Result<()> {
-    match fs::read(dir.join(COMMIT)) {
+    match crate::util::statefile::read(&dir.join(COMMIT)) {
         Ok(bytes) => {
             let record: CommitRecord = serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Internal(format!("commit record of {tx_id} is unreadable: {e}"))

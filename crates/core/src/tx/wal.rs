@@ -112,11 +112,7 @@ pub(super) fn write_durable_with(
 }
 
 fn open_append(path: &Path) -> io::Result<File> {
-    OpenOptions::new()
-        .append(true)
-        .create(true)
-        .mode(0o600)
-        .open(path)
+    crate::util::statefile::open_append(path, 0o600)
 }
 
 /// Append `bytes` to `path` whole or not at all: a failed write (ENOSPC) is cut off, so
@@ -135,7 +131,7 @@ pub(super) fn append_whole(path: &Path, bytes: &[u8]) -> io::Result<u64> {
 /// The staged operations recorded in `ops.jsonl`, in order. A line cut short by a failed
 /// append is not possible (see [`append_whole`]); any unreadable line is an error.
 fn read_ops(dir: &Path) -> io::Result<Vec<StagedOp>> {
-    let text = match fs::read(dir.join(OPS_LOG)) {
+    let text = match crate::util::statefile::read(&dir.join(OPS_LOG)) {
         Ok(t) => t,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
         Err(e) => return Err(e),
@@ -153,12 +149,12 @@ pub(super) fn read_staged(dir: &Path, op: &StagedOp) -> io::Result<Vec<u8>> {
     use std::os::unix::fs::FileExt;
     let path = dir.join(&op.staged);
     match op.offset {
-        None => fs::read(path),
+        None => crate::util::statefile::read(&path),
         Some(offset) => {
             let len = usize::try_from(op.bytes)
                 .map_err(|_| io::Error::new(io::ErrorKind::InvalidData, "staged size"))?;
             let mut buf = vec![0u8; len];
-            File::open(path)?.read_exact_at(&mut buf, offset)?;
+            crate::util::statefile::open_read(&path)?.read_exact_at(&mut buf, offset)?;
             Ok(buf)
         }
     }
@@ -166,7 +162,7 @@ pub(super) fn read_staged(dir: &Path, op: &StagedOp) -> io::Result<Vec<u8>> {
 
 /// Make what staging appended durable (the commit record will refer to it).
 pub(super) fn sync_staged(dir: &Path) -> io::Result<()> {
-    match File::open(dir.join(STAGED_DATA)) {
+    match crate::util::statefile::open_read(&dir.join(STAGED_DATA)) {
         Ok(f) => f.sync_data(),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(()),
         Err(e) => Err(e),
@@ -190,7 +186,7 @@ pub(super) fn lock_dir(dir: &Path, blocking: bool) -> io::Result<Option<File>> {
 /// The manifest with every staged operation (a later operation on a file supersedes the
 /// earlier one in place).
 pub(super) fn read_manifest(dir: &Path) -> io::Result<Manifest> {
-    let text = fs::read(dir.join(MANIFEST))?;
+    let text = crate::util::statefile::read(&dir.join(MANIFEST))?;
     let mut m: Manifest =
         serde_json::from_slice(&text).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
     for op in read_ops(dir)? {

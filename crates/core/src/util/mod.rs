@@ -1,3 +1,4 @@
 //! Small helpers shared by the layers, belonging to none of them.
 
+pub mod statefile;
 pub mod sys;

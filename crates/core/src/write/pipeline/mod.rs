@@ -190,7 +190,7 @@ fn read_existing_as(
     let fd = match rustix::fs::openat(
         dir,
         name,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     ) {
         Ok(fd) => fd,
@@ -349,7 +349,7 @@ impl Pipeline {
                 rustix::fs::openat(
                     &target.dir,
                     &target.name,
-                    OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+                    OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
                     Mode::empty(),
                 )
                 .map_err(errno_io)

@@ -404,7 +404,7 @@ pub(super) fn open_read_back(target: &Target, tmp: &[u8]) -> Result<File> {
     rustix::fs::openat(
         &target.dir,
         tmp,
-        OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
         Mode::empty(),
     )
     .map(File::from)
