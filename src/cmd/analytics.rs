@@ -22,6 +22,7 @@ pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
     let service = Service::start(config);
     let a = match crate::analytics::query::query(
         service.pipeline().journal(),
+        service.workspaces().journal_paths(),
         args.since.as_deref(),
         args.session,
     ) {

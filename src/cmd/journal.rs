@@ -9,7 +9,8 @@ pub struct JournalArgs {
     /// How many rows.
     #[arg(short, long, default_value_t = 20)]
     pub n: usize,
-    /// Only rows for this path.
+    /// Only rows for this file (relative to the workspace root or the working directory, or
+    /// absolute).
     #[arg(long)]
     pub path: Option<String>,
     /// Only rows with this mode.
