@@ -783,6 +783,25 @@ fn analytics_counts_writes_bytes_modes_callers_and_hot_paths() {
 }
 
 #[test]
+fn analytics_counts_the_chunks_written_not_the_manifest_updates() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    for i in 1..=3 {
+        s.ok(
+            "rw_chunk_write",
+            json!({"session": "s", "index": i, "content": format!("{i}")}),
+        );
+    }
+    s.ok(
+        "rw_chunk_compose",
+        json!({"session": "s", "output_path": "out.txt"}),
+    );
+    let r = s.ok("rw_analytics", json!({}));
+    assert_eq!(r["sessions"]["s"]["chunk_writes"], 3, "{r}");
+    assert_eq!(r["sessions"]["s"]["composes"], 1, "{r}");
+}
+
+#[test]
 fn analytics_skips_and_counts_corrupt_journal_lines() {
     let ws = Workspace::new();
     journal_with(

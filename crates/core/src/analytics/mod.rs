@@ -13,7 +13,9 @@
 //! `sessions`, `write_velocity`, `period`) plus `corrupt_lines`. Paths are workspace-relative
 //! as the journal records them; with [`Query::paths`], a row of an earlier version (an
 //! absolute path beneath a root) counts as, and is shown as, its relative form, so one file
-//! is one path whichever version wrote its rows.
+//! is one path whichever version wrote its rows. A chunk session's `chunk_writes` counts the
+//! rows of its chunk files (`.resilient_write/chunks/<session>/part-NNN.txt`), not those of
+//! its manifest.
 //!
 //! [`query`] runs the analysis against a [`crate::journal::Journal`], as `analytics` (tool and
 //! command) asks for it.
@@ -385,11 +387,13 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
         if ts.len() >= 16 && ts.is_char_boundary(16) {
             bump(&mut minutes, &ts[..16]);
         }
-        // Chunk sessions: rows carry `session` (ours) or a chunk path (the original's).
+        // Chunk sessions: a chunk file's row is a chunk write (ours carry `session` too, the
+        // original's only the path); a compose row names its session. Other rows with a
+        // session (the manifest's) are neither.
         let (session, is_compose) = match (row.session.as_deref(), chunk_session(&path)) {
             (_, Some(s)) => (Some(s), false),
-            (Some(s), None) => (Some(s), mode == "compose"),
-            (None, None) => (None, false),
+            (Some(s), None) if mode == "compose" => (Some(s), true),
+            _ => (None, false),
         };
         if let Some(s) = session
             && q.session_filter.as_deref().is_none_or(|f| f == s)
@@ -563,6 +567,28 @@ mod tests {
         assert_eq!(a.sessions["s1"].chunk_writes, 1);
         assert_eq!(a.period.duration_seconds, 120.0);
         assert_eq!(a.write_velocity.writes_per_minute, 1.5);
+    }
+
+    #[test]
+    fn chunk_writes_count_chunk_files_not_the_manifest() {
+        // As chunk_write journals three chunks of a new session: the first also writes the
+        // manifest (a row with the session but the manifest's path), then the compose.
+        let with_session = |path: &str, mode: &str| {
+            format!(
+                "{{\"bytes\":1,\"mode\":\"{mode}\",\"path\":\"{path}\",\"session\":\"s\",\"ts\":\"2026-01-01T00:00:00Z\"}}\n"
+            )
+        };
+        let j = [
+            with_session(".resilient_write/chunks/s/part-001.txt", "create"),
+            with_session(".resilient_write/chunks/s/manifest.json", "manifest"),
+            with_session(".resilient_write/chunks/s/part-002.txt", "create"),
+            with_session(".resilient_write/chunks/s/part-003.txt", "create"),
+            with_session("out.txt", "compose"),
+        ]
+        .concat();
+        let a = analyse(j.as_bytes(), &Query::default()).unwrap();
+        assert_eq!(a.sessions["s"].chunk_writes, 3);
+        assert_eq!(a.sessions["s"].composes, 1);
     }
 
     #[test]
