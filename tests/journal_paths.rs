@@ -218,6 +218,15 @@ fn a_server_with_several_roots_records_each_rows_root() {
         hot.iter()
             .any(|h| h["path"] == "x.txt" && h["root"] == b_root.as_str())
     );
+    // The command's table shows the other root's file with its root.
+    let table = cli(&a.root, &["-w", &a_root, "-w", &b_root, "analytics"]);
+    assert!(table.contains(&format!(" {b_root}/x.txt\n")), "{table}");
+    assert!(table.contains(" x.txt\n"), "{table}");
+    let table = cli(
+        &a.root,
+        &["-w", &a_root, "-w", &b_root, "journal", "--path", &b_x],
+    );
+    assert!(table.contains(&format!(" x.txt ({b_root})\n")), "{table}");
 
     // A transaction over the other root, and its undo: the rows' relative paths are read
     // against their root, not the working directory.

@@ -45,13 +45,17 @@ pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
                 );
                 for r in rows {
                     let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+                    // Relative to the workspace root; with several roots, the row names it.
+                    let path = match r["root"].as_str() {
+                        Some(root) => format!("{} ({root})", s("path")),
+                        None => s("path"),
+                    };
                     println!(
-                        "{:<27} {:<9} {:>10} {:<12} {}",
+                        "{:<27} {:<9} {:>10} {:<12} {path}",
                         s("ts"),
                         s("mode"),
                         r["bytes"].as_u64().unwrap_or(0),
                         s("sha256").chars().take(12).collect::<String>(),
-                        s("path")
                     );
                 }
             }
