@@ -4,15 +4,21 @@
 //!
 //! Run with `cargo run --release --example journal_bench [ROWS]`. Builds the journal in a
 //! temporary directory with the same row writer the pipeline uses (realistic ids, hashes,
-//! paths, chunk sessions), then reports the best of a few runs of each read and its ratio to
+//! workspace-relative paths, chunk sessions, and the first quarter of the rows in the absolute
+//! form earlier versions wrote, which the reads map back to the relative one), then reports the best of a few runs of each read and its ratio to
 //! the target, plus the raw read throughput of the file as a floor for the analysis.
 
 use resilient_write::analytics::{Query, analyse, parse_since};
 use resilient_write::hash::sha256_hex;
-use resilient_write::journal::{Journal, JournalRow, json_string_forms};
+use resilient_write::journal::paths::JournalPaths;
+use resilient_write::journal::tail::{PathFilter, TailQuery, tail};
+use resilient_write::journal::{Journal, JournalRow};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
 use std::time::Instant;
+
+/// The workspace root the generated rows are relative to.
+const ROOT: &str = "/home/dev/project";
 
 fn best_of<T>(runs: usize, mut f: impl FnMut() -> T) -> (f64, T) {
     let mut best = f64::INFINITY;
@@ -49,18 +55,19 @@ fn main() {
         for i in 0..rows {
             let sha = sha256_hex(&(i as u64).to_le_bytes());
             let chunk = i % 10 == 0;
-            let path = if chunk {
+            let rel = if chunk {
                 format!(
-                    "/home/dev/project/.resilient_write/chunks/s{}/part-{:03}.txt",
+                    ".resilient_write/chunks/s{}/part-{:03}.txt",
                     i % 37,
                     i % 1000
                 )
             } else {
-                format!(
-                    "/home/dev/project/src/module_{}/file_{}.rs",
-                    i % 50,
-                    i % 997
-                )
+                format!("src/module_{}/file_{}.rs", i % 50, i % 997)
+            };
+            let path = if i < rows / 4 {
+                format!("{ROOT}/{rel}")
+            } else {
+                rel
             };
             let mut extra = BTreeMap::new();
             if chunk {
@@ -109,9 +116,14 @@ fn main() {
         size as f64 / 1e6 / read_s
     );
 
+    let paths = JournalPaths::new(ROOT.into(), Some(ROOT.into()), vec![ROOT.into()]);
+    let all = Query {
+        paths: Some(paths.clone()),
+        ..Query::default()
+    };
     let (an_s, a) = best_of(3, || {
         let f = std::fs::File::open(journal.path()).expect("open");
-        analyse(f, &Query::default()).expect("analyse")
+        analyse(f, &all).expect("analyse")
     });
     assert_eq!(a.total_writes as usize, rows);
     println!(
@@ -124,6 +136,7 @@ fn main() {
     let q = Query {
         since: parse_since("2026-04-12T16:00:00Z"),
         session_filter: Some("s3".into()),
+        paths: Some(paths.clone()),
     };
     let (since_s, b) = best_of(3, || {
         let f = std::fs::File::open(journal.path()).expect("open");
@@ -143,16 +156,29 @@ fn main() {
         tail_s / 0.05
     );
     // A rare path (20 rows in a million): the tool parses only the lines that contain the
-    // path's JSON form; the full parse of every line is the baseline, in the same run.
-    let wanted = "/home/dev/project/src/module_3/file_3.rs";
-    let keep = |r: &serde_json::Map<String, serde_json::Value>| {
-        r.get("path").and_then(|p| p.as_str()) == Some(wanted)
+    // path's JSON form (relative, absolute or as given); the full parse of every line is the
+    // baseline, in the same run.
+    let wanted = std::path::Path::new(ROOT).join("src/module_3/file_3.rs");
+    let by_path = TailQuery {
+        n: 20,
+        path: Some(PathFilter {
+            raw: "src/module_3/file_3.rs".into(),
+            abs: wanted.clone(),
+        }),
+        mode: None,
+        paths: paths.clone(),
     };
-    let needles = json_string_forms(wanted);
-    let (ftail_s, (tf, _)) = best_of(5, || {
-        journal.tail_containing(20, &needles, keep).expect("tail")
-    });
-    let (full_s, (tfull, _)) = best_of(1, || journal.tail(20, keep).expect("tail"));
+    let (ftail_s, tf) = best_of(5, || tail(&journal, &by_path).expect("tail").entries);
+    let keep = |r: &serde_json::Map<String, serde_json::Value>| {
+        let root = r.get("root").and_then(|v| v.as_str());
+        r.get("path")
+            .and_then(|p| p.as_str())
+            .is_some_and(|p| paths.names(p, root, &wanted))
+    };
+    let (full_s, (mut tfull, _)) = best_of(1, || journal.tail(20, keep).expect("tail"));
+    for r in &mut tfull {
+        paths.relativize_row(r);
+    }
     assert_eq!(tf, tfull);
     println!(
         "journal_tail n=20 by path: {:>8.3} ms  ({} rows; target 50 ms: {:.3} of budget; \

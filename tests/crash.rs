@@ -389,9 +389,11 @@ fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_clea
                     (root.join(LOG), common::sha256(&all))
                 }
             };
+            // Rows name files relative to the workspace root.
+            let rel = path.strip_prefix(&root).unwrap_or(&path);
             let journaled = model
                 .rows
-                .contains(&(path.display().to_string(), sha.clone()));
+                .contains(&(rel.display().to_string(), sha.clone()));
             let on_disk = std::fs::read(&path).map(|b| common::sha256(&b)).ok();
             if on_disk.as_deref() == Some(sha.as_str()) {
                 assert!(

@@ -154,3 +154,121 @@ fn the_original_reads_our_state_and_we_read_the_originals() {
     let mode = std::fs::metadata(index).unwrap().permissions().mode() & 0o777;
     assert_eq!(mode, 0o600);
 }
+
+/// The `path`s of journal rows, in order.
+fn paths_of(rows: &Value) -> Vec<String> {
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap_or_default().to_string())
+        .collect()
+}
+
+#[test]
+fn the_originals_journal_tail_and_analytics_read_our_rows_by_relative_path() {
+    let Some(wheel) = wheel() else { return };
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "src/a.txt", "content": "one\n"}),
+    );
+    // An absolute tool path is journaled relative to the root all the same.
+    let abs = ws.path("src/a.txt").display().to_string();
+    s.ok(
+        "rw_safe_write",
+        json!({"path": abs, "content": "two\n", "mode": "overwrite"}),
+    );
+    s.ok(
+        "rw_safe_replace",
+        json!({"path": "src/a.txt", "old_string": "two", "new_string": "three"}),
+    );
+    for i in 1..=3 {
+        s.ok(
+            "rw_chunk_write",
+            json!({"session": "s", "index": i, "content": format!("part {i}\n")}),
+        );
+    }
+    s.ok(
+        "rw_chunk_compose",
+        json!({"session": "s", "output_path": "out.txt"}),
+    );
+    s.ok("rw_checkpoint", json!({"name": "cp", "data": {"k": 1}}));
+    let ours = s.ok("rw_analytics", json!({}));
+
+    let theirs = original(&wheel, &ws.root, "journal_read");
+    let modes = |rows: &Value| -> Vec<String> {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["mode"].as_str().unwrap_or_default().to_string())
+            .collect()
+    };
+    assert_eq!(
+        modes(&theirs["src/a.txt"]),
+        ["create", "overwrite", "replace"],
+        "{theirs}"
+    );
+    assert_eq!(paths_of(&theirs["out.txt"]), ["out.txt"]);
+    assert_eq!(
+        paths_of(&theirs[".resilient_write/checkpoints/cp.json"]),
+        [".resilient_write/checkpoints/cp.json"]
+    );
+    // The original compares strings: its absolute form names no row (none is absolute).
+    assert_eq!(theirs[abs.as_str()], json!([]));
+
+    let a = &theirs["analytics"];
+    assert_eq!(a["hot_paths"][0]["path"], "src/a.txt", "{a}");
+    assert_eq!(a["hot_paths"][0]["write_count"], 3);
+    // The original counts the chunk files of session s, and the checkpoint by name.
+    assert_eq!(a["sessions"]["s"]["chunk_writes"], 3, "{a}");
+    assert_eq!(a["checkpoints"]["by_name"]["cp"]["saves"], 1, "{a}");
+    // Ours and the original agree on the counts.
+    for k in ["total_writes", "unique_paths", "total_bytes_written"] {
+        assert_eq!(ours[k], a[k], "{k}: ours {ours} theirs {a}");
+    }
+    assert_eq!(ours["sessions"]["s"]["chunk_writes"], 3, "{ours}");
+    assert_eq!(ours["hot_paths"][0], a["hot_paths"][0]);
+}
+
+#[test]
+fn we_read_the_originals_journal_rows_by_relative_and_absolute_path() {
+    let Some(wheel) = wheel() else { return };
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path("src")).unwrap();
+    let theirs = original(&wheel, &ws.root, "journal_write");
+    assert_eq!(theirs["create"]["path"], "src/b.txt", "{theirs}");
+    let mut s = ws.server();
+    let abs = ws.path("src/b.txt").display().to_string();
+    for given in ["src/b.txt", abs.as_str()] {
+        let t = s.ok("rw_journal_tail", json!({"filter_path": given}));
+        assert_eq!(
+            paths_of(&t["entries"]),
+            ["src/b.txt", "src/b.txt", "src/b.txt"],
+            "filter_path {given}: {t}"
+        );
+        let modes: Vec<&str> = t["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["mode"].as_str().unwrap())
+            .collect();
+        assert_eq!(modes, ["create", "overwrite", "replace"]);
+    }
+    let a = s.ok("rw_analytics", json!({}));
+    let o = &theirs["analytics"];
+    for k in ["total_writes", "unique_paths", "total_bytes_written"] {
+        assert_eq!(a[k], o[k], "{k}: ours {a} theirs {o}");
+    }
+    assert_eq!(a["hot_paths"][0]["path"], "src/b.txt");
+    assert_eq!(a["hot_paths"][0]["write_count"], 3);
+    assert_eq!(a["sessions"]["orig"]["chunk_writes"], 3, "{a}");
+    // History lists the original's three versions of the file (it keeps no pre-images, so
+    // only the current one is stored).
+    let h = s.ok("rw_history", json!({"path": "src/b.txt"}));
+    assert_eq!(h["path"], "src/b.txt");
+    let versions = h["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 3, "{h}");
+    assert_eq!(versions[0]["sha256"], json!(sha256(b"three\n")));
+    assert_eq!(versions[0]["stored"], true);
+}

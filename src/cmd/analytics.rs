@@ -24,6 +24,7 @@ pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
     };
     let a = match crate::analytics::query::query(
         service.pipeline().journal(),
+        service.workspaces().journal_paths(),
         args.since.as_deref(),
         args.session,
     ) {
@@ -68,9 +69,14 @@ pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
         "writes", "bytes", "last write"
     );
     for h in &a.hot_paths {
+        // Relative to the home root; a file of another root is shown with it.
+        let path = match &h.root {
+            Some(root) => format!("{root}/{}", h.path),
+            None => h.path.clone(),
+        };
         println!(
-            "{:>8} {:>12} {:<27} {}",
-            h.write_count, h.total_bytes, h.last_write, h.path
+            "{:>8} {:>12} {:<27} {path}",
+            h.write_count, h.total_bytes, h.last_write
         );
     }
     if !a.sessions.is_empty() {

@@ -479,10 +479,9 @@ impl Demo {
         let j = self.client.call("rw_journal_tail", json!({"n": 20}))?;
         let rows = j["entries"].as_array().cloned().unwrap_or_default();
         self.out.ok(&format!("{} row(s):", rows.len()));
-        let prefix = format!("{}/", self.root.display());
         for r in &rows {
+            // Relative to the workspace root, as the journal records it.
             let path = r["path"].as_str().unwrap_or("");
-            let path = path.strip_prefix(&prefix).unwrap_or(path);
             // Scratch blobs are named by their 64-digit hash: show its start.
             let path = match path.rsplit_once('/') {
                 Some((dir, name)) if name.len() > 64 && name.ends_with(".bin") => {

@@ -152,7 +152,13 @@ pub fn gc(mut config: Config, args: GcArgs) -> ExitCode {
     let Some(objects) = svc.pipeline().objects() else {
         return fail("no object store");
     };
-    match crate::history::gc(svc.pipeline().journal(), objects, &retention, args.dry_run) {
+    match crate::history::gc(
+        svc.pipeline().journal(),
+        &svc.workspaces().journal_paths(),
+        objects,
+        &retention,
+        args.dry_run,
+    ) {
         Ok(r) => {
             println!(
                 "{} {} object(s), {} bytes; kept {} object(s), {} bytes",

@@ -9,7 +9,8 @@ pub struct JournalArgs {
     /// How many rows.
     #[arg(short, long, default_value_t = 20)]
     pub n: usize,
-    /// Only rows for this path.
+    /// Only rows for this file (relative to the workspace root or the working directory, or
+    /// absolute).
     #[arg(long)]
     pub path: Option<String>,
     /// Only rows with this mode.
@@ -46,13 +47,17 @@ pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
                 );
                 for r in rows {
                     let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+                    // Relative to the workspace root; with several roots, the row names it.
+                    let path = match r["root"].as_str() {
+                        Some(root) => format!("{} ({root})", s("path")),
+                        None => s("path"),
+                    };
                     println!(
-                        "{:<27} {:<9} {:>10} {:<12} {}",
+                        "{:<27} {:<9} {:>10} {:<12} {path}",
                         s("ts"),
                         s("mode"),
                         r["bytes"].as_u64().unwrap_or(0),
                         s("sha256").chars().take(12).collect::<String>(),
-                        s("path")
                     );
                 }
             }

@@ -36,8 +36,9 @@ pub const ANALYTICS: ToolSpec = ToolSpec {
     description: "Summarise the write journal in one pass: total_writes, unique_paths, \
         total_bytes_written, by_mode, by_caller, timeline (last 50 writes), hot_paths (top \
         5), chunk sessions, write_velocity (writes per minute, average bytes, peak minute), \
-        period, and corrupt_lines (skipped, not fatal). Filter with since (RFC 3339) and \
-        session_filter. Read-only.",
+        period, and corrupt_lines (skipped, not fatal). Paths are workspace-relative (rows \
+        of one file count as one path, also those older versions wrote absolute). Filter \
+        with since (RFC 3339) and session_filter. Read-only.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -50,6 +51,7 @@ fn run_analytics(svc: &Store, raw: Value) -> Result<Value> {
     let args: AnalyticsArgs = parse_args(raw)?;
     let analytics = query(
         svc.pipeline().journal(),
+        svc.workspaces().journal_paths(),
         args.since.as_deref(),
         args.session_filter,
     )?;

@@ -66,7 +66,8 @@ pub struct CheckpointResult {
     pub name: String,
     pub format: Format,
     pub ttl: String,
-    /// Absolute path of the checkpoint file.
+    /// The checkpoint file relative to the state root, as the journal records it:
+    /// `.resilient_write/checkpoints/<name>.<ext>`.
     pub path: String,
     /// Same as path (the original's name).
     pub checkpoint_path: String,

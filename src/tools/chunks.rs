@@ -6,6 +6,7 @@ use super::write::{ContentEncoding, WriteMode, decode_content, idempotency_extra
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::chunks::{self, ComposeOptions, ModifiedChunk};
 use crate::envelope::{Failure, Result};
+use crate::journal::paths::row_fields;
 use crate::pipeline::Caller;
 use crate::preflight::RejectAt;
 use crate::store::Store;
@@ -153,6 +154,7 @@ pub struct ChunkComposeArgs {
 pub struct ChunkComposeResult {
     pub ok: bool,
     pub session: String,
+    /// The composed file's path relative to its workspace root (as in the journal).
     pub output_path: String,
     pub abs_path: String,
     /// SHA-256 of the composed file (verified by reading it back).
@@ -426,12 +428,14 @@ fn run_chunk_append(svc: &Store, raw: Value) -> Result<Value> {
     }
 }
 
-fn replayed(args: &ChunkComposeArgs, row: &Map<String, Value>) -> ChunkComposeResult {
+fn replayed(svc: &Store, args: &ChunkComposeArgs, row: &Map<String, Value>) -> ChunkComposeResult {
+    let paths = svc.workspaces().journal_paths();
+    let (path, root) = row_fields(row).unwrap_or_default();
     ChunkComposeResult {
         ok: true,
         session: args.session.clone(),
-        output_path: args.output_path.clone(),
-        abs_path: row_str(row, "path"),
+        output_path: paths.shown(path, root).0.into_owned(),
+        abs_path: paths.absolute(path, root).display().to_string(),
         sha256: row_str(row, "sha256"),
         bytes: row.get("bytes").and_then(Value::as_u64).unwrap_or(0),
         chunk_count: row.get("chunk_count").and_then(Value::as_u64).unwrap_or(0),
@@ -458,7 +462,7 @@ fn run_chunk_compose(svc: &Store, raw: Value) -> Result<Value> {
     let key = args.idempotency_key.as_deref();
     // A replay must not need the session (cleanup may have removed it).
     if let Some(row) = svc.recorded(key, &request_sha256)? {
-        return to_value(&replayed(&args, &row));
+        return to_value(&replayed(svc, &args, &row));
     }
     let target = svc.workspaces().resolve(&args.output_path, true)?;
     let opts = ComposeOptions {
@@ -483,12 +487,12 @@ fn run_chunk_compose(svc: &Store, raw: Value) -> Result<Value> {
     )?;
     let c = match done {
         Ok(c) => c,
-        Err(row) => return to_value(&replayed(&args, &row)),
+        Err(row) => return to_value(&replayed(svc, &args, &row)),
     };
     to_value(&ChunkComposeResult {
         ok: true,
         session: args.session,
-        output_path: args.output_path,
+        output_path: target.row_path.path.clone(),
         abs_path: c.outcome.abs_path.display().to_string(),
         sha256: c.outcome.sha256,
         bytes: c.outcome.bytes,

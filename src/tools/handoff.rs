@@ -49,13 +49,14 @@ pub struct HandoffReadArgs {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct HandoffWriteResult {
     pub ok: bool,
-    /// The path as given.
+    /// The handoff file's path relative to its workspace root (as in the journal).
     pub handoff_path: String,
     pub abs_path: String,
     pub sha256: String,
     pub bytes: u64,
     pub journal_id: String,
-    /// Where the replaced envelope was archived (archive: true and a previous envelope).
+    /// Where the replaced envelope was archived (archive: true and a previous envelope):
+    /// `.resilient_write/handoffs/<ts>_<task_id>.md`, relative to the state root.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub archived_path: Option<String>,
     /// last_good_state files that differ from their recorded hash right now.
@@ -71,6 +72,7 @@ pub struct HandoffWriteResult {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct HandoffReadResult {
     pub ok: bool,
+    /// The handoff file's path relative to its workspace root.
     pub handoff_path: String,
     pub abs_path: String,
     /// The front-matter, unknown keys included.
@@ -125,7 +127,7 @@ fn run_handoff_write(svc: &Store, raw: Value) -> Result<Value> {
     let w = store::write(svc, args.envelope, args.body, &args.path, args.archive)?;
     to_value(&HandoffWriteResult {
         ok: true,
-        handoff_path: args.path,
+        handoff_path: w.path,
         abs_path: w.abs_path,
         sha256: w.sha256,
         bytes: w.bytes,
@@ -146,7 +148,7 @@ fn run_handoff_read(svc: &Store, raw: Value) -> Result<Value> {
     let l = store::load(svc, &args.path)?;
     to_value(&HandoffReadResult {
         ok: true,
-        handoff_path: args.path,
+        handoff_path: l.path,
         abs_path: l.abs_path,
         envelope: l.front,
         body: l.body,

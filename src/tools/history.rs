@@ -30,6 +30,7 @@ fn default_limit() -> usize {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct HistoryResult {
     pub ok: bool,
+    /// The file's workspace-relative path, as the journal records it.
     pub path: String,
     pub abs_path: String,
     /// SHA-256 of the file now (null: it does not exist).
@@ -69,6 +70,7 @@ pub struct RestoreArgs {
 /// One file written (or that would be written) by `restore`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct RestoredFile {
+    /// The file's workspace-relative path, as the journal records it.
     pub path: String,
     pub abs_path: String,
     /// SHA-256 of the content now (the restored version unless dry_run).
@@ -106,8 +108,9 @@ pub struct RestoreResult {
 pub const HISTORY: ToolSpec = ToolSpec {
     name: "history",
     title: "Versions of a file",
-    description: "The journaled versions of a file, newest first: journal_id, ts, sha256, \
-        bytes, mode, tx_id, and stored (whether that content can still be restored). Every \
+    description: "The journaled versions of a file (path relative to the workspace root or \
+        absolute; rows older versions wrote with absolute paths count too), newest first: \
+        journal_id, ts, sha256, bytes, mode, tx_id, and stored (whether that content can still be restored). Every \
         overwrite, append, replace, compose, commit and restore keeps the content it replaced, \
         so earlier versions stay restorable until retention removes them.",
     read_only: true,
@@ -143,24 +146,30 @@ fn run_history(svc: &Store, raw: Value) -> Result<Value> {
             message: format!("limit must be 1..=10000, got {}", args.limit),
         });
     }
-    let resolved = svc.workspaces().resolve(&args.path, false);
+    let workspaces = svc.workspaces();
+    let paths = workspaces.journal_paths();
+    let resolved = workspaces.resolve(&args.path, false);
     let (abs, current) = match resolved {
         Ok(t) => (
-            t.abs_path.display().to_string(),
+            t.abs_path,
             read_existing(&t.dir, &t.name)
                 .map_err(|e| Failure::io("read", &args.path, e))?
                 .map(|e| e.sha256),
         ),
-        Err(Failure::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => (
-            svc.workspaces().absolute(&args.path)?.display().to_string(),
-            None,
-        ),
+        Err(Failure::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            (workspaces.absolute(&args.path)?, None)
+        }
         Err(e) => return Err(e),
     };
+    // The form the journal records (a file beneath no root keeps its absolute path).
+    let shown = paths
+        .relative(&abs)
+        .map_or_else(|| abs.display().to_string(), |rp| rp.path);
     let journal = svc.pipeline().journal();
     let mut versions = history::versions(
         journal,
         svc.pipeline().objects(),
+        &paths,
         &abs,
         current.as_deref(),
         args.limit + 1,
@@ -170,8 +179,8 @@ fn run_history(svc: &Store, raw: Value) -> Result<Value> {
     versions.truncate(args.limit);
     to_value(&HistoryResult {
         ok: true,
-        path: args.path,
-        abs_path: abs,
+        path: shown,
+        abs_path: abs.display().to_string(),
         current_sha256: current,
         versions,
         truncated,
@@ -213,14 +222,17 @@ fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
             ));
         }
         let (c, skipped) = history::restore_tx(svc, &tx_id)?;
+        let paths = svc.workspaces().journal_paths();
         return to_value(&RestoreResult {
             ok: true,
             mode_applied: "restore".into(),
             files: c
                 .files
                 .into_iter()
-                .map(|(op, o)| RestoredFile {
-                    path: op.path,
+                .map(|(_, o)| RestoredFile {
+                    path: paths
+                        .relative(&o.abs_path)
+                        .map_or_else(|| o.abs_path.display().to_string(), |rp| rp.path),
                     abs_path: o.abs_path.display().to_string(),
                     sha256: o.sha256,
                     prev_sha256: o.prev_sha256,
@@ -246,7 +258,7 @@ fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
     let unchanged = r.outcome.is_none() && r.diff.is_none();
     let file = match r.outcome {
         Some(o) => RestoredFile {
-            path: path.clone(),
+            path: r.path.clone(),
             abs_path: r.abs_path,
             sha256: o.sha256,
             prev_sha256: o.prev_sha256,
@@ -254,7 +266,7 @@ fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
             unchanged: false,
         },
         None => RestoredFile {
-            path: path.clone(),
+            path: r.path.clone(),
             abs_path: r.abs_path,
             sha256: if args.dry_run {
                 r.prev_sha256.clone().unwrap_or_default()

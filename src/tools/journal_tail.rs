@@ -22,7 +22,8 @@ pub struct JournalTailArgs {
     /// How many rows (newest last); default 20, at most 10000.
     #[serde(default = "twenty")]
     pub n: usize,
-    /// Only rows for this path (relative to the working directory, or absolute).
+    /// Only rows for this file: its path relative to the workspace root (as rows show it),
+    /// relative to the working directory, or absolute.
     #[serde(default)]
     pub filter_path: Option<String>,
     /// Only rows with this mode (create, overwrite, append, replace, ...).
@@ -34,7 +35,8 @@ pub struct JournalTailArgs {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct JournalTailResult {
     pub ok: bool,
-    /// Journal rows, oldest first (newest last).
+    /// Journal rows, oldest first (newest last); `path` is relative to the workspace root
+    /// (`root` names the root when the server has several).
     pub entries: Vec<Map<String, Value>>,
     pub count: usize,
     /// Lines that could not be parsed and were skipped (a torn last line counts).
@@ -46,8 +48,9 @@ pub const JOURNAL_TAIL: ToolSpec = ToolSpec {
     name: "journal_tail",
     title: "Recent writes",
     description: "The newest rows of the write journal (.resilient_write/journal.jsonl): \
-        journal_id, ts, path, sha256, prev_sha256, bytes, mode, caller, tool. Filter by \
-        path and mode. Newest last. Read-only.",
+        journal_id, ts, path (relative to the workspace root, / separators; root when the \
+        server has several roots), sha256, prev_sha256, bytes, mode, caller, tool. Filter by \
+        path (relative or absolute) and mode. Newest last. Read-only.",
     read_only: true,
     destructive: false,
     idempotent: true,

@@ -6,6 +6,7 @@
 use super::write::{ContentEncoding, EditArg, WriteMode, decode_content, edits_from, one, row_str};
 use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
 use crate::envelope::{Failure, Result};
+use crate::journal::paths::{JournalPaths, row_fields};
 use crate::preflight::RejectAt;
 use crate::store::Store;
 use crate::tx::{self, StagedOp};
@@ -376,7 +377,11 @@ fn run_tx_status(svc: &Store, raw: Value) -> Result<Value> {
 }
 
 /// A committed transaction, from its journal rows.
-fn replayed_commit(tx_id: String, rows: &[Map<String, Value>]) -> Result<Value> {
+fn replayed_commit(
+    paths: &JournalPaths,
+    tx_id: String,
+    rows: &[Map<String, Value>],
+) -> Result<Value> {
     to_value(&TxCommitResult {
         ok: true,
         tx_id,
@@ -388,7 +393,9 @@ fn replayed_commit(tx_id: String, rows: &[Map<String, Value>]) -> Result<Value> 
                     .get("tx_path")
                     .and_then(Value::as_str)
                     .map_or_else(|| row_str(r, "path"), str::to_string),
-                abs_path: row_str(r, "path"),
+                abs_path: row_fields(r).map_or_else(String::new, |(p, root)| {
+                    paths.absolute(p, root).display().to_string()
+                }),
                 sha256: row_str(r, "sha256"),
                 bytes: r.get("bytes").and_then(Value::as_u64).unwrap_or(0),
                 mode_applied: row_str(r, "mode"),
@@ -415,7 +422,7 @@ fn run_tx_commit(svc: &Store, raw: Value) -> Result<Value> {
             if rows.is_empty() {
                 return Err(f);
             }
-            return replayed_commit(args.tx_id, &rows);
+            return replayed_commit(&svc.workspaces().journal_paths(), args.tx_id, &rows);
         }
         Err(f) => return Err(f),
     };

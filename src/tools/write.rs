@@ -8,6 +8,7 @@ use crate::envelope::{Failure, Result};
 use crate::pipeline::{Caller, Outcome};
 use crate::preflight::RejectAt;
 use crate::store::Store;
+use crate::workspace::Target;
 pub use crate::write::idempotency::idempotency_extra;
 use crate::write::intent;
 pub use crate::write::intent::WriteMode;
@@ -116,7 +117,8 @@ pub struct SafeReplaceArgs {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct WriteResult {
     pub ok: bool,
-    /// The path as given.
+    /// The file's path relative to its workspace root, with `/` separators: what the journal
+    /// row records (after following a symlink inside the workspace).
     pub path: String,
     /// The absolute path written (after following a symlink inside the workspace).
     pub abs_path: String,
@@ -149,6 +151,7 @@ pub struct WriteResult {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ReplaceResult {
     pub ok: bool,
+    /// The file's path relative to its workspace root (as in the journal).
     pub path: String,
     pub abs_path: String,
     /// SHA-256 of the new content (would-be content on a dry run).
@@ -250,10 +253,10 @@ pub(crate) fn row_str(row: &Map<String, Value>, k: &str) -> String {
         .to_string()
 }
 
-fn write_result(path: &str, o: Outcome, replacements: Option<usize>) -> WriteResult {
+fn write_result(target: &Target, o: Outcome, replacements: Option<usize>) -> WriteResult {
     WriteResult {
         ok: true,
-        path: path.into(),
+        path: target.row_path.path.clone(),
         abs_path: o.abs_path.display().to_string(),
         sha256: o.sha256,
         bytes: o.bytes,
@@ -268,11 +271,12 @@ fn write_result(path: &str, o: Outcome, replacements: Option<usize>) -> WriteRes
     }
 }
 
-fn replayed_write(path: &str, row: &Map<String, Value>) -> WriteResult {
+/// The recorded result of an earlier call on `target` with the same idempotency key.
+fn replayed_write(target: &Target, row: &Map<String, Value>) -> WriteResult {
     WriteResult {
         ok: true,
-        path: path.into(),
-        abs_path: row_str(row, "path"),
+        path: target.row_path.path.clone(),
+        abs_path: target.abs_path.display().to_string(),
         sha256: row_str(row, "sha256"),
         bytes: row.get("bytes").and_then(Value::as_u64).unwrap_or(0),
         mode_applied: row_str(row, "mode"),
@@ -324,8 +328,8 @@ fn run_safe_write(svc: &Store, raw: Value) -> Result<Value> {
         },
     )?;
     to_value(&match written {
-        ops::Written::Applied(o) => write_result(path, o, None),
-        ops::Written::Replayed(row) => replayed_write(path, &row),
+        ops::Written::Applied(o) => write_result(&target, o, None),
+        ops::Written::Replayed(row) => replayed_write(&target, &row),
     })
 }
 
@@ -389,7 +393,7 @@ fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
     )?;
     let edited = |e: ops::Edited, dry_run: bool| ReplaceResult {
         ok: true,
-        path: path.into(),
+        path: target.row_path.path.clone(),
         abs_path: target.abs_path.display().to_string(),
         sha256: e.sha256,
         bytes: e.bytes,
@@ -419,7 +423,7 @@ fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
             ..edited(e, true)
         },
         ops::Replaced::Replayed(row) => {
-            let w = replayed_write(path, &row);
+            let w = replayed_write(&target, &row);
             ReplaceResult {
                 ok: true,
                 path: w.path,

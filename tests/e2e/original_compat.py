@@ -1,11 +1,13 @@
 """Drive the Python original (resilient-write 0.3.0, its library functions) on a state
 directory, for tests/original_compat.rs.
 
-    python3 original_compat.py <wheel> <root> read|write
+    python3 original_compat.py <wheel> <root> read|write|journal_read|journal_write
 
 `read` reads what this server wrote (chunk session "ours", the scratchpad, the journal) with
-the original's functions; `write` writes state with them for this server to read. Each prints
-one JSON object of the results. The wheel is extracted to a temporary directory and imported
+the original's functions; `write` writes state with them for this server to read.
+`journal_read` reads this server's journal with the original's `journal_tail` filter and
+`analytics`; `journal_write` journals writes of workspace files, chunks and a checkpoint with
+the original's functions. Each prints one JSON object of the results. The wheel is extracted to a temporary directory and imported
 from there: it declares Python >= 3.12, so pip will not install it on older interpreters, but
 the modules used here run on 3.11.
 """
@@ -26,6 +28,40 @@ def load(wheel: str):
     from resilient_write import chunks, journal, scratchpad
 
     return chunks, journal, scratchpad
+
+
+def journal_read(root: Path) -> dict:
+    from resilient_write import analytics, journal
+
+    out = {}
+    for path in ["src/a.txt", "out.txt", ".resilient_write/checkpoints/cp.json", str(root / "src/a.txt")]:
+        out[path] = journal.tail(root, n=100, filter_path=path)
+    out["analytics"] = analytics.analyze_journal(root)
+    return out
+
+
+def journal_write(root: Path) -> dict:
+    from resilient_write import checkpoint, chunks, safe_replace, safe_write
+
+    ws = [root]
+    out = {}
+    out["create"] = safe_write.safe_write(ws, path="src/b.txt", content="one\n", caller="original")
+    out["overwrite"] = safe_write.safe_write(
+        ws, path=str(root / "src/b.txt"), content="two\n", mode="overwrite", caller="original"
+    )
+    out["replace"] = safe_replace.safe_replace(
+        ws, path="src/b.txt", old_string="two", new_string="three", caller="original"
+    )
+    for i in (1, 2, 3):
+        chunks.chunk_write(root, session="orig", index=i, content=f"part {i}\n", caller="original")
+    out["compose"] = chunks.chunk_compose(
+        root, session="orig", output_path="orig.txt", workspaces=ws, caller="original"
+    )
+    out["checkpoint"] = checkpoint.checkpoint_save(root, name="cp2", data={"k": 1}, caller="original")
+    from resilient_write import analytics
+
+    out["analytics"] = analytics.analyze_journal(root)
+    return out
 
 
 def read(root: Path, chunks, journal, scratchpad) -> dict:
@@ -65,6 +101,10 @@ def main() -> None:
     wheel, root, phase = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     os.chdir(root)
     chunks, journal, scratchpad = load(wheel)
+    if phase in ("journal_read", "journal_write"):
+        run = {"journal_read": journal_read, "journal_write": journal_write}[phase]
+        print(json.dumps(run(root)))
+        return
     run = {"read": read, "write": write}[phase]
     print(json.dumps(run(root, chunks, journal, scratchpad)))
 

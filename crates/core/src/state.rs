@@ -182,9 +182,11 @@ impl StateDir {
             .map(|d| d.try_clone())
             .collect::<io::Result<Vec<_>>>()
             .map_err(|e| Failure::io("open state directory", &self.path, e))?;
+        let display = format!("{}/{name}", self.display);
         Ok(Target {
             abs_path: self.path.join(name),
-            display: format!("{}/{name}", self.display),
+            row_path: crate::journal::paths::RowPath::state(display.clone()),
+            display,
             dir,
             name: OsString::from(name),
             created_dirs,

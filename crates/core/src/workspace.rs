@@ -16,6 +16,7 @@
 //!   with a reason that tool calls report; the server never dies over configuration.
 
 use crate::envelope::{Failure, Result};
+use crate::journal::paths::{JournalPaths, RowPath};
 use cap_std::ambient_authority;
 use cap_std::fs::Dir;
 use rustix::fd::OwnedFd;
@@ -84,8 +85,11 @@ pub struct Workspaces {
 pub struct Target {
     /// Absolute path of the target (after following a final-component symlink).
     pub abs_path: PathBuf,
-    /// The path as the caller gave it (for `path` in results and envelopes).
+    /// The path as the caller gave it (for envelopes).
     pub display: String,
+    /// What the journal row records for the target (workspace-relative; see
+    /// [`crate::journal::paths`]), also the `path` results show.
+    pub row_path: RowPath,
     /// The parent directory, opened O_RDONLY|O_DIRECTORY beneath the root.
     pub dir: OwnedFd,
     /// The final component.
@@ -243,6 +247,29 @@ impl Workspaces {
         &self.cwd
     }
 
+    /// The directory holding `.resilient_write/` (the working directory until declared).
+    pub fn state_root(&self) -> &Path {
+        self.state_dir
+            .as_deref()
+            .and_then(Path::parent)
+            .unwrap_or(&self.cwd)
+    }
+
+    /// How journal paths map to files under these roots ([`crate::journal::paths`]): the
+    /// home root is the (most specific) root of the working directory, else that of the
+    /// state root, else the first.
+    pub fn journal_paths(&self) -> JournalPaths {
+        let roots: Vec<PathBuf> = self.roots().map(Path::to_path_buf).collect();
+        let state_root = self.state_root();
+        let home = roots
+            .iter()
+            .find(|r| self.cwd.starts_with(r))
+            .or_else(|| roots.iter().find(|r| state_root.starts_with(r)))
+            .or_else(|| roots.first())
+            .cloned();
+        JournalPaths::new(self.state_root().to_path_buf(), home, roots)
+    }
+
     /// The absolute, lexically normalised form of a tool path (no filesystem access).
     pub fn absolute(&self, user_path: &str) -> Result<PathBuf> {
         if user_path.is_empty() {
@@ -369,9 +396,11 @@ impl Workspaces {
                     _ => {}
                 },
             }
+            let row_path = self.journal_paths().record(&root.path, &rel);
             return Ok(Target {
                 abs_path: target_abs,
                 display: user_path.to_string(),
+                row_path,
                 dir,
                 name,
                 created_dirs,

@@ -10,13 +10,19 @@
 //!
 //! The result has the original's fields and shapes (`total_writes`, `unique_paths`,
 //! `total_bytes_written`, `by_mode`, `by_caller`, `timeline` (last 50), `hot_paths` (top 5),
-//! `sessions`, `write_velocity`, `period`) plus `corrupt_lines`.
+//! `sessions`, `write_velocity`, `period`) plus `corrupt_lines`. Paths are workspace-relative
+//! as the journal records them; with [`Query::paths`], a row of an earlier version (an
+//! absolute path beneath a root) counts as, and is shown as, its relative form, so one file
+//! is one path whichever version wrote its rows. A chunk session's `chunk_writes` counts the
+//! rows of its chunk files (`.resilient_write/chunks/<session>/part-NNN.txt`), not those of
+//! its manifest.
 //!
 //! [`query`] runs the analysis against a [`crate::journal::Journal`], as `analytics` (tool and
 //! command) asks for it.
 
 pub mod query;
 
+use crate::journal::paths::JournalPaths;
 use chrono::{DateTime, Utc};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -34,6 +40,9 @@ pub const HOT_PATHS: usize = 5;
 pub struct TimelineEntry {
     pub ts: String,
     pub path: String,
+    /// The workspace root `path` is relative to, when not the home root (several roots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     pub bytes: u64,
     pub mode: String,
 }
@@ -42,6 +51,9 @@ pub struct TimelineEntry {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct HotPath {
     pub path: String,
+    /// The workspace root `path` is relative to, when not the home root (several roots).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub root: Option<String>,
     pub write_count: u64,
     pub total_bytes: u64,
     pub last_write: String,
@@ -101,6 +113,9 @@ pub struct Query {
     pub since: Option<DateTime<Utc>>,
     /// Only this chunk session in `sessions` (other counters see every row).
     pub session_filter: Option<String>,
+    /// How row paths map to files: rows of one file written in the relative and the old
+    /// absolute form count as one path. `None`: paths are taken as written.
+    pub paths: Option<JournalPaths>,
 }
 
 #[derive(Deserialize)]
@@ -109,6 +124,8 @@ struct Row<'a> {
     ts: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     path: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    root: Option<Cow<'a, str>>,
     #[serde(default)]
     bytes: Option<serde_json::Number>,
     #[serde(borrow, default)]
@@ -183,6 +200,7 @@ fn scan_flat(line: &[u8]) -> Option<Row<'_>> {
     let mut row = Row {
         ts: None,
         path: None,
+        root: None,
         bytes: None,
         mode: None,
         caller: None,
@@ -232,6 +250,7 @@ fn scan_flat(line: &[u8]) -> Option<Row<'_>> {
                     match key {
                         "ts" => row.ts = v,
                         "path" => row.path = v,
+                        "root" => row.root = v,
                         "mode" => row.mode = v,
                         "caller" => row.caller = v,
                         "session" => row.session = v,
@@ -325,7 +344,12 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
         {
             continue;
         }
-        let path = row.path.as_deref().unwrap_or("");
+        let (path, root) = shown(q, &row);
+        // One key per file: the shown path, and its root when it is not the home root.
+        let key: Cow<str> = match &root {
+            None => Cow::Borrowed(path.as_ref()),
+            Some(r) => Cow::Owned(format!("{r}\0{path}")),
+        };
         let bytes = row.bytes.as_ref().and_then(|b| b.as_u64()).unwrap_or(0);
         let mode = row.mode.as_deref().unwrap_or("unknown");
         let caller = row.caller.as_deref().unwrap_or("unknown");
@@ -333,9 +357,9 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
         total_bytes += bytes;
         bump(&mut by_mode, mode);
         bump(&mut by_caller, caller);
-        let stat = match paths.get_mut(path) {
+        let stat = match paths.get_mut(key.as_ref()) {
             Some(s) => s,
-            None => paths.entry(path.to_string()).or_default(),
+            None => paths.entry(key.into_owned()).or_default(),
         };
         stat.writes += 1;
         stat.bytes += bytes;
@@ -363,11 +387,13 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
         if ts.len() >= 16 && ts.is_char_boundary(16) {
             bump(&mut minutes, &ts[..16]);
         }
-        // Chunk sessions: rows carry `session` (ours) or a chunk path (the original's).
-        let (session, is_compose) = match (row.session.as_deref(), chunk_session(path)) {
+        // Chunk sessions: a chunk file's row is a chunk write (ours carry `session` too, the
+        // original's only the path); a compose row names its session. Other rows with a
+        // session (the manifest's) are neither.
+        let (session, is_compose) = match (row.session.as_deref(), chunk_session(&path)) {
             (_, Some(s)) => (Some(s), false),
-            (Some(s), None) => (Some(s), mode == "compose"),
-            (None, None) => (None, false),
+            (Some(s), None) if mode == "compose" => (Some(s), true),
+            _ => (None, false),
         };
         if let Some(s) = session
             && q.session_filter.as_deref().is_none_or(|f| f == s)
@@ -403,11 +429,18 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
     let hot_paths = hot
         .into_iter()
         .take(HOT_PATHS)
-        .map(|(p, s)| HotPath {
-            path: p.clone(),
-            write_count: s.writes,
-            total_bytes: s.bytes,
-            last_write: s.last.clone(),
+        .map(|(k, s)| {
+            let (root, path) = match k.split_once('\0') {
+                Some((r, p)) => (Some(r.to_string()), p.to_string()),
+                None => (None, k.clone()),
+            };
+            HotPath {
+                path,
+                root,
+                write_count: s.writes,
+                total_bytes: s.bytes,
+                last_write: s.last.clone(),
+            }
         })
         .collect();
     let peak_minute = minutes
@@ -423,11 +456,15 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
         timeline: timeline
             .iter()
             .filter_map(|t| scan_flat(t).or_else(|| serde_json::from_slice::<Row>(t).ok()))
-            .map(|r| TimelineEntry {
-                ts: r.ts.as_deref().unwrap_or("").to_string(),
-                path: r.path.as_deref().unwrap_or("").to_string(),
-                bytes: r.bytes.as_ref().and_then(|b| b.as_u64()).unwrap_or(0),
-                mode: r.mode.as_deref().unwrap_or("unknown").to_string(),
+            .map(|r| {
+                let (path, root) = shown(q, &r);
+                TimelineEntry {
+                    ts: r.ts.as_deref().unwrap_or("").to_string(),
+                    path: path.into_owned(),
+                    root: root.map(Cow::into_owned),
+                    bytes: r.bytes.as_ref().and_then(|b| b.as_u64()).unwrap_or(0),
+                    mode: r.mode.as_deref().unwrap_or("unknown").to_string(),
+                }
             })
             .collect(),
         hot_paths,
@@ -467,6 +504,16 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
         },
         corrupt_lines: corrupt,
     })
+}
+
+/// A row's path as the result shows it (see [`Query::paths`]), and its root when that is
+/// not the home root.
+fn shown<'r>(q: &Query, row: &'r Row<'_>) -> (Cow<'r, str>, Option<Cow<'r, str>>) {
+    let path = row.path.as_deref().unwrap_or("");
+    match &q.paths {
+        Some(p) => p.shown(path, row.root.as_deref()),
+        None => (Cow::Borrowed(path), row.root.as_deref().map(Cow::Borrowed)),
+    }
 }
 
 fn bump(m: &mut HashMap<String, u64>, k: &str) {
@@ -523,12 +570,88 @@ mod tests {
     }
 
     #[test]
+    fn chunk_writes_count_chunk_files_not_the_manifest() {
+        // As chunk_write journals three chunks of a new session: the first also writes the
+        // manifest (a row with the session but the manifest's path), then the compose.
+        let with_session = |path: &str, mode: &str| {
+            format!(
+                "{{\"bytes\":1,\"mode\":\"{mode}\",\"path\":\"{path}\",\"session\":\"s\",\"ts\":\"2026-01-01T00:00:00Z\"}}\n"
+            )
+        };
+        let j = [
+            with_session(".resilient_write/chunks/s/part-001.txt", "create"),
+            with_session(".resilient_write/chunks/s/manifest.json", "manifest"),
+            with_session(".resilient_write/chunks/s/part-002.txt", "create"),
+            with_session(".resilient_write/chunks/s/part-003.txt", "create"),
+            with_session("out.txt", "compose"),
+        ]
+        .concat();
+        let a = analyse(j.as_bytes(), &Query::default()).unwrap();
+        assert_eq!(a.sessions["s"].chunk_writes, 3);
+        assert_eq!(a.sessions["s"].composes, 1);
+    }
+
+    #[test]
+    fn old_absolute_and_new_relative_rows_of_a_file_are_one_path() {
+        let paths = JournalPaths::new(
+            "/w".into(),
+            Some("/w".into()),
+            vec!["/w".into(), "/x".into()],
+        );
+        let mut j = String::new();
+        j += &row("2026-01-01T00:00:00Z", "/w/src/a.rs", "create", 1);
+        j += &row("2026-01-01T00:00:01Z", "src/a.rs", "overwrite", 2);
+        j += "{\"bytes\":4,\"mode\":\"overwrite\",\"path\":\"src/a.rs\",\"root\":\"/w\",\"ts\":\"2026-01-01T00:00:02Z\"}\n";
+        j += &row(
+            "2026-01-01T00:00:03Z",
+            "/w/.resilient_write/chunks/s/part-001.txt",
+            "create",
+            8,
+        );
+        j += &row("2026-01-01T00:00:04Z", "/x/src/a.rs", "create", 16);
+        j += &row("2026-01-01T00:00:05Z", "/elsewhere/b", "create", 32);
+        let q = Query {
+            paths: Some(paths),
+            ..Query::default()
+        };
+        let a = analyse(j.as_bytes(), &q).unwrap();
+        assert_eq!(a.unique_paths, 4, "{:?}", a.hot_paths);
+        let hot = &a.hot_paths[0];
+        assert_eq!((hot.path.as_str(), hot.root.as_deref()), ("src/a.rs", None));
+        assert_eq!((hot.write_count, hot.total_bytes), (3, 7));
+        let shown: Vec<(&str, Option<&str>)> = a
+            .timeline
+            .iter()
+            .map(|t| (t.path.as_str(), t.root.as_deref()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("src/a.rs", None),
+                ("src/a.rs", None),
+                ("src/a.rs", None),
+                (".resilient_write/chunks/s/part-001.txt", None),
+                ("src/a.rs", Some("/x")),
+                ("/elsewhere/b", None),
+            ]
+        );
+        assert_eq!(a.sessions["s"].chunk_writes, 1);
+        // Without the mapping, paths are taken as written.
+        assert_eq!(
+            analyse(j.as_bytes(), &Query::default())
+                .unwrap()
+                .unique_paths,
+            6
+        );
+    }
+
+    #[test]
     fn since_compares_sub_second_timestamps_correctly() {
         let j = row("2026-01-01T00:00:00.9Z", "a", "create", 1)
             + &row("2026-01-01T00:00:00Z", "b", "create", 1);
         let q = Query {
             since: parse_since("2026-01-01T00:00:00.5Z"),
-            session_filter: None,
+            ..Query::default()
         };
         let a = analyse(j.as_bytes(), &q).unwrap();
         assert_eq!(a.total_writes, 1);

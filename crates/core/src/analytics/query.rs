@@ -1,16 +1,18 @@
 //! The analytics query as the `analytics` tool and command ask for it: a `since` given as
 //! text (RFC 3339 or a date, refused with `invalid_arguments` otherwise), an optional chunk
 //! session, and one pass of [`super::analyse`] over a [`Journal`]'s file (a journal not yet
-//! written is an empty one).
+//! written is an empty one), with paths shown workspace-relative ([`JournalPaths`]).
 
 use super::{Analytics, Query, analyse, parse_since};
 use crate::envelope::{Failure, Result};
 use crate::journal::Journal;
+use crate::journal::paths::JournalPaths;
 
 /// Analyse `journal`: only rows at or after `since` (RFC 3339 or a date), and only chunk
-/// session `session_filter` in `sessions`.
+/// session `session_filter` in `sessions`; `paths` maps row paths to files.
 pub fn query(
     journal: &Journal,
+    paths: JournalPaths,
     since: Option<&str>,
     session_filter: Option<String>,
 ) -> Result<Analytics> {
@@ -25,6 +27,7 @@ pub fn query(
     let q = Query {
         since,
         session_filter,
+        paths: Some(paths),
     };
     let file = match crate::util::statefile::open_read(journal.path()) {
         Ok(f) => Some(f),
@@ -44,13 +47,17 @@ mod tests {
     use crate::journal::JournalRow;
     use std::collections::BTreeMap;
 
+    fn paths() -> JournalPaths {
+        JournalPaths::new("/w".into(), Some("/w".into()), vec!["/w".into()])
+    }
+
     #[test]
     fn a_missing_journal_is_empty_and_a_bad_since_is_refused() {
         let t = tempfile::tempdir().unwrap();
         let j = Journal::new(t.path());
-        let a = query(&j, None, None).unwrap();
+        let a = query(&j, paths(), None, None).unwrap();
         assert_eq!(a.total_writes, 0);
-        match query(&j, Some("yesterday"), None) {
+        match query(&j, paths(), Some("yesterday"), None) {
             Err(Failure::InvalidArguments { message }) => {
                 assert!(message.contains("\"yesterday\""), "{message}")
             }
@@ -81,8 +88,8 @@ mod tests {
             };
             j.append(&row).unwrap().commit();
         }
-        assert_eq!(query(&j, None, None).unwrap().total_writes, 3);
-        let recent = query(&j, Some("2026-01-01"), None).unwrap();
+        assert_eq!(query(&j, paths(), None, None).unwrap().total_writes, 3);
+        let recent = query(&j, paths(), Some("2026-01-01"), None).unwrap();
         assert_eq!(recent.total_writes, 2);
         assert_eq!(recent.unique_paths, 1);
         assert_eq!(recent.total_bytes_written, 20);

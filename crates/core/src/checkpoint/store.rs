@@ -25,7 +25,7 @@ pub struct Saved {
     pub format: Format,
     /// The TTL's canonical label.
     pub ttl: String,
-    /// Absolute path of the checkpoint file.
+    /// The checkpoint file relative to the state root: `.resilient_write/checkpoints/<file>`.
     pub path: String,
     pub sha256: String,
     pub bytes: u64,
@@ -91,6 +91,16 @@ pub struct Cleanup {
     pub kept: usize,
     /// Checkpoints whose file cannot be parsed: reported and kept, never silently deleted.
     pub corrupt: Vec<CorruptEntry>,
+}
+
+/// A checkpoint file's path as the journal records it and results show it:
+/// `.resilient_write/checkpoints/<file>` (relative to the state root).
+fn shown(path: &Path) -> String {
+    let file = path
+        .file_name()
+        .map(|f| f.to_string_lossy())
+        .unwrap_or_default();
+    format!("{}/{CHECKPOINT_DIR}/{file}", crate::layout::STATE_DIR_NAME)
 }
 
 fn dir_path(store: &Store) -> PathBuf {
@@ -196,7 +206,7 @@ pub fn save(store: &Store, name: &str, format: Format, data: Value, ttl: &str) -
         name: name.to_string(),
         format,
         ttl: ttl.label().to_string(),
-        path: o.abs_path.display().to_string(),
+        path: target.row_path.path.clone(),
         sha256: o.sha256,
         bytes: o.bytes,
         journal_id: o.journal_id,
@@ -253,7 +263,7 @@ fn remove_journaled(
     let row = JournalRow {
         journal_id: new_journal_id(),
         ts: now_rfc3339(),
-        path: path.display().to_string(),
+        path: shown(path),
         sha256: String::new(),
         prev_sha256: Some(sha),
         bytes: 0,
@@ -322,7 +332,7 @@ fn scan(store: &Store) -> Result<Vec<ScannedCheckpoint>> {
 pub fn list(store: &Store) -> Result<Vec<CheckpointEntry>> {
     let mut checkpoints = Vec::new();
     for (name, format, path, bytes) in scan(store)? {
-        let checkpoint_path = path.display().to_string();
+        let checkpoint_path = shown(&path);
         let bytes = match bytes {
             Ok(b) => b,
             Err(e) => {
@@ -389,7 +399,7 @@ pub fn cleanup(store: &Store, include_session: bool) -> Result<Cleanup> {
     let mut corrupt = Vec::new();
     let mut kept = 0;
     for (name, format, path, bytes) in scan(store)? {
-        let checkpoint_path = path.display().to_string();
+        let checkpoint_path = shown(&path);
         let parsed = bytes
             .map_err(|e| format!("unreadable: {e}"))
             .and_then(|b| Checkpoint::parse(&b, &name, format));
@@ -465,12 +475,10 @@ mod tests {
         assert_eq!(saved.name, "plan");
         assert_eq!(saved.ttl, "P1D");
         assert!(!saved.chunked);
-        assert!(
-            saved.path.ends_with("checkpoints/plan.json"),
-            "{}",
-            saved.path
-        );
-        let on_disk = std::fs::read(&saved.path).unwrap();
+        // relative to the state root, as the original shows it
+        assert_eq!(saved.path, ".resilient_write/checkpoints/plan.json");
+        let file = dir_path(&s).join("plan.json");
+        let on_disk = std::fs::read(&file).unwrap();
         assert_eq!(saved.sha256, crate::hash::sha256_hex(&on_disk));
         assert_eq!(saved.bytes, on_disk.len() as u64);
 
@@ -489,8 +497,14 @@ mod tests {
         let back = read(&s, "plan").unwrap();
         assert_eq!(back.checkpoint.format, Format::Markdown);
         assert_eq!(back.checkpoint.data, json!("# notes\n"));
-        assert!(!Path::new(&saved.path).exists());
+        assert!(!file.exists());
         let journal = journal_text(&s);
+        assert!(
+            journal.contains(
+                "\"mode\":\"delete\",\"path\":\".resilient_write/checkpoints/plan.json\""
+            ),
+            "{journal}"
+        );
         assert!(journal.contains("\"format_changed\""), "{journal}");
         let objects = s.pipeline().objects().expect("object store");
         assert!(objects.contains(&saved.sha256));

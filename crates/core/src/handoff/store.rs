@@ -81,11 +81,14 @@ fn file_safe(task_id: &str) -> String {
 /// A handoff just written by [`write()`].
 #[derive(Debug)]
 pub struct Written {
+    /// The handoff file's workspace-relative path, as the journal records it.
+    pub path: String,
     pub abs_path: String,
     pub sha256: String,
     pub bytes: u64,
     pub journal_id: String,
-    /// Where the replaced envelope was archived (`archive` and a previous envelope).
+    /// Where the replaced envelope was archived (`archive` and a previous envelope), relative
+    /// to the state root: `.resilient_write/handoffs/<ts>_<task_id>.md`.
     pub archived_path: Option<String>,
     /// The envelope as written (hashes filled in, `started_at`/`updated_at` set).
     pub handoff: Handoff,
@@ -189,7 +192,7 @@ pub fn write(
                     (),
                 ))
             })?;
-            archived_path = out.map(|o| o.abs_path.display().to_string());
+            archived_path = out.map(|_| archive.row_path.path.clone());
         }
         let text = super::render(&h, &body)?;
         Ok(Decision::Write(
@@ -208,6 +211,7 @@ pub fn write(
     };
     let drift = drift(store, &h);
     Ok(Written {
+        path: target.row_path.path.clone(),
         abs_path: o.abs_path.display().to_string(),
         sha256: o.sha256,
         bytes: o.bytes,
@@ -222,6 +226,8 @@ pub fn write(
 /// the handoff resource share.
 #[derive(Debug)]
 pub struct LoadedHandoff {
+    /// The handoff file's workspace-relative path, as the journal records it.
+    pub path: String,
     pub abs_path: String,
     pub text: String,
     pub sha256: String,
@@ -261,6 +267,7 @@ pub fn load(store: &Store, path: &str) -> Result<LoadedHandoff> {
     })?;
     let drift = drift(store, &h);
     Ok(LoadedHandoff {
+        path: target.row_path.path.clone(),
         abs_path: target.abs_path.display().to_string(),
         text,
         sha256: existing.sha256,
@@ -274,14 +281,15 @@ pub fn load(store: &Store, path: &str) -> Result<LoadedHandoff> {
 /// The `resume` prompt's text for the envelope at `path`.
 pub fn resume_prompt(store: &Store, path: &str) -> Result<String> {
     let l = load(store, path)?;
-    Ok(super::resume_message(path, &l.handoff, &l.body, &l.drift))
+    Ok(super::resume_message(
+        &l.path, &l.handoff, &l.body, &l.drift,
+    ))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
-    use std::path::Path;
     use std::sync::Arc;
 
     fn store() -> (tempfile::TempDir, Arc<Store>) {
@@ -347,9 +355,15 @@ mod tests {
         let second = write(&s, envelope("task/1"), "b\n".into(), "HANDOFF.md", true).unwrap();
         let archived = second.archived_path.expect("archived");
         let dir = s.state_dir().join(ARCHIVE_DIR);
-        assert!(Path::new(&archived).starts_with(&dir), "{archived}");
+        // relative to the state root
+        assert!(
+            archived.starts_with(".resilient_write/handoffs/"),
+            "{archived}"
+        );
         assert!(archived.ends_with("_task_1.md"), "{archived}");
-        assert_eq!(std::fs::read(&archived).unwrap(), before);
+        let file = s.state_dir().parent().unwrap().join(&archived);
+        assert_eq!(std::fs::read(&file).unwrap(), before);
+        assert_eq!(first.path, "HANDOFF.md");
         // started_at is carried over from the envelope replaced.
         assert_eq!(second.handoff.started_at, first.handoff.started_at);
         // Without archive, no new file.

@@ -2,13 +2,14 @@
 //! section, and [`gc`], which keeps the newest `keep_last` pre-images of each path and removes
 //! the others when older than `max_age`, then oldest first while the store is over `max_bytes`.
 
-use super::s;
 use crate::journal::Journal;
+use crate::journal::paths::{JournalPaths, row_fields};
 use crate::objects::ObjectStore;
 use serde::Serialize;
 use serde_json::Value;
 use std::collections::{HashMap, HashSet};
 use std::io;
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 /// Retention of the object store, from the policy file's `history:` section.
@@ -122,19 +123,23 @@ pub struct GcReport {
 }
 
 /// Apply `retention` to the object store. Pre-images named by the journal are ranked per
-/// path; the newest `keep_last` of each path are kept whatever their age and size.
+/// file (its rows in the relative form and the absolute one of earlier versions are one
+/// file, see [`JournalPaths`]); the newest `keep_last` of each are kept whatever their age
+/// and size.
 pub fn gc(
     journal: &Journal,
+    paths: &JournalPaths,
     objects: &ObjectStore,
     retention: &Retention,
     dry_run: bool,
 ) -> io::Result<GcReport> {
     let (rows, _, _) = journal.read_from(0)?;
-    let mut per_path: HashMap<String, Vec<String>> = HashMap::new();
+    let mut per_path: HashMap<PathBuf, Vec<String>> = HashMap::new();
     for row in &rows {
         if let Some(prev) = row.get("prev_sha256").and_then(Value::as_str) {
+            let (path, root) = row_fields(row).unwrap_or_default();
             per_path
-                .entry(s(row, "path"))
+                .entry(paths.absolute(path, root))
                 .or_default()
                 .push(prev.to_string());
         }
@@ -223,6 +228,10 @@ mod tests {
         sha
     }
 
+    fn w() -> JournalPaths {
+        JournalPaths::new("/w".into(), Some("/w".into()), vec!["/w".into()])
+    }
+
     fn stored(o: &ObjectStore, shas: &[String]) -> Vec<bool> {
         shas.iter().map(|s| o.contains(s)).collect()
     }
@@ -239,12 +248,30 @@ mod tests {
             max_age: 30 * DAY,
             keep_last: 2,
         };
-        let report = gc(&j, &o, &r, false).unwrap();
+        let report = gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &a), [false, false, true, true]);
         assert!(o.contains(&b), "each path keeps its own last N");
         assert_eq!((report.removed, report.kept), (2, 3));
         assert_eq!((report.removed_bytes, report.kept_bytes), (4, 6));
         assert!(!report.dry_run);
+    }
+
+    #[test]
+    fn gc_counts_relative_and_old_absolute_rows_of_a_file_as_one_path() {
+        let (_t, j, o) = state();
+        let a = [
+            pre_image(&j, &o, "/w/a", b"a0", 100 * DAY),
+            pre_image(&j, &o, "a", b"a1", 100 * DAY),
+            pre_image(&j, &o, "/w/a", b"a2", 100 * DAY),
+            pre_image(&j, &o, "a", b"a3", 100 * DAY),
+        ];
+        let r = Retention {
+            max_bytes: u64::MAX,
+            max_age: 30 * DAY,
+            keep_last: 2,
+        };
+        gc(&j, &w(), &o, &r, false).unwrap();
+        assert_eq!(stored(&o, &a), [false, false, true, true]);
     }
 
     #[test]
@@ -257,7 +284,7 @@ mod tests {
             max_age: 30 * DAY,
             keep_last: 0,
         };
-        let report = gc(&j, &o, &r, false).unwrap();
+        let report = gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &[old, young]), [false, true]);
         assert_eq!((report.removed, report.kept), (1, 1));
     }
@@ -281,7 +308,7 @@ mod tests {
             max_age: 30 * DAY,
             keep_last: 0,
         };
-        let report = gc(&j, &o, &r, false).unwrap();
+        let report = gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &shas), [false, false, true, true]);
         assert_eq!(report.kept_bytes, 20);
         assert!(report.kept_bytes <= r.max_bytes);
@@ -307,7 +334,7 @@ mod tests {
             max_age: 30 * DAY,
             keep_last: 2,
         };
-        gc(&j, &o, &r, false).unwrap();
+        gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &shas), [false, true, true]);
     }
 
@@ -319,7 +346,7 @@ mod tests {
             keep_last: 0,
             ..Retention::default()
         };
-        let report = gc(&j, &o, &r, true).unwrap();
+        let report = gc(&j, &w(), &o, &r, true).unwrap();
         assert!(report.dry_run);
         assert_eq!((report.removed, report.removed_bytes), (1, 3));
         assert!(o.contains(&old));

@@ -18,12 +18,14 @@
 //!   pre-images per path are always kept; others go when older than `max_age`, then oldest
 //!   first while the store is over `max_bytes`.
 
+use crate::journal::paths::{JournalPaths, row_fields};
 use crate::journal::{Journal, Row, json_string_forms};
 use crate::objects::ObjectStore;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::borrow::Cow;
 use std::io;
+use std::path::Path;
 
 mod gc;
 mod restore;
@@ -63,12 +65,34 @@ pub fn scan_back(
     Ok(())
 }
 
+/// Like [`scan_back`], for the rows of the file at `abs` (relative or, from earlier
+/// versions, absolute; see [`JournalPaths`]): only those reach `visit`.
+pub fn scan_file(
+    journal: &Journal,
+    paths: &JournalPaths,
+    abs: &Path,
+    mut visit: impl FnMut(Row) -> bool,
+) -> io::Result<()> {
+    journal.scan_back(&paths.needles(abs), |line| {
+        match serde_json::from_slice::<Row>(line) {
+            Ok(row) => match row_fields(&row) {
+                Some((p, root)) if paths.names(p, root, abs) => visit(row),
+                _ => true,
+            },
+            Err(_) => true,
+        }
+    })?;
+    Ok(())
+}
+
 /// The fields of a journal row that [`versions`] reports, borrowed from the line where the
 /// JSON allows it (the other fields are skipped unparsed).
 #[derive(Deserialize)]
 struct VersionRow<'a> {
     #[serde(borrow)]
     path: Cow<'a, str>,
+    #[serde(borrow, default)]
+    root: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     journal_id: Cow<'a, str>,
     #[serde(borrow, default)]
@@ -90,22 +114,24 @@ fn s(row: &Row, k: &str) -> String {
         .to_string()
 }
 
-/// The versions of `abs_path`, newest first, at most `limit`. `current_sha256` is the
-/// file's content now (always restorable).
+/// The versions of the file at `abs_path`, newest first, at most `limit`: its rows in the
+/// relative form and in the absolute one of earlier versions ([`JournalPaths`]).
+/// `current_sha256` is the file's content now (always restorable).
 pub fn versions(
     journal: &Journal,
     objects: Option<&ObjectStore>,
-    abs_path: &str,
+    paths: &JournalPaths,
+    abs_path: &Path,
     current_sha256: Option<&str>,
     limit: usize,
 ) -> io::Result<Vec<Version>> {
     let mut out = Vec::new();
     let mut stored = objects.map(ObjectStore::presence);
-    journal.scan_back(&json_string_forms(abs_path), |line| {
+    journal.scan_back(&paths.needles(abs_path), |line| {
         let Ok(row) = serde_json::from_slice::<VersionRow>(line) else {
             return true; // a corrupt line, or one whose `path` is not a string
         };
-        if row.path != abs_path {
+        if !paths.names(&row.path, row.root.as_deref(), abs_path) {
             return true;
         }
         let sha256 = row.sha256.into_owned();
@@ -215,8 +241,17 @@ mod tests {
         let w3 = write(&svc, "a.txt", b"three");
         let journal = svc.pipeline().journal();
         let objects = svc.pipeline().objects();
+        let paths = svc.workspaces().journal_paths();
         let a = abs(&t, "a.txt");
-        let all = versions(journal, objects, &a, Some(&w3.sha256), 10).unwrap();
+        let all = versions(
+            journal,
+            objects,
+            &paths,
+            Path::new(&a),
+            Some(&w3.sha256),
+            10,
+        )
+        .unwrap();
         let shas: Vec<&str> = all.iter().map(|v| v.sha256.as_str()).collect();
         assert_eq!(
             shas,
@@ -228,8 +263,40 @@ mod tests {
         assert_eq!(all[2].mode, "create");
         assert_eq!(all[2].bytes, 3);
         assert!(all.iter().all(|v| v.stored), "pre-images and the current");
-        let two = versions(journal, objects, &a, Some(&w3.sha256), 2).unwrap();
+        let two = versions(journal, objects, &paths, Path::new(&a), Some(&w3.sha256), 2).unwrap();
         assert_eq!(two, all[..2]);
+    }
+
+    #[test]
+    fn versions_include_rows_an_earlier_version_wrote_with_the_absolute_path() {
+        let (t, svc) = service();
+        let w1 = write(&svc, "a.txt", b"one");
+        let journal = svc.pipeline().journal();
+        // The row as earlier versions wrote it: the absolute path.
+        let a = abs(&t, "a.txt");
+        let text = std::fs::read_to_string(journal.path()).unwrap();
+        assert!(text.contains("\"path\":\"a.txt\""), "{text}");
+        std::fs::write(
+            journal.path(),
+            text.replace(
+                "\"path\":\"a.txt\"",
+                &format!("\"path\":{}", Value::from(a.clone())),
+            ),
+        )
+        .unwrap();
+        let w2 = write(&svc, "a.txt", b"two");
+        let paths = svc.workspaces().journal_paths();
+        let vs = versions(
+            journal,
+            svc.pipeline().objects(),
+            &paths,
+            Path::new(&a),
+            Some(&w2.sha256),
+            10,
+        )
+        .unwrap();
+        let ids: Vec<&str> = vs.iter().map(|v| v.journal_id.as_str()).collect();
+        assert_eq!(ids, [&w2.journal_id, &w1.journal_id]);
     }
 
     #[test]
@@ -243,12 +310,21 @@ mod tests {
             "the pre-image was kept"
         );
         let journal = svc.pipeline().journal();
+        let paths = svc.workspaces().journal_paths();
         let a = abs(&t, "a.txt");
-        let vs = versions(journal, Some(objects), &a, Some(&w2.sha256), 10).unwrap();
+        let vs = versions(
+            journal,
+            Some(objects),
+            &paths,
+            Path::new(&a),
+            Some(&w2.sha256),
+            10,
+        )
+        .unwrap();
         let stored: Vec<bool> = vs.iter().map(|v| v.stored).collect();
         assert_eq!(stored, [true, false]);
         // Without the current hash or an object store, nothing is known to be stored.
-        let vs = versions(journal, None, &a, None, 10).unwrap();
+        let vs = versions(journal, None, &paths, Path::new(&a), None, 10).unwrap();
         assert!(vs.iter().all(|v| !v.stored));
     }
 

@@ -2,8 +2,9 @@
 //! `restore`, journaled, its own pre-image kept, so a restore is itself undoable), or every
 //! file of a transaction back to its content before it, as one new transaction.
 
-use super::{find_row, s, scan_back, tx_rows};
+use super::{find_row, s, scan_file, tx_rows};
 use crate::envelope::{Failure, Result};
+use crate::journal::paths::row_fields;
 use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::store::Store;
 use crate::tx::{self, NewContent};
@@ -14,6 +15,8 @@ use std::collections::BTreeMap;
 
 /// What restore wrote (`None` outcome: the file already had that content).
 pub struct Restored {
+    /// The file's workspace-relative path, as the journal records it.
+    pub path: String,
     pub abs_path: String,
     pub to_sha256: String,
     pub outcome: Option<Outcome>,
@@ -42,6 +45,7 @@ pub fn restore(
     let journal = svc.pipeline().journal();
     let jerr = |e| Failure::io("read journal", journal.path(), e);
     let target = svc.workspaces().resolve(path, true)?;
+    let paths = svc.workspaces().journal_paths();
     let abs = target.abs_path.display().to_string();
     let (sha, journal_id) = match to {
         RestoreTo::JournalId(id) => {
@@ -52,11 +56,15 @@ pub fn restore(
                     reason: "no journal row has this journal_id".into(),
                 }
             })?;
-            if s(&row, "path") != abs {
+            let fields = row_fields(&row);
+            if !fields.is_some_and(|(p, root)| paths.names(p, root, &target.abs_path)) {
+                let other = fields.map_or_else(String::new, |(p, root)| {
+                    paths.absolute(p, root).display().to_string()
+                });
                 return Err(Failure::VersionUnavailable {
                     path: path.into(),
                     version: id,
-                    reason: format!("that journal row is a version of {}", s(&row, "path")),
+                    reason: format!("that journal row is a version of {other}"),
                 });
             }
             (s(&row, "sha256"), Some(id))
@@ -64,12 +72,10 @@ pub fn restore(
         RestoreTo::Sha256Prefix(p) => {
             // Every version this path had whose hash starts with `p`: exactly one is needed.
             let mut found = std::collections::BTreeSet::new();
-            scan_back(journal, &abs, |row| {
-                if row.get("path").and_then(Value::as_str) == Some(abs.as_str()) {
-                    for h in [s(&row, "sha256"), s(&row, "prev_sha256")] {
-                        if h.len() == 64 && h.starts_with(&p) {
-                            found.insert(h);
-                        }
+            scan_file(journal, &paths, &target.abs_path, |row| {
+                for h in [s(&row, "sha256"), s(&row, "prev_sha256")] {
+                    if h.len() == 64 && h.starts_with(&p) {
+                        found.insert(h);
                     }
                 }
                 true
@@ -99,9 +105,8 @@ pub fn restore(
         RestoreTo::Sha256(h) => {
             // Only a version this path had: its journal rows name it as new or previous.
             let mut known = false;
-            scan_back(journal, &abs, |row| {
-                known = row.get("path").and_then(Value::as_str) == Some(abs.as_str())
-                    && (s(&row, "sha256") == h || s(&row, "prev_sha256") == h);
+            scan_file(journal, &paths, &target.abs_path, |row| {
+                known = s(&row, "sha256") == h || s(&row, "prev_sha256") == h;
                 !known
             })
             .map_err(jerr)?;
@@ -167,6 +172,7 @@ pub fn restore(
         ))
     })?;
     Ok(Restored {
+        path: target.row_path.path.clone(),
         abs_path: abs,
         to_sha256: sha,
         outcome,
@@ -197,14 +203,18 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
         });
     }
     let objects = svc.pipeline().objects().cloned();
+    let paths = svc.workspaces().journal_paths();
     let undo = tx::begin(svc, Some(format!("restore of {tx_id}")), None)?;
     let mut skipped = Vec::new();
     let staged = (|| -> Result<()> {
         for row in &rows {
-            let path = s(row, "path");
+            let (row_path, root) = row_fields(row).unwrap_or_default();
+            // Staged by absolute path: a relative row path is relative to its root, not to
+            // the working directory.
+            let path = paths.absolute(row_path, root).display().to_string();
             let Some(prev) = row.get("prev_sha256").and_then(Value::as_str) else {
                 skipped.push(Skipped {
-                    path,
+                    path: paths.shown(row_path, root).0.into_owned(),
                     reason: "created by the transaction; restore does not delete files".into(),
                 });
                 continue;

@@ -20,6 +20,7 @@
 //!
 //! [`tail`] is the filtered tail that `journal_tail` and the journal-tail resource serve.
 
+pub mod paths;
 pub mod tail;
 
 use aho_corasick::AhoCorasick;
@@ -374,22 +375,29 @@ impl Journal {
 
     /// Hand complete lines to `visit`, newest first, until it returns false. With `needles`,
     /// only lines containing one of them (a substring search over raw bytes; nothing else is
-    /// parsed or copied). Blank lines are skipped. Returns whether the journal ends in a torn
-    /// line (no trailing newline), which is never visited.
+    /// parsed or copied), and possibly a few more: several needles that share a long suffix
+    /// (a file's relative and absolute path, `"src/a.rs"` and `"/w/src/a.rs"`) are searched
+    /// for by that suffix, one SIMD substring search instead of a multi-pattern automaton, so
+    /// `visit` must check what it gets. Blank lines are skipped. Returns whether the journal
+    /// ends in a torn line (no trailing newline), which is never visited.
     pub fn scan_back(
         &self,
         needles: &[String],
         mut visit: impl FnMut(&[u8]) -> bool,
     ) -> io::Result<bool> {
+        fn one(n: &[u8]) -> Option<Needles<'_>> {
+            Some(Needles::One(Box::new(memchr::memmem::Finder::new(n))))
+        }
         let finder = match needles {
             [] => None,
             // one needle (any ASCII value): memchr's SIMD substring search
-            [one] => Some(Needles::One(Box::new(memchr::memmem::Finder::new(
-                one.as_bytes(),
-            )))),
-            _ => Some(Needles::Many(
-                AhoCorasick::new(needles).map_err(io::Error::other)?,
-            )),
+            [n] => one(n.as_bytes()),
+            _ => match shared_suffix(needles) {
+                Some(suffix) => one(suffix),
+                None => Some(Needles::Many(
+                    AhoCorasick::new(needles).map_err(io::Error::other)?,
+                )),
+            },
         };
         let file = match crate::util::statefile::open_read(&self.path) {
             Ok(f) => f,
@@ -476,6 +484,25 @@ impl Journal {
         }
         Ok((rows, offset + complete as u64, stats))
     }
+}
+
+/// The longest suffix all `needles` share, when it is at least half as long as the shortest
+/// of them (a suffix that short would match too many lines to filter well).
+fn shared_suffix(needles: &[String]) -> Option<&[u8]> {
+    let first = needles.first()?.as_bytes();
+    let mut len = first.len();
+    for n in &needles[1..] {
+        let n = n.as_bytes();
+        let common = first
+            .iter()
+            .rev()
+            .zip(n.iter().rev())
+            .take_while(|(a, b)| a == b)
+            .count();
+        len = len.min(common);
+    }
+    let shortest = needles.iter().map(String::len).min().unwrap_or(0);
+    (len > 0 && len * 2 >= shortest).then(|| &first[first.len() - len..])
 }
 
 /// What `scan_back` looks for: one value's string form, or several.
@@ -644,6 +671,37 @@ mod tests {
         // The same answer as the unfiltered read.
         let (slow, _) = j.tail(100, |r| r["path"] == "/w/rare.txt").unwrap();
         assert_eq!(all, slow);
+    }
+
+    #[test]
+    fn needles_sharing_a_long_suffix_are_searched_by_it_and_others_by_each() {
+        let forms = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert_eq!(
+            shared_suffix(&forms(&["\"src/a.rs\"", "\"/w/src/a.rs\""])),
+            Some(&b"src/a.rs\""[..])
+        );
+        // too short a suffix to filter: each needle is searched for
+        assert_eq!(
+            shared_suffix(&forms(&["\"caf\u{e9}.rs\"", "\"caf\\u00e9.rs\""])),
+            None
+        );
+        assert_eq!(shared_suffix(&forms(&["\"a\"", "\"b\""])), None);
+        // Either way every row of the file is found, and only those are kept.
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::new(t.path());
+        for (i, p) in ["src/a.rs", "/w/src/a.rs", "x/src/a.rs", "src/b.rs"]
+            .into_iter()
+            .enumerate()
+        {
+            j.append(&row(p, i as u64)).unwrap().commit();
+        }
+        let wanted = ["src/a.rs", "/w/src/a.rs"];
+        let needles: Vec<String> = wanted.iter().flat_map(|p| json_string_forms(p)).collect();
+        let (rows, _) = j
+            .tail_containing(10, &needles, |r| wanted.iter().any(|w| r["path"] == *w))
+            .unwrap();
+        let bytes: Vec<u64> = rows.iter().map(|r| r["bytes"].as_u64().unwrap()).collect();
+        assert_eq!(bytes, [0, 1]);
     }
 
     #[test]

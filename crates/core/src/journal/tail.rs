@@ -1,13 +1,16 @@
 //! The journal tail that `journal_tail` and the journal-tail resource serve: the newest `n`
-//! rows of a [`Journal`], optionally only those for one path (as given or absolute) and/or
-//! one mode. Reads the journal backwards from its end and parses only the lines that contain
-//! the wanted path ([`Journal::tail_containing`]), so it answers in time proportional to what
-//! it returns.
+//! rows of a [`Journal`], optionally only those for one path and/or one mode. Rows are shown
+//! with workspace-relative paths (a row of an earlier version, with an absolute path beneath
+//! a root, is shown relative; see [`super::paths`]). Reads the journal backwards from its end
+//! and parses only the lines that contain the wanted path in one of its forms ([`Journal::tail_containing`]),
+//! so it answers in time proportional to what it returns.
 
+use super::paths::{JournalPaths, row_fields};
 use super::{Journal, Row, json_string_forms};
 use crate::envelope::{Failure, Result};
 use crate::workspace::Workspaces;
 use serde_json::Value;
+use std::path::PathBuf;
 
 /// Most rows one tail returns.
 pub const MAX_TAIL: usize = 10_000;
@@ -17,17 +20,21 @@ pub const MAX_TAIL: usize = 10_000;
 pub struct TailQuery {
     /// How many rows (newest last), at most [`MAX_TAIL`].
     pub n: usize,
-    /// Only rows whose `path` is this path as given or as resolved to an absolute path.
+    /// Only rows for this file.
     pub path: Option<PathFilter>,
     /// Only rows with this `mode`.
     pub mode: Option<String>,
+    /// How row paths map to files (and are shown).
+    pub paths: JournalPaths,
 }
 
-/// A path filter: the path as given and its absolute form; a row matches either.
+/// A path filter: the path as given and the file it names. A row matches when its `path` is
+/// the path as given (as the original compares) or names the same file, in the relative form
+/// or the absolute one of earlier versions.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathFilter {
     pub raw: String,
-    pub abs: String,
+    pub abs: PathBuf,
 }
 
 /// The rows found, oldest first.
@@ -55,33 +62,43 @@ impl TailQuery {
         let path = match path {
             Some(p) => Some(PathFilter {
                 raw: p.to_string(),
-                abs: workspaces.absolute(p)?.display().to_string(),
+                abs: workspaces.absolute(p)?,
             }),
             None => None,
         };
-        Ok(TailQuery { n, path, mode })
+        Ok(TailQuery {
+            n,
+            path,
+            mode,
+            paths: workspaces.journal_paths(),
+        })
     }
 }
 
-/// The rows `q` asks for, oldest first.
+/// The rows `q` asks for, oldest first, with relative paths.
 pub fn tail(journal: &Journal, q: &TailQuery) -> Result<Tail> {
     if q.n > MAX_TAIL {
         return Err(Failure::InvalidArguments {
             message: format!("n must be at most {MAX_TAIL}"),
         });
     }
-    // Only lines containing the wanted path are parsed (see `Journal::tail_containing`).
-    let needles: Vec<String> = q
-        .path
-        .iter()
-        .flat_map(|f| [json_string_forms(&f.raw), json_string_forms(&f.abs)])
-        .flatten()
-        .collect();
-    let (entries, stats) = journal
+    // Only lines containing the wanted path (as given, relative or absolute) are parsed
+    // (see `Journal::tail_containing`).
+    let mut needles: Vec<String> = Vec::new();
+    if let Some(f) = &q.path {
+        needles = q.paths.needles(&f.abs);
+        for n in json_string_forms(&f.raw) {
+            if !needles.contains(&n) {
+                needles.push(n);
+            }
+        }
+    }
+    let (mut entries, stats) = journal
         .tail_containing(q.n, &needles, |row| {
             let path_ok = q.path.as_ref().is_none_or(|f| {
-                let p = row.get("path").and_then(Value::as_str).unwrap_or_default();
-                p == f.abs || p == f.raw
+                row_fields(row).is_some_and(|(p, root)| {
+                    (p == f.raw && root.is_none()) || q.paths.names(p, root, &f.abs)
+                })
             });
             let mode_ok = q
                 .mode
@@ -90,6 +107,9 @@ pub fn tail(journal: &Journal, q: &TailQuery) -> Result<Tail> {
             path_ok && mode_ok
         })
         .map_err(|e| Failure::io("read journal", journal.path(), e))?;
+    for row in &mut entries {
+        q.paths.relativize_row(row);
+    }
     Ok(Tail {
         entries,
         corrupt_lines: stats.corrupt_lines,
@@ -125,6 +145,7 @@ mod tests {
                 abs: abs.into(),
             }),
             mode: mode.map(str::to_string),
+            paths: JournalPaths::new("/w".into(), Some("/w".into()), vec!["/w".into()]),
         }
     }
 
@@ -163,7 +184,8 @@ mod tests {
 
         let appends = tail(&j, &query(1, Some(("a", "/w/a")), Some("append"))).unwrap();
         assert_eq!(appends.entries.len(), 1);
-        assert_eq!(appends.entries[0]["path"], "/w/a");
+        // an earlier version's absolute row is shown relative to the root
+        assert_eq!(appends.entries[0]["path"], "a");
         assert_eq!(tail(&j, &query(0, None, None)).unwrap().entries.len(), 0);
     }
 
@@ -183,5 +205,34 @@ mod tests {
             tail(&j, &query(MAX_TAIL + 1, None, None)),
             Err(Failure::InvalidArguments { .. })
         ));
+    }
+
+    #[test]
+    fn a_filter_finds_relative_and_old_absolute_rows_given_either_way_but_not_other_roots() {
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::new(t.path());
+        let mut other_root = row("src/a.rs", "overwrite");
+        other_root
+            .extra
+            .insert("root".into(), Value::from("/elsewhere"));
+        for r in [
+            row("/w/src/a.rs", "create"),
+            row("src/b.rs", "create"),
+            other_root,
+            row("src/a.rs", "append"),
+        ] {
+            j.append(&r).unwrap().commit();
+        }
+        for given in ["src/a.rs", "/w/src/a.rs", "/w/src/../src/a.rs"] {
+            let q = query(10, Some((given, "/w/src/a.rs")), None);
+            let found = tail(&j, &q).unwrap();
+            let modes: Vec<&str> = found
+                .entries
+                .iter()
+                .map(|r| r["mode"].as_str().unwrap())
+                .collect();
+            assert_eq!(modes, ["create", "append"], "filter_path {given}");
+            assert!(found.entries.iter().all(|r| r["path"] == "src/a.rs"));
+        }
     }
 }

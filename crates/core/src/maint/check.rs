@@ -415,7 +415,13 @@ pub fn check_objects(svc: &Store, out: &mut Vec<Finding>) {
     let (Some(objects), Some(retention)) = (svc.pipeline().objects(), retention(svc)) else {
         return;
     };
-    match crate::history::gc(svc.pipeline().journal(), objects, &retention, true) {
+    match crate::history::gc(
+        svc.pipeline().journal(),
+        &svc.workspaces().journal_paths(),
+        objects,
+        &retention,
+        true,
+    ) {
         Ok(r) if r.removed > 0 => out.push(
             Finding::warning(
                 "objects",

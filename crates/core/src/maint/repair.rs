@@ -36,9 +36,15 @@ pub fn repair(svc: &Store, what: &Repair) -> Result<(), String> {
             else {
                 return Err("no object store or no usable retention policy".into());
             };
-            crate::history::gc(svc.pipeline().journal(), objects, &retention, false)
-                .map(drop)
-                .map_err(|e| e.to_string())
+            crate::history::gc(
+                svc.pipeline().journal(),
+                &svc.workspaces().journal_paths(),
+                objects,
+                &retention,
+                false,
+            )
+            .map(drop)
+            .map_err(|e| e.to_string())
         }
         Repair::GitIgnore(path) => super::gitignore::add_entry(svc, path),
     }

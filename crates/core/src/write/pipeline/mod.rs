@@ -297,12 +297,15 @@ fn journal_row(
     staged: &Staged,
     prev: Option<&Existing>,
     plan_mode: &str,
-    extra: BTreeMap<String, Value>,
+    mut extra: BTreeMap<String, Value>,
 ) -> JournalRow {
+    if let Some(root) = &target.row_path.root {
+        extra.insert("root".into(), Value::from(root.clone()));
+    }
     JournalRow {
         journal_id: new_journal_id(),
         ts: now_rfc3339(),
-        path: target.abs_path.display().to_string(),
+        path: target.row_path.path.clone(),
         sha256: staged.sha256.clone(),
         prev_sha256: prev.map(|e| e.sha256.clone()),
         bytes: staged.bytes,
