@@ -2,7 +2,7 @@
 //! and result shapes only; the store (find, read, list, TTL cleanup, the write plan and the
 //! journaled removal) is [`crate::checkpoint::store`].
 
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::checkpoint::Format;
 use crate::checkpoint::store;
 pub use crate::checkpoint::store::{CheckpointEntry, CorruptEntry, Removed};
@@ -126,7 +126,7 @@ pub const CHECKPOINT: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: false,
     input_schema: schema::<CheckpointArgs>,
-    output_schema: schema::<CheckpointResult>,
+    output_schema: result_schema::<CheckpointResult>,
     run: run_checkpoint,
 };
 
@@ -139,7 +139,7 @@ pub const CHECKPOINT_READ: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<CheckpointReadArgs>,
-    output_schema: schema::<CheckpointReadResult>,
+    output_schema: result_schema::<CheckpointReadResult>,
     run: run_checkpoint_read,
 };
 
@@ -152,7 +152,7 @@ pub const CHECKPOINT_LIST: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<CheckpointListArgs>,
-    output_schema: schema::<CheckpointListResult>,
+    output_schema: result_schema::<CheckpointListResult>,
     run: run_checkpoint_list,
 };
 
@@ -166,7 +166,7 @@ pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: true,
     input_schema: schema::<CheckpointCleanupArgs>,
-    output_schema: schema::<CheckpointCleanupResult>,
+    output_schema: result_schema::<CheckpointCleanupResult>,
     run: run_checkpoint_cleanup,
 };
 

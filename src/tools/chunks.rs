@@ -3,7 +3,7 @@
 //! is [`crate::chunks`].
 
 use super::write::{ContentEncoding, WriteMode, decode_content, idempotency_extra, row_str};
-use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use super::{ToolSpec, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::chunks::{self, ComposeOptions, ModifiedChunk};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
@@ -105,7 +105,7 @@ pub struct ChunkWriteResult {
     pub bytes: u64,
     pub journal_id: String,
     /// The session's total_expected after this write, if any.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_expected: Option<u64>,
     /// True when an append was answered from its first call (same idempotency_key).
     #[serde(default)]
@@ -220,6 +220,7 @@ pub struct ChunkStatusResult {
     pub ok: bool,
     pub session: String,
     pub exists: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_expected: Option<u64>,
     pub present_indices: Vec<u64>,
     /// Gaps below the highest chunk, and indices up to total_expected not yet written.
@@ -233,7 +234,9 @@ pub struct ChunkStatusResult {
     pub unrecognised_files: Vec<String>,
     /// ok, missing or corrupt (rebuilt from the chunk files at the next write).
     pub manifest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
     /// Whether chunk_compose would accept the session now.
     pub ready: bool,
@@ -261,7 +264,7 @@ pub const CHUNK_WRITE: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: true,
     input_schema: schema::<ChunkWriteArgs>,
-    output_schema: schema::<ChunkWriteResult>,
+    output_schema: result_schema::<ChunkWriteResult>,
     run: run_chunk_write,
 };
 
@@ -276,7 +279,7 @@ pub const CHUNK_APPEND: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: false,
     input_schema: schema::<ChunkAppendArgs>,
-    output_schema: schema::<ChunkWriteResult>,
+    output_schema: result_schema::<ChunkWriteResult>,
     run: run_chunk_append,
 };
 
@@ -295,7 +298,7 @@ pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: false,
     input_schema: schema::<ChunkComposeArgs>,
-    output_schema: schema::<ChunkComposeResult>,
+    output_schema: result_schema::<ChunkComposeResult>,
     run: run_chunk_compose,
 };
 
@@ -308,7 +311,7 @@ pub const CHUNK_PREVIEW: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<ChunkPreviewArgs>,
-    output_schema: schema::<ChunkPreviewResult>,
+    output_schema: result_schema::<ChunkPreviewResult>,
     run: run_chunk_preview,
 };
 
@@ -323,7 +326,7 @@ pub const CHUNK_STATUS: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<ChunkStatusArgs>,
-    output_schema: schema::<ChunkStatusResult>,
+    output_schema: result_schema::<ChunkStatusResult>,
     run: run_chunk_status,
 };
 
@@ -336,7 +339,7 @@ pub const CHUNK_RESET: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: true,
     input_schema: schema::<SessionArgs>,
-    output_schema: schema::<ChunkResetResult>,
+    output_schema: result_schema::<ChunkResetResult>,
     run: run_chunk_reset,
 };
 

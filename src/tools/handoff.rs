@@ -1,7 +1,7 @@
 //! `handoff_write` and `handoff_read` (L5): argument parsing and result shapes only; the
 //! store (drift, archive, load, the write through the pipeline) is [`crate::handoff::store`].
 
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::envelope::Result;
 use crate::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, store};
 use crate::store::Store;
@@ -102,7 +102,7 @@ pub const HANDOFF_WRITE: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: false,
     input_schema: schema::<HandoffWriteArgs>,
-    output_schema: schema::<HandoffWriteResult>,
+    output_schema: result_schema::<HandoffWriteResult>,
     run: run_handoff_write,
 };
 
@@ -116,7 +116,7 @@ pub const HANDOFF_READ: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<HandoffReadArgs>,
-    output_schema: schema::<HandoffReadResult>,
+    output_schema: result_schema::<HandoffReadResult>,
     run: run_handoff_read,
 };
 

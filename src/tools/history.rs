@@ -2,7 +2,7 @@
 //! a path, or every file of a transaction, back to an earlier version. The logic is
 //! [`crate::history`].
 
-use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use super::{ToolSpec, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::history::{self, RestoreTo, Skipped, Version};
 use crate::pipeline::read_existing;
@@ -32,7 +32,8 @@ pub struct HistoryResult {
     pub ok: bool,
     pub path: String,
     pub abs_path: String,
-    /// SHA-256 of the file now (null: it does not exist).
+    /// SHA-256 of the file now (absent: it does not exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_sha256: Option<String>,
     /// Journaled versions, newest first.
     pub versions: Vec<Version>,
@@ -74,6 +75,7 @@ pub struct RestoredFile {
     /// SHA-256 of the content now (the restored version unless dry_run).
     pub sha256: String,
     /// SHA-256 before the restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_sha256: Option<String>,
     /// Absent on a dry run or when the file already had that content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -114,7 +116,7 @@ pub const HISTORY: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<HistoryArgs>,
-    output_schema: schema::<HistoryResult>,
+    output_schema: result_schema::<HistoryResult>,
     run: run_history,
 };
 
@@ -132,7 +134,7 @@ pub const RESTORE: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: false,
     input_schema: schema::<RestoreArgs>,
-    output_schema: schema::<RestoreResult>,
+    output_schema: result_schema::<RestoreResult>,
     run: run_restore,
 };
 

@@ -6,7 +6,7 @@
 //! `redact` with `deposit: true` hands the originals to a [`Depository`]: the L4 scratchpad,
 //! which stores each as an owner-only content-addressed blob and returns its hash.
 
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::classify::{Original, RiskReport, redact};
 use crate::envelope::Result;
 use crate::store::Store;
@@ -113,7 +113,7 @@ pub const RISK_SCORE: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<RiskScoreArgs>,
-    output_schema: schema::<RiskScoreResult>,
+    output_schema: result_schema::<RiskScoreResult>,
     run: run_risk_score,
 };
 
@@ -129,7 +129,7 @@ pub const REDACT: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<RedactArgs>,
-    output_schema: schema::<RedactResult>,
+    output_schema: result_schema::<RedactResult>,
     run: run_redact,
 };
 

@@ -6,9 +6,8 @@
 
 use crate::envelope::{Failure, Result};
 use crate::store::Store;
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub mod analytics;
 pub mod checkpoint;
@@ -17,10 +16,13 @@ pub mod handoff;
 pub mod history;
 pub mod journal_tail;
 pub mod l0;
+pub mod schema;
 pub mod scratch;
 pub mod tx;
 pub mod validate;
 pub mod write;
+
+pub use schema::{result_schema, schema};
 
 /// One tool.
 pub struct ToolSpec {
@@ -34,55 +36,6 @@ pub struct ToolSpec {
     pub input_schema: fn() -> Value,
     pub output_schema: fn() -> Value,
     pub run: fn(&Store, Value) -> Result<Value>,
-}
-
-/// The JSON Schema of `T`, as published.
-pub fn schema<T: JsonSchema>() -> Value {
-    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
-    if let Value::Object(m) = &mut v {
-        // Some clients reject a `$schema` they do not know; the dialect is 2020-12 either way.
-        m.remove("$schema");
-    }
-    objects_for_boolean_subschemas(&mut v);
-    v
-}
-
-/// schemars writes "any value" (`serde_json::Value` fields) as the boolean schema `true`. That
-/// is valid JSON Schema, but the MCP TypeScript SDK (and the conformance suite's `tools-list`
-/// check) require every property schema to be an object, so clients built on it refuse the
-/// whole tool list. Write `{}` (and `{"not": {}}` for `false`) instead: same meaning.
-fn objects_for_boolean_subschemas(v: &mut Value) {
-    fn as_object(s: &mut Value) {
-        if let Value::Bool(b) = *s {
-            *s = if b {
-                Value::Object(Map::new())
-            } else {
-                serde_json::json!({"not": {}})
-            };
-        }
-    }
-    // Only schema positions are touched: `default`, `examples` or `const` values stay as they are.
-    let Value::Object(m) = v else { return };
-    for (key, sub) in m.iter_mut() {
-        let subschemas: Vec<&mut Value> = match (key.as_str(), sub) {
-            ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(map)) => {
-                map.values_mut().collect()
-            }
-            ("prefixItems" | "anyOf" | "oneOf" | "allOf", Value::Array(list)) => {
-                list.iter_mut().collect()
-            }
-            ("items" | "additionalItems" | "contains" | "not" | "additionalProperties", s) => {
-                vec![s]
-            }
-            _ => Vec::new(),
-        };
-        for s in subschemas {
-            if key != "additionalProperties" {
-                as_object(s);
-            }
-            objects_for_boolean_subschemas(s);
-        }
-    }
 }
 
 /// Every tool, in listing order.
@@ -297,29 +250,88 @@ mod tests {
     }
 
     #[test]
-    fn boolean_subschemas_become_equivalent_objects_and_values_stay() {
-        let mut v = serde_json::json!({
-            "properties": {"data": true, "never": false, "d": {"default": true}},
-            "items": true,
-            "additionalProperties": false
-        });
-        objects_for_boolean_subschemas(&mut v);
-        assert_eq!(
-            v,
-            serde_json::json!({
-                "properties": {"data": {}, "never": {"not": {}}, "d": {"default": true}},
-                "items": {},
-                "additionalProperties": false
-            })
-        );
-    }
-
-    #[test]
     fn every_schema_is_an_object_schema() {
         for t in catalog() {
             for s in [(t.input_schema)(), (t.output_schema)()] {
                 assert_eq!(s["type"], "object", "{}", t.name);
             }
         }
+    }
+
+    /// What a strict client finds wrong in the schema `v`: a `format` JSON Schema does not
+    /// define, a `type` that is a list, a `null` type or value set, `nullable`.
+    fn strict_client_complaints(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let Some(f) = m.get("format").and_then(Value::as_str)
+                    && !schema::STANDARD_FORMATS.contains(&f)
+                {
+                    out.push(format!("{path}: format {f}"));
+                }
+                match m.get("type") {
+                    Some(Value::Array(t)) => out.push(format!("{path}: type list {t:?}")),
+                    Some(t) if t == "null" => out.push(format!("{path}: type null")),
+                    _ => {}
+                }
+                if m.contains_key("nullable") {
+                    out.push(format!("{path}: nullable"));
+                }
+                if m.get("const") == Some(&Value::Null) {
+                    out.push(format!("{path}: const null"));
+                }
+                if let Some(Value::Array(e)) = m.get("enum")
+                    && e.iter().any(Value::is_null)
+                {
+                    out.push(format!("{path}: enum with null"));
+                }
+                for (k, sub) in m {
+                    strict_client_complaints(sub, &format!("{path}/{k}"), out);
+                }
+            }
+            Value::Array(list) => {
+                for (i, s) in list.iter().enumerate() {
+                    strict_client_complaints(s, &format!("{path}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn published_schemas_use_only_standard_formats_and_single_non_null_types() {
+        let mut found = Vec::new();
+        for t in catalog() {
+            let input = (t.input_schema)();
+            let output = (t.output_schema)();
+            strict_client_complaints(&input, &format!("{}/input", t.name), &mut found);
+            strict_client_complaints(&output, &format!("{}/output", t.name), &mut found);
+        }
+        assert!(found.is_empty(), "{} complaints: {found:#?}", found.len());
+    }
+
+    #[test]
+    fn unsigned_integers_are_published_with_minimum_zero() {
+        let s = (find("journal_tail").map(|t| t.input_schema).unwrap())();
+        assert_eq!(s["properties"]["n"]["type"], "integer");
+        assert_eq!(s["properties"]["n"]["minimum"], 0);
+    }
+
+    #[test]
+    fn no_result_field_is_written_as_null() {
+        // A field serde always writes must not be an Option written as null: the published
+        // output schema has no null type, so such a result would not match it.
+        schema::tests::AS_GENERATED.set(true);
+        let mut found = Vec::new();
+        for t in catalog() {
+            schema::tests::required_nullable(&(t.output_schema)(), t.name, &mut found);
+        }
+        schema::tests::AS_GENERATED.set(false);
+        found.sort();
+        found.dedup();
+        assert!(
+            found.is_empty(),
+            "{} nullable fields: {found:#?}",
+            found.len()
+        );
     }
 }

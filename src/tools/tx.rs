@@ -4,7 +4,7 @@
 //! [`crate::tx`].
 
 use super::write::{ContentEncoding, EditArg, WriteMode, decode_content, edits_from, one, row_str};
-use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use super::{ToolSpec, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::preflight::RejectAt;
 use crate::store::Store;
@@ -103,8 +103,9 @@ pub struct StagedFile {
     /// SHA-256 of the staged content (the file's hash after commit).
     pub sha256: String,
     pub bytes: u64,
-    /// SHA-256 the file had when first staged (null: it did not exist); the commit requires
+    /// SHA-256 the file had when first staged (absent: it did not exist); the commit requires
     /// it still has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacements: Option<usize>,
@@ -133,7 +134,8 @@ pub struct TxIdArgs {
 pub struct StatusFile {
     #[serde(flatten)]
     pub staged: StagedFile,
-    /// SHA-256 of the target now (null: missing).
+    /// SHA-256 of the target now (absent: missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_sha256: Option<String>,
     /// True when the target changed since it was staged: tx_commit would fail.
     pub conflict: bool,
@@ -161,6 +163,7 @@ pub struct CommittedFile {
     pub sha256: String,
     pub bytes: u64,
     pub mode_applied: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_sha256: Option<String>,
     pub journal_id: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -213,7 +216,7 @@ pub const TX_BEGIN: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: false,
     input_schema: schema::<TxBeginArgs>,
-    output_schema: schema::<TxBeginResult>,
+    output_schema: result_schema::<TxBeginResult>,
     run: run_tx_begin,
 };
 
@@ -229,7 +232,7 @@ pub const TX_WRITE: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: false,
     input_schema: schema::<TxWriteArgs>,
-    output_schema: schema::<TxStageResult>,
+    output_schema: result_schema::<TxStageResult>,
     run: run_tx_write,
 };
 
@@ -244,7 +247,7 @@ pub const TX_REPLACE: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: false,
     input_schema: schema::<TxReplaceArgs>,
-    output_schema: schema::<TxStageResult>,
+    output_schema: result_schema::<TxStageResult>,
     run: run_tx_replace,
 };
 
@@ -257,7 +260,7 @@ pub const TX_STATUS: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<TxIdArgs>,
-    output_schema: schema::<TxStatusResult>,
+    output_schema: result_schema::<TxStatusResult>,
     run: run_tx_status,
 };
 
@@ -275,7 +278,7 @@ pub const TX_COMMIT: ToolSpec = ToolSpec {
     // A retry of a committed transaction answers from the journal and writes nothing.
     idempotent: true,
     input_schema: schema::<TxIdArgs>,
-    output_schema: schema::<TxCommitResult>,
+    output_schema: result_schema::<TxCommitResult>,
     run: run_tx_commit,
 };
 
@@ -287,7 +290,7 @@ pub const TX_ROLLBACK: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: false,
     input_schema: schema::<TxIdArgs>,
-    output_schema: schema::<TxRollbackResult>,
+    output_schema: result_schema::<TxRollbackResult>,
     run: run_tx_rollback,
 };
 

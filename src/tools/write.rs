@@ -2,7 +2,7 @@
 //! beneath a workspace, decide under the pipeline's lock (mode, `expected_prev_sha256`,
 //! idempotency key, edits) and let [`crate::pipeline::Pipeline::commit`] do the durable part.
 
-use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use super::{ToolSpec, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::edit::Edit;
 use crate::envelope::{Failure, Result};
 use crate::pipeline::{Caller, Outcome};
@@ -199,7 +199,7 @@ pub const SAFE_WRITE: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: false,
     input_schema: schema::<SafeWriteArgs>,
-    output_schema: schema::<WriteResult>,
+    output_schema: result_schema::<WriteResult>,
     run: run_safe_write,
 };
 
@@ -217,7 +217,7 @@ pub const SAFE_REPLACE: ToolSpec = ToolSpec {
     destructive: true,
     idempotent: false,
     input_schema: schema::<SafeReplaceArgs>,
-    output_schema: schema::<ReplaceResult>,
+    output_schema: result_schema::<ReplaceResult>,
     run: run_safe_replace,
 };
 
