@@ -2,10 +2,12 @@
 directory, for tests/original_compat.rs.
 
     python3 original_compat.py <wheel> <root> read|write
+    python3 original_compat.py <wheel> <root> verdicts '[0.1, 0.35, ...]'
 
 `read` reads what this server wrote (chunk session "ours", the scratchpad, the journal) with
-the original's functions; `write` writes state with them for this server to read. Each prints
-one JSON object of the results. The wheel is extracted to a temporary directory and imported
+the original's functions; `write` writes state with them for this server to read; `verdicts`
+loads the root's policy file with the original's loader and gives each score its verdict.
+Each prints one JSON object of the results. The wheel is extracted to a temporary directory and imported
 from there: it declares Python >= 3.12, so pip will not install it on older interpreters, but
 the modules used here run on 3.11.
 """
@@ -61,9 +63,23 @@ def write(root: Path, chunks, journal, scratchpad) -> dict:
     return out
 
 
+def verdicts(root: Path, scores: list) -> dict:
+    from resilient_write import policy
+
+    pol = policy.load_policy(root)
+    return {
+        "thresholds": pol.thresholds,
+        "verdicts": [pol.verdict(s) for s in scores],
+    }
+
+
 def main() -> None:
     wheel, root, phase = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     os.chdir(root)
+    if phase == "verdicts":
+        load(wheel)
+        print(json.dumps(verdicts(root, json.loads(sys.argv[4]))))
+        return
     chunks, journal, scratchpad = load(wheel)
     run = {"read": read, "write": write}[phase]
     print(json.dumps(run(root, chunks, journal, scratchpad)))
