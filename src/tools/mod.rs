@@ -38,6 +38,25 @@ pub struct ToolSpec {
     pub run: fn(&Store, Value) -> Result<Value>,
 }
 
+/// A writing tool's description, ending with what its `idempotency_key` does: the same words
+/// for every writing tool.
+macro_rules! keyed_description {
+    ($text:literal) => {
+        concat!(
+            $text,
+            " idempotency_key (optional): a retry with the same key and arguments returns the \
+            first result (idempotent_replay: true) without applying again; the same key with \
+            other arguments is stale_precondition."
+        )
+    };
+}
+pub(crate) use keyed_description;
+
+/// `skip_serializing_if` for flags that are usually false (`idempotent_replay`).
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// Every tool, in listing order.
 pub fn catalog() -> &'static [ToolSpec] {
     static CATALOG: &[ToolSpec] = &[
@@ -333,5 +352,45 @@ mod tests {
             "{} nullable fields: {found:#?}",
             found.len()
         );
+    }
+
+    #[test]
+    fn every_writing_tool_takes_an_idempotency_key_and_says_so() {
+        let writing: Vec<&ToolSpec> = catalog().iter().filter(|t| !t.read_only).collect();
+        assert!(writing.len() >= 17, "{}", writing.len());
+        for t in writing {
+            let input = (t.input_schema)();
+            let key = &input["properties"]["idempotency_key"];
+            assert_eq!(key["type"], "string", "{}: {input}", t.name);
+            assert!(
+                key["description"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("same key")),
+                "{}: {key}",
+                t.name
+            );
+            assert!(
+                t.description.contains("idempotency_key"),
+                "{}: {}",
+                t.name,
+                t.description
+            );
+            let output = (t.output_schema)();
+            assert_eq!(
+                output["properties"]["idempotent_replay"]["type"], "boolean",
+                "{}",
+                t.name
+            );
+        }
+        // Read-only tools apply nothing: no key.
+        for t in catalog().iter().filter(|t| t.read_only) {
+            assert!(
+                (t.input_schema)()["properties"]
+                    .get("idempotency_key")
+                    .is_none(),
+                "{}",
+                t.name
+            );
+        }
     }
 }

@@ -2,7 +2,7 @@
 //! shapes only; the store is [`crate::scratch`].
 
 use super::write::{ContentEncoding, decode_content, idempotency_extra};
-use super::{ToolSpec, parse_args, result_schema, schema, to_value};
+use super::{ToolSpec, keyed_description, parse_args, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
 use crate::scratch::{self, Meta, SkippedLine};
@@ -140,10 +140,12 @@ pub struct ScratchGetResult {
 pub const SCRATCH_PUT: ToolSpec = ToolSpec {
     name: "scratch_put",
     title: "Deposit material out of the workspace",
-    description: "Store content that must not go into the workspace (credentials, PII, \
+    description: keyed_description!(
+        "Store content that must not go into the workspace (credentials, PII, \
         binaries) in .resilient_write/scratch/<sha256>.bin (owner-only permissions), \
         deduplicated by SHA-256, with an index row for label, content_type and notes. \
-        encoding=base64 for binary. Returns the sha256 to refer to it later.",
+        encoding=base64 for binary. Returns the sha256 to refer to it later."
+    ),
     read_only: false,
     destructive: false,
     idempotent: false,
