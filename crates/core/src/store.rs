@@ -260,7 +260,8 @@ impl Store {
     /// (when `record`; a dry run checks the key but keeps nothing), and a retry gets it back
     /// with `idempotent_replay: true` without `call` running. The same key with other
     /// arguments, or used by another tool, is a conflict. The log stays locked from the
-    /// lookup to the record, so calls with one key never run side by side.
+    /// lookup to the record, so calls with one key never run side by side (keyed calls take
+    /// turns; `call` without a key runs at once).
     pub fn once(
         &self,
         tool: &str,

@@ -13,8 +13,9 @@
 //!   in the [`ResultLog`], `.resilient_write/idempotency.jsonl`: a file of its own, in the
 //!   journal's line format, that the original never reads, so the journal keeps the rows the
 //!   original knows. The call holds the log's lock from the lookup to the record, so two calls
-//!   with one key, in any processes, run one after the other. A crash between the effect and
-//!   its record leaves no record: the retry applies again, as a call without a key would.
+//!   with one key, in any processes, run one after the other (keyed calls of these tools take
+//!   turns; calls without a key never wait). A crash between the effect and its record leaves
+//!   no record: the retry applies again, as a call without a key would.
 //!
 //! Both sources feed one [`IdempotencyIndex`], so a key is one key across every tool: reused
 //! by another tool, its request hash differs and the call is refused. The index survives a
