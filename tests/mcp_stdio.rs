@@ -109,6 +109,121 @@ fn every_published_schema_compiles_and_results_match_their_output_schema() {
     assert!(!input.is_valid(&json!({"path": "p", "content": "c", "mode": "clobber"})));
 }
 
+/// The formats JSON Schema 2020-12 defines; anything else (`uint64`, `int32`, `double`) makes
+/// strict clients warn or refuse the tool. Written out here rather than taken from the code,
+/// so that the test does not trust the list it checks.
+const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// Every `format` outside the standard ones, `type` list, `null` type and `nullable` in `v`.
+fn strict_complaints(v: &Value, path: &str, out: &mut Vec<String>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(f) = m.get("format").and_then(Value::as_str)
+                && !STANDARD_FORMATS.contains(&f)
+            {
+                out.push(format!("{path}: format {f}"));
+            }
+            if let Some(t) = m.get("type")
+                && (t.is_array() || t == "null")
+            {
+                out.push(format!("{path}: type {t}"));
+            }
+            if m.contains_key("nullable") || m.get("const") == Some(&Value::Null) {
+                out.push(format!("{path}: nullable"));
+            }
+            for (k, sub) in m {
+                strict_complaints(sub, &format!("{path}/{k}"), out);
+            }
+        }
+        Value::Array(list) => {
+            for (i, sub) in list.iter().enumerate() {
+                strict_complaints(sub, &format!("{path}/{i}"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+#[test]
+fn listed_schemas_have_only_standard_formats_and_no_type_lists_or_null_types() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let tools = list_tools(&mut s);
+    assert!(tools.len() >= 30, "{}", tools.len());
+    let mut found = Vec::new();
+    for t in &tools {
+        let name = t["name"].as_str().unwrap();
+        strict_complaints(&t["inputSchema"], &format!("{name}/input"), &mut found);
+        strict_complaints(&t["outputSchema"], &format!("{name}/output"), &mut found);
+    }
+    assert!(found.is_empty(), "{} complaints: {found:#?}", found.len());
+    // An unsigned count says so with a minimum instead of a format.
+    let n = &tool(&tools, "rw_journal_tail")["inputSchema"]["properties"]["n"];
+    assert_eq!((&n["type"], &n["minimum"]), (&json!("integer"), &json!(0)));
+}
+
+#[test]
+fn explicit_null_for_an_optional_argument_is_read_as_absent() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let w = s.ok(
+        "rw_safe_write",
+        json!({"path": "a.txt", "content": "1", "expected_prev_sha256": null,
+               "idempotency_key": null}),
+    );
+    assert_eq!(w["mode_applied"], "create");
+    s.ok(
+        "rw_safe_replace",
+        json!({"path": "a.txt", "old_string": "1", "new_string": "2", "edits": null,
+               "expected_prev_sha256": null}),
+    );
+    let tail = s.ok(
+        "rw_journal_tail",
+        json!({"filter_path": null, "filter_mode": null}),
+    );
+    assert_eq!(tail["entries"].as_array().unwrap().len(), 2);
+    s.ok(
+        "rw_chunk_append",
+        json!({"session": "s", "content": "x", "total_expected": null}),
+    );
+    let c = s.ok(
+        "rw_chunk_compose",
+        json!({"session": "s", "output_path": "c.txt", "mode": null,
+               "expected_prev_sha256": null}),
+    );
+    assert_eq!(c["chunk_count"], 1);
+    s.ok(
+        "rw_scratch_put",
+        json!({"content": "x", "label": null, "notes": null, "content_type": null}),
+    );
+    let tx = s.ok("rw_tx_begin", json!({"label": null, "timeout": null}));
+    assert!(tx["tx_id"].is_string());
+    s.ok(
+        "rw_analytics",
+        json!({"since": null, "session_filter": null}),
+    );
+}
+
 #[test]
 fn annotations_tell_the_truth() {
     let ws = Workspace::new();

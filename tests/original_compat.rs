@@ -40,19 +40,21 @@ fn wheel() -> Option<PathBuf> {
     None
 }
 
-/// Run the original on `root` (`read` or `write`) and return what it printed.
-fn original(wheel: &Path, root: &Path, phase: &str) -> Value {
+/// Run the original on `root` (`read`, `write` or `verdicts SCORES`) and return what it
+/// printed.
+fn original(wheel: &Path, root: &Path, phase: &[&str]) -> Value {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/original_compat.py");
     let out = Command::new("python3")
         .arg(script)
         .arg(wheel)
         .arg(root)
-        .arg(phase)
+        .args(phase)
+        .env_remove("RW_POLICY_FILE")
         .output()
         .expect("python3 runs");
     assert!(
         out.status.success(),
-        "the original's {phase} failed:\n{}",
+        "the original's {phase:?} failed:\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_slice(&out.stdout).expect("one JSON object")
@@ -82,7 +84,7 @@ fn the_original_reads_our_state_and_we_read_the_originals() {
         "rw_scratch_put",
         json!({"content": "kept aside", "label": "ours-label"}),
     );
-    let theirs = original(&wheel, &ws.root, "read");
+    let theirs = original(&wheel, &ws.root, &["read"]);
     assert_eq!(theirs["status"]["present_indices"], json!([1, 2, 3]));
     assert_eq!(theirs["preview"]["content"], "one two three ");
     assert_eq!(
@@ -100,7 +102,7 @@ fn the_original_reads_our_state_and_we_read_the_originals() {
     assert!(theirs["journal_rows"].as_u64().unwrap() >= ours, "{theirs}");
 
     // Theirs, read by us.
-    let theirs = original(&wheel, &ws.root, "write");
+    let theirs = original(&wheel, &ws.root, &["write"]);
     assert_eq!(theirs["ours_append"]["index"], 4, "{theirs}");
     let st = s.ok(
         "rw_chunk_status",
@@ -196,7 +198,7 @@ fn the_originals_journal_tail_and_analytics_read_our_rows_by_relative_path() {
     s.ok("rw_checkpoint", json!({"name": "cp", "data": {"k": 1}}));
     let ours = s.ok("rw_analytics", json!({}));
 
-    let theirs = original(&wheel, &ws.root, "journal_read");
+    let theirs = original(&wheel, &ws.root, &["journal_read"]);
     let modes = |rows: &Value| -> Vec<String> {
         rows.as_array()
             .unwrap()
@@ -236,7 +238,7 @@ fn we_read_the_originals_journal_rows_by_relative_and_absolute_path() {
     let Some(wheel) = wheel() else { return };
     let ws = Workspace::new();
     std::fs::create_dir_all(ws.path("src")).unwrap();
-    let theirs = original(&wheel, &ws.root, "journal_write");
+    let theirs = original(&wheel, &ws.root, &["journal_write"]);
     assert_eq!(theirs["create"]["path"], "src/b.txt", "{theirs}");
     let mut s = ws.server();
     let abs = ws.path("src/b.txt").display().to_string();
@@ -271,4 +273,64 @@ fn we_read_the_originals_journal_rows_by_relative_and_absolute_path() {
     assert_eq!(versions.len(), 3, "{h}");
     assert_eq!(versions[0]["sha256"], json!(sha256(b"three\n")));
     assert_eq!(versions[0]["stored"], true);
+}
+
+/// Drafts whose scores spread over [0, 1]: nothing, an address (pii), a long line, both,
+/// and those over 100 KB and 500 KB.
+fn drafts() -> Vec<String> {
+    let email = "contact: jane.doe@acme-corp.io\n";
+    let long_line = format!("{}\n", "ab ".repeat(700));
+    let big = "word ".repeat(21_000) + "\n";
+    let huge = "word ".repeat(101_000) + "\n";
+    vec![
+        String::new(),
+        email.to_string(),
+        long_line.clone(),
+        format!("{email}{long_line}"),
+        format!("{big}{long_line}"),
+        format!("{big}{email}{long_line}"),
+        format!("{huge}{long_line}"),
+        format!("{huge}{email}{long_line}"),
+    ]
+}
+
+#[test]
+fn policy_thresholds_in_any_order_give_the_originals_verdicts() {
+    let Some(wheel) = wheel() else { return };
+    for thresholds in [
+        "thresholds:\n  high: 0.3\n",
+        "thresholds:\n  low: 0.5\n",
+        "thresholds:\n  high: 1.5\n  medium: 0.2\n  low: 0\n",
+        "thresholds:\n  medium: 0.8\n  low: 0.36\n",
+    ] {
+        let ws = Workspace::new();
+        std::fs::create_dir(ws.path(".resilient_write")).unwrap();
+        std::fs::write(ws.path(".resilient_write/policy.yaml"), thresholds).unwrap();
+        let mut s = ws.server();
+        let (scores, ours): (Vec<f64>, Vec<Value>) = drafts()
+            .into_iter()
+            .map(|d| {
+                let r = s.ok("rw_risk_score", json!({"content": d}));
+                (r["score"].as_f64().unwrap(), r["verdict"].clone())
+            })
+            .unzip();
+        // The drafts reach every region these thresholds cut, the out-of-order ones too.
+        for (lo, hi) in [(0.0, 0.1), (0.1, 0.3), (0.3, 0.4), (0.4, 0.7), (0.7, 1.0)] {
+            assert!(
+                scores.iter().any(|s| (lo..hi).contains(s)),
+                "no score in [{lo}, {hi}): {scores:?}"
+            );
+        }
+        let theirs = original(
+            &wheel,
+            &ws.root,
+            &["verdicts", &serde_json::to_string(&scores).unwrap()],
+        );
+        assert_eq!(
+            theirs["verdicts"],
+            json!(ours),
+            "{thresholds:?}: scores {scores:?}, the original's thresholds {}",
+            theirs["thresholds"]
+        );
+    }
 }

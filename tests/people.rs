@@ -487,6 +487,34 @@ fn doctor_json_names_each_finding_and_a_bad_policy_line() {
     assert_eq!(f["fixable"], false);
 }
 
+#[test]
+fn doctor_warns_about_thresholds_that_leave_a_verdict_unreachable() {
+    let ws = Workspace::new();
+    std::fs::create_dir(ws.path(".resilient_write")).unwrap();
+    // The original accepts this file (high below the default medium 0.4): so do we, and
+    // doctor says that medium can no longer be given.
+    std::fs::write(
+        ws.path(".resilient_write/policy.yaml"),
+        "thresholds:\n  high: 0.3\n",
+    )
+    .unwrap();
+    let o = run(&ws.root, &["doctor", "--json"], &[]);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
+    let f = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|f| f["check"] == "config")
+        .unwrap_or_else(|| panic!("no config finding: {doc}"));
+    assert_eq!(f["severity"], "warning");
+    let msg = f["message"].as_str().unwrap();
+    assert!(msg.contains("high 0.3, medium 0.4, low 0.1"), "{msg}");
+    assert!(msg.contains("the verdict medium"), "{msg}");
+    let o = run(&ws.root, &["doctor"], &[]);
+    assert!(out(&o).contains("the verdict medium"), "{}", out(&o));
+}
+
 // ---------------------------------------------------------------- validate
 
 #[test]

@@ -720,3 +720,73 @@ fn restore_takes_the_short_hash_history_prints_and_refuses_a_shorter_one() {
     assert!(out.status.success(), "{out:?}");
     assert_eq!(std::fs::read(ws.path("s.txt")).unwrap(), b"new\n");
 }
+
+#[test]
+fn cli_restore_tx_puts_every_file_of_a_transaction_back_as_a_new_one() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    write(&mut s, "a.txt", "a0\n");
+    write(&mut s, "b.txt", "b0\n");
+    let tx = begin(&mut s);
+    for (p, c) in [("a.txt", "a1\n"), ("b.txt", "b1\n")] {
+        s.ok(
+            "rw_tx_write",
+            json!({"tx_id": tx, "path": p, "content": c, "mode": "overwrite"}),
+        );
+    }
+    s.ok("rw_tx_commit", json!({"tx_id": tx}));
+    drop(s);
+    // --tx takes no path, --to or --diff; without --tx, PATH and --to are required.
+    for bad in [
+        &["restore", "a.txt", "--tx", tx.as_str()][..],
+        &["restore", "--tx", tx.as_str(), "--diff"],
+        &["restore", "a.txt"],
+        &["restore"],
+    ] {
+        let out = cli(&ws.root, bad);
+        assert!(!out.status.success(), "{bad:?} accepted");
+    }
+    assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"a1\n");
+    let out = cli(&ws.root, &["restore", "--tx", &tx]);
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(text.contains("a.txt: restored to"), "{text}");
+    assert!(text.contains("as transaction"), "{text}");
+    assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"a0\n");
+    assert_eq!(std::fs::read(ws.path("b.txt")).unwrap(), b"b0\n");
+    let rows = journal_rows(&ws.root);
+    let restore_tx = rows.last().unwrap()["tx_id"].as_str().unwrap().to_string();
+    assert_ne!(restore_tx, tx);
+    assert!(text.contains(&restore_tx), "{text}");
+    // An unknown transaction is refused with the tool's message.
+    let out = cli(&ws.root, &["restore", "--tx", "nope"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn cli_restore_to_takes_a_journal_id_and_a_32_digit_hash_prefix() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "j.txt", "content": "one\n"}),
+    );
+    write(&mut s, "j.txt", "two\n");
+    drop(s);
+    let first = journal_rows(&ws.root)[0]["journal_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let out = cli(&ws.root, &["restore", "j.txt", "--to", &first]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read(ws.path("j.txt")).unwrap(), b"one\n");
+    // 32 hex digits that are no journal_id are read as a hash prefix.
+    let two = sha256(b"two\n");
+    let out = cli(&ws.root, &["restore", "j.txt", "--to", &two[..32]]);
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(std::fs::read(ws.path("j.txt")).unwrap(), b"two\n");
+    // Neither a journal_id nor a hash of this file: refused, nothing written.
+    let out = cli(&ws.root, &["restore", "j.txt", "--to", &"0".repeat(32)]);
+    assert!(!out.status.success());
+    assert_eq!(std::fs::read(ws.path("j.txt")).unwrap(), b"two\n");
+}

@@ -1,6 +1,6 @@
 //! `resilient-write history`, `restore`, `gc` and `recover` for people: tables over the history tools.
 
-use crate::dispatch::Config;
+use crate::dispatch::{Config, Service};
 use clap::Args;
 use serde_json::{Value, json};
 use std::path::PathBuf;
@@ -20,12 +20,17 @@ pub struct HistoryCliArgs {
 
 #[derive(Debug, Args)]
 pub struct RestoreCliArgs {
-    /// The file.
-    pub path: String,
+    /// The file (not with --tx).
+    #[arg(required_unless_present = "tx")]
+    pub path: Option<String>,
     /// The version from `history`: its SHA-256, a prefix of at least 8 hex digits that only
-    /// one version has (as the table prints it), or a journal_id (32 characters).
-    #[arg(long = "to", value_name = "SHA")]
-    pub to: String,
+    /// one version has (as the table prints it), or a journal_id.
+    #[arg(long = "to", value_name = "SHA", required_unless_present = "tx")]
+    pub to: Option<String>,
+    /// Put every file this transaction wrote back to its content before it, as one new
+    /// transaction (undo it with --tx and the transaction it prints).
+    #[arg(long = "tx", value_name = "TX_ID", conflicts_with_all = ["path", "to", "diff"])]
+    pub tx: Option<String>,
     /// Show the diff from the current content to that version and write nothing.
     #[arg(long)]
     pub diff: bool,
@@ -100,31 +105,78 @@ pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
         return ExitCode::from(2);
     };
     svc.set_caller("cli");
-    let mut call = json!({"path": args.path, "dry_run": args.diff});
-    let hex = args.to.bytes().all(|b| b.is_ascii_hexdigit());
-    if hex && args.to.len() >= 8 && args.to.len() != 32 {
-        call["to_sha256"] = json!(args.to);
+    let (Some(path), Some(to)) = (args.path, args.to) else {
+        return match args.tx {
+            Some(tx) => restore_tx(&svc, &tx),
+            None => fail("give PATH --to VERSION, or --tx TX_ID"),
+        };
+    };
+    let mut call = json!({"path": path, "dry_run": args.diff});
+    let hex = to.bytes().all(|b| b.is_ascii_hexdigit());
+    let named = if hex && to.len() >= 8 && to.len() != 32 {
+        call["to_sha256"] = json!(to);
+        svc.call("restore", call)
     } else {
-        call["journal_id"] = json!(args.to);
-    }
-    match svc.call("restore", call) {
+        call["journal_id"] = json!(to);
+        match svc.call("restore", call) {
+            // 32 hex digits are one of our journal_ids or a hash prefix: when no version has
+            // that journal_id, try the prefix (and report the first refusal if it fails too).
+            Err(env) if hex && env.context.contains_key("version") => svc
+                .call(
+                    "restore",
+                    json!({"path": path, "dry_run": args.diff, "to_sha256": to}),
+                )
+                .map_err(|_| env),
+            other => other,
+        }
+    };
+    match named {
         Ok(v) => {
             if args.diff {
                 print!("{}", v["diff"].as_str().unwrap_or(""));
             } else {
                 let f = &v["files"][0];
                 if f["unchanged"] == json!(true) {
-                    println!("{}: already at {}", args.path, args.to);
+                    println!("{path}: already at {to}");
                 } else {
                     println!(
                         "{}: restored to {} (journal_id {}; undo with --to {})",
-                        args.path,
+                        path,
                         f["sha256"].as_str().unwrap_or(""),
                         f["journal_id"].as_str().unwrap_or(""),
                         f["prev_sha256"].as_str().unwrap_or("")
                     );
                 }
             }
+            ExitCode::SUCCESS
+        }
+        Err(env) => fail(&message(&env)),
+    }
+}
+
+/// `restore --tx`: every file of a transaction back to its content before it.
+fn restore_tx(svc: &Service, tx: &str) -> ExitCode {
+    match svc.call("restore", json!({"tx_id": tx})) {
+        Ok(v) => {
+            for f in v["files"].as_array().into_iter().flatten() {
+                println!(
+                    "{}: restored to {}",
+                    f["path"].as_str().unwrap_or(""),
+                    f["sha256"].as_str().unwrap_or("")
+                );
+            }
+            for s in v["skipped"].as_array().into_iter().flatten() {
+                println!(
+                    "{}: skipped ({})",
+                    s["path"].as_str().unwrap_or(""),
+                    s["reason"].as_str().unwrap_or("")
+                );
+            }
+            println!(
+                "as transaction {} (undo with --tx {})",
+                v["restore_tx_id"].as_str().unwrap_or(""),
+                v["restore_tx_id"].as_str().unwrap_or("")
+            );
             ExitCode::SUCCESS
         }
         Err(env) => fail(&message(&env)),

@@ -90,7 +90,7 @@ pub enum Command {
     Journal(JournalArgs),
     /// List the journaled versions of a file (newest first).
     History(HistoryCliArgs),
-    /// Put a file back to an earlier version (see `history`), or preview it with --diff.
+    /// Put a file back to an earlier version (see `history`), or preview it with --diff; or every file of a transaction with --tx.
     Restore(RestoreCliArgs),
     /// Apply the history retention of the policy file to the object store.
     Gc(GcArgs),

@@ -1,7 +1,7 @@
 //! `analytics`: the MCP face of [`crate::analytics`], one streaming pass over the journal.
 //! Argument parsing and the result shape only; the query is [`crate::analytics::query`].
 
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::analytics::Analytics;
 use crate::analytics::query::query;
 use crate::envelope::Result;
@@ -43,7 +43,7 @@ pub const ANALYTICS: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<AnalyticsArgs>,
-    output_schema: schema::<AnalyticsResult>,
+    output_schema: result_schema::<AnalyticsResult>,
     run: run_analytics,
 };
 

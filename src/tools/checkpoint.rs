@@ -2,12 +2,13 @@
 //! and result shapes only; the store (find, read, list, TTL cleanup, the write plan and the
 //! journaled removal) is [`crate::checkpoint::store`].
 
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, is_false, keyed_description, parse_args, result_schema, schema, to_value};
 use crate::checkpoint::Format;
 use crate::checkpoint::store;
 pub use crate::checkpoint::store::{CheckpointEntry, CorruptEntry, Removed};
 use crate::envelope::Result;
 use crate::store::Store;
+use crate::write::idempotency::request_hash;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,6 +36,10 @@ pub struct CheckpointArgs {
     /// removed), or an ISO-8601 duration since the last update (PT30M, P1D, P1W, P1DT12H).
     #[serde(default = "session")]
     pub ttl: String,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// Arguments of `checkpoint_read`.
@@ -57,6 +62,10 @@ pub struct CheckpointCleanupArgs {
     /// permanent ones never do.
     #[serde(default = "yes")]
     pub include_session: bool,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// Result of `checkpoint`.
@@ -78,6 +87,9 @@ pub struct CheckpointResult {
     pub updated_at: String,
     /// True when the content (over 1 MB) was streamed into the file.
     pub chunked: bool,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
 /// Result of `checkpoint_read`.
@@ -112,22 +124,27 @@ pub struct CheckpointCleanupResult {
     pub kept: usize,
     /// Checkpoints whose file cannot be parsed: reported and kept, never silently deleted.
     pub corrupt: Vec<CorruptEntry>,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
 pub const CHECKPOINT: ToolSpec = ToolSpec {
     name: "checkpoint",
     title: "Save a checkpoint",
-    description: "Save intermediate data under a name (^[A-Za-z0-9_-]{1,64}$) in \
+    description: keyed_description!(
+        "Save intermediate data under a name (^[A-Za-z0-9_-]{1,64}$) in \
         .resilient_write/checkpoints/<name>.json|yaml|md, atomically and journaled; saving \
         again replaces it (created_at is kept). format: json (default), yaml, markdown (data \
         must be a string). ttl: session (default, removed by checkpoint_cleanup), permanent, \
         or an ISO-8601 duration such as PT30M or P1D. Over 1 MB the file is streamed \
-        (chunked: true).",
+        (chunked: true)."
+    ),
     read_only: false,
     destructive: true,
     idempotent: false,
     input_schema: schema::<CheckpointArgs>,
-    output_schema: schema::<CheckpointResult>,
+    output_schema: result_schema::<CheckpointResult>,
     run: run_checkpoint,
 };
 
@@ -140,7 +157,7 @@ pub const CHECKPOINT_READ: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<CheckpointReadArgs>,
-    output_schema: schema::<CheckpointReadResult>,
+    output_schema: result_schema::<CheckpointReadResult>,
     run: run_checkpoint_read,
 };
 
@@ -153,40 +170,47 @@ pub const CHECKPOINT_LIST: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<CheckpointListArgs>,
-    output_schema: schema::<CheckpointListResult>,
+    output_schema: result_schema::<CheckpointListResult>,
     run: run_checkpoint_list,
 };
 
 pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
     name: "checkpoint_cleanup",
     title: "Remove expired checkpoints",
-    description: "Delete checkpoints by TTL: expired durations always, ttl=session ones when \
+    description: keyed_description!(
+        "Delete checkpoints by TTL: expired durations always, ttl=session ones when \
         include_session (default true), permanent ones never. Corrupt files are reported in \
-        `corrupt` and kept. Returns removed[{name, ttl, reason}] and kept.",
+        `corrupt` and kept. Returns removed[{name, ttl, reason}] and kept."
+    ),
     read_only: false,
     destructive: true,
     idempotent: true,
     input_schema: schema::<CheckpointCleanupArgs>,
-    output_schema: schema::<CheckpointCleanupResult>,
+    output_schema: result_schema::<CheckpointCleanupResult>,
     run: run_checkpoint_cleanup,
 };
 
 fn run_checkpoint(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("checkpoint", &raw);
     let args: CheckpointArgs = parse_args(raw)?;
-    let saved = store::save(svc, &args.name, args.format, args.data, &args.ttl)?;
-    to_value(&CheckpointResult {
-        ok: true,
-        name: saved.name,
-        format: saved.format,
-        ttl: saved.ttl,
-        checkpoint_path: saved.path.clone(),
-        path: saved.path,
-        sha256: saved.sha256,
-        bytes: saved.bytes,
-        journal_id: saved.journal_id,
-        created_at: saved.created_at,
-        updated_at: saved.updated_at,
-        chunked: saved.chunked,
+    let key = args.idempotency_key.as_deref();
+    svc.once("checkpoint", key, &request_sha256, true, || {
+        let saved = store::save(svc, &args.name, args.format, args.data, &args.ttl)?;
+        to_value(&CheckpointResult {
+            ok: true,
+            name: saved.name,
+            format: saved.format,
+            ttl: saved.ttl,
+            checkpoint_path: saved.path.clone(),
+            path: saved.path,
+            sha256: saved.sha256,
+            bytes: saved.bytes,
+            journal_id: saved.journal_id,
+            created_at: saved.created_at,
+            updated_at: saved.updated_at,
+            chunked: saved.chunked,
+            idempotent_replay: false,
+        })
     })
 }
 
@@ -218,12 +242,17 @@ fn run_checkpoint_list(svc: &Store, raw: Value) -> Result<Value> {
 }
 
 fn run_checkpoint_cleanup(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("checkpoint_cleanup", &raw);
     let args: CheckpointCleanupArgs = parse_args(raw)?;
-    let c = store::cleanup(svc, args.include_session)?;
-    to_value(&CheckpointCleanupResult {
-        ok: true,
-        removed: c.removed,
-        kept: c.kept,
-        corrupt: c.corrupt,
+    let key = args.idempotency_key.as_deref();
+    svc.once("checkpoint_cleanup", key, &request_sha256, true, || {
+        let c = store::cleanup(svc, args.include_session)?;
+        to_value(&CheckpointCleanupResult {
+            ok: true,
+            removed: c.removed,
+            kept: c.kept,
+            corrupt: c.corrupt,
+            idempotent_replay: false,
+        })
     })
 }

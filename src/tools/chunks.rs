@@ -3,13 +3,18 @@
 //! is [`crate::chunks`].
 
 use super::write::{ContentEncoding, WriteMode, decode_content, idempotency_extra, row_str};
-use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use super::{
+    ToolSpec, is_false, keyed_description, parse_args, parse_expected_hash, result_schema, schema,
+    to_value,
+};
 use crate::chunks::{self, ComposeOptions, ModifiedChunk};
 use crate::envelope::{Failure, Result};
 use crate::journal::paths::row_fields;
 use crate::pipeline::Caller;
 use crate::preflight::RejectAt;
 use crate::store::Store;
+use crate::write::idempotency::request_hash;
+use crate::write::ops::Keyed;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -63,6 +68,10 @@ pub struct ChunkWriteArgs {
     /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// Arguments of `chunk_append`.
@@ -106,9 +115,9 @@ pub struct ChunkWriteResult {
     pub bytes: u64,
     pub journal_id: String,
     /// The session's total_expected after this write, if any.
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_expected: Option<u64>,
-    /// True when an append was answered from its first call (same idempotency_key).
+    /// True when the write was answered from its first call (same idempotency_key).
     #[serde(default)]
     pub idempotent_replay: bool,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -201,8 +210,12 @@ pub struct ChunkPreviewResult {
 /// Arguments of `chunk_reset`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-pub struct SessionArgs {
+pub struct ChunkResetArgs {
     pub session: String,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// Arguments of `chunk_status`.
@@ -222,6 +235,7 @@ pub struct ChunkStatusResult {
     pub ok: bool,
     pub session: String,
     pub exists: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_expected: Option<u64>,
     pub present_indices: Vec<u64>,
     /// Gaps below the highest chunk, and indices up to total_expected not yet written.
@@ -235,7 +249,9 @@ pub struct ChunkStatusResult {
     pub unrecognised_files: Vec<String>,
     /// ok, missing or corrupt (rebuilt from the chunk files at the next write).
     pub manifest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
     /// Whether chunk_compose would accept the session now.
     pub ready: bool,
@@ -249,55 +265,64 @@ pub struct ChunkResetResult {
     /// Files removed (chunks and manifest).
     pub removed: u64,
     pub existed: bool,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
 pub const CHUNK_WRITE: ToolSpec = ToolSpec {
     name: "chunk_write",
     title: "Write one chunk of a large document",
-    description: "Write chunk `index` (from 1) of a chunk session to \
+    description: keyed_description!(
+        "Write chunk `index` (from 1) of a chunk session to \
         .resilient_write/chunks/<session>/part-NNN.txt, atomically and journaled. Rewriting an \
         index replaces it, so a failed chunk is simply retried. total_expected records how many \
-        chunks the document has. Then rw_chunk_compose writes the whole file.",
+        chunks the document has. Then rw_chunk_compose writes the whole file."
+    ),
     read_only: false,
     // Rewriting an index replaces that chunk's content.
     destructive: true,
     idempotent: true,
     input_schema: schema::<ChunkWriteArgs>,
-    output_schema: schema::<ChunkWriteResult>,
+    output_schema: result_schema::<ChunkWriteResult>,
     run: run_chunk_write,
 };
 
 pub const CHUNK_APPEND: ToolSpec = ToolSpec {
     name: "chunk_append",
     title: "Append the next chunk",
-    description: "Write the next chunk of a session (highest index present + 1), so you need \
+    description: keyed_description!(
+        "Write the next chunk of a session (highest index present + 1), so you need \
         not track indices. Safe with several agents appending to one session at once: each \
         gets its own index and no chunk is lost. Pass an idempotency_key to make a retry (after \
-        a lost response) return the first result instead of appending the chunk twice.",
+        a lost response) return the first result instead of appending the chunk twice."
+    ),
     read_only: false,
     destructive: false,
     idempotent: false,
     input_schema: schema::<ChunkAppendArgs>,
-    output_schema: schema::<ChunkWriteResult>,
+    output_schema: result_schema::<ChunkWriteResult>,
     run: run_chunk_append,
 };
 
 pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {
     name: "chunk_compose",
     title: "Compose a chunk session into a file",
-    description: "Concatenate a session's chunks in index order (with `separator` between \
+    description: keyed_description!(
+        "Concatenate a session's chunks in index order (with `separator` between \
         them) into output_path through the durable write pipeline, streaming (any size). \
         Refuses a gap (naming the missing indices), a count that differs from total_expected, \
         foreign part files, and chunks edited since they were written. Without `mode` it \
-        creates or overwrites; mode=create|overwrite|append, expected_prev_sha256 and \
-        idempotency_key work as in rw_safe_write. classify=true scores the whole document as it \
+        creates or overwrites; mode=create|overwrite|append and expected_prev_sha256 work \
+        as in rw_safe_write. classify=true scores the whole document as it \
         streams (a secret split across chunks included) and refuses at classify_reject_at, \
-        keeping the session. cleanup=true removes the session afterwards.",
+        keeping the session. cleanup=true removes the session afterwards."
+    ),
     read_only: false,
     destructive: true,
     idempotent: false,
     input_schema: schema::<ChunkComposeArgs>,
-    output_schema: schema::<ChunkComposeResult>,
+    output_schema: result_schema::<ChunkComposeResult>,
     run: run_chunk_compose,
 };
 
@@ -310,7 +335,7 @@ pub const CHUNK_PREVIEW: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<ChunkPreviewArgs>,
-    output_schema: schema::<ChunkPreviewResult>,
+    output_schema: result_schema::<ChunkPreviewResult>,
     run: run_chunk_preview,
 };
 
@@ -325,20 +350,22 @@ pub const CHUNK_STATUS: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<ChunkStatusArgs>,
-    output_schema: schema::<ChunkStatusResult>,
+    output_schema: result_schema::<ChunkStatusResult>,
     run: run_chunk_status,
 };
 
 pub const CHUNK_RESET: ToolSpec = ToolSpec {
     name: "chunk_reset",
     title: "Delete a chunk session",
-    description: "Delete a chunk session and all its chunks (use before starting a new \
-        attempt under the same session name).",
+    description: keyed_description!(
+        "Delete a chunk session and all its chunks (use before starting a new \
+        attempt under the same session name)."
+    ),
     read_only: false,
     destructive: true,
     idempotent: true,
-    input_schema: schema::<SessionArgs>,
-    output_schema: schema::<ChunkResetResult>,
+    input_schema: schema::<ChunkResetArgs>,
+    output_schema: result_schema::<ChunkResetResult>,
     run: run_chunk_reset,
 };
 
@@ -357,8 +384,8 @@ fn written(session: String, w: chunks::ChunkWritten) -> Result<Value> {
     })
 }
 
-/// The first result of an append, from its journal row.
-fn replayed_append(session: String, row: &Map<String, Value>) -> Result<Value> {
+/// The first result of a chunk write or append, from its journal row.
+fn replayed_chunk(session: String, row: &Map<String, Value>) -> Result<Value> {
     let index = row.get("chunk_index").and_then(Value::as_u64).unwrap_or(0);
     to_value(&ChunkWriteResult {
         ok: true,
@@ -379,52 +406,88 @@ fn replayed_append(session: String, row: &Map<String, Value>) -> Result<Value> {
 }
 
 fn run_chunk_write(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("chunk_write", &raw);
     let args: ChunkWriteArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let index = index_arg(&args.session, "index", Some(args.index))?;
-    let total = index_arg(&args.session, "total_expected", args.total_expected)?;
-    let bytes = decode_content(svc, args.content, args.encoding)?;
-    svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
-    let w = chunks::write_chunk(
+    keyed_chunk_write(
         svc,
-        &caller(svc, "chunk_write"),
-        &args.session,
-        index,
-        bytes,
-        total,
-        Default::default(),
-    )?
-    .map_err(|_| Failure::Internal("a chunk_write without a key was replayed".into()))?;
-    written(args.session, w)
+        "chunk_write",
+        Keyed {
+            key: args.idempotency_key.as_deref(),
+            request_sha256: &request_sha256,
+        },
+        ChunkArgs {
+            session: args.session.clone(),
+            index,
+            total_expected: args.total_expected,
+            content: args.content,
+            encoding: args.encoding,
+            classify: args.classify,
+            classify_reject_at: args.classify_reject_at,
+        },
+    )
 }
 
 fn run_chunk_append(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = crate::write::idempotency::request_hash("chunk_append", &raw);
+    let request_sha256 = request_hash("chunk_append", &raw);
     let args: ChunkAppendArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
-    let key = args.idempotency_key.as_deref();
-    if let Some(row) = svc.recorded(key, &request_sha256)? {
-        return replayed_append(args.session, &row);
+    keyed_chunk_write(
+        svc,
+        "chunk_append",
+        Keyed {
+            key: args.idempotency_key.as_deref(),
+            request_sha256: &request_sha256,
+        },
+        ChunkArgs {
+            session: args.session.clone(),
+            index: None,
+            total_expected: args.total_expected,
+            content: args.content,
+            encoding: args.encoding,
+            classify: args.classify,
+            classify_reject_at: args.classify_reject_at,
+        },
+    )
+}
+
+/// What `chunk_write` and `chunk_append` write (`index` `None`: the next one).
+struct ChunkArgs {
+    session: String,
+    index: Option<u64>,
+    total_expected: Option<i64>,
+    content: String,
+    encoding: ContentEncoding,
+    classify: bool,
+    classify_reject_at: RejectAt,
+}
+
+/// Write a chunk, or answer a keyed retry from the journal row of its first call (checked
+/// again under the session lock, so two retries racing each other still write once).
+fn keyed_chunk_write(svc: &Store, tool: &str, keyed: Keyed<'_>, a: ChunkArgs) -> Result<Value> {
+    if let Some(row) = svc.recorded(keyed.key, keyed.request_sha256)? {
+        return replayed_chunk(a.session, &row);
     }
-    let total = index_arg(&args.session, "total_expected", args.total_expected)?;
-    let bytes = decode_content(svc, args.content, args.encoding)?;
-    svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
-    let replay = || svc.recorded(key, &request_sha256);
+    let total = index_arg(&a.session, "total_expected", a.total_expected)?;
+    let bytes = decode_content(svc, a.content, a.encoding)?;
+    svc.preflight_bytes(&bytes, a.classify, a.classify_reject_at)?;
+    let replay = || svc.recorded(keyed.key, keyed.request_sha256);
     let done = chunks::write_chunk(
         svc,
-        &caller(svc, "chunk_append"),
-        &args.session,
-        None,
+        &caller(svc, tool),
+        &a.session,
+        a.index,
         bytes,
         total,
         chunks::ChunkWriteOptions {
-            extra: idempotency_extra(key, &request_sha256),
+            extra: idempotency_extra(keyed.key, keyed.request_sha256),
             replay: &replay,
         },
     )?;
     match done {
-        Ok(w) => written(args.session, w),
-        Err(row) => replayed_append(args.session, &row),
+        Ok(w) => written(a.session, w),
+        Err(row) => replayed_chunk(a.session, &row),
     }
 }
 
@@ -560,13 +623,18 @@ fn run_chunk_status(svc: &Store, raw: Value) -> Result<Value> {
 }
 
 fn run_chunk_reset(svc: &Store, raw: Value) -> Result<Value> {
-    let args: SessionArgs = parse_args(raw)?;
+    let request_sha256 = request_hash("chunk_reset", &raw);
+    let args: ChunkResetArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
-    let (existed, removed) = chunks::reset(svc, &args.session)?;
-    to_value(&ChunkResetResult {
-        ok: true,
-        session: args.session,
-        removed,
-        existed,
+    let key = args.idempotency_key.as_deref();
+    svc.once("chunk_reset", key, &request_sha256, true, || {
+        let (existed, removed) = chunks::reset(svc, &args.session)?;
+        to_value(&ChunkResetResult {
+            ok: true,
+            session: args.session.clone(),
+            removed,
+            existed,
+            idempotent_replay: false,
+        })
     })
 }

@@ -1,10 +1,11 @@
 //! `handoff_write` and `handoff_read` (L5): argument parsing and result shapes only; the
 //! store (drift, archive, load, the write through the pipeline) is [`crate::handoff::store`].
 
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, is_false, keyed_description, parse_args, result_schema, schema, to_value};
 use crate::envelope::Result;
 use crate::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, store};
 use crate::store::Store;
+use crate::write::idempotency::request_hash;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -34,6 +35,10 @@ pub struct HandoffWriteArgs {
     /// Keep the envelope being replaced in .resilient_write/handoffs/<ts>_<task_id>.md.
     #[serde(default)]
     pub archive: bool,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// Arguments of `handoff_read`.
@@ -66,6 +71,9 @@ pub struct HandoffWriteResult {
     /// Dependency-graph steps ready now (absent without a graph).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ready_steps: Option<Vec<Step>>,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
 /// Result of `handoff_read`.
@@ -92,19 +100,21 @@ pub struct HandoffReadResult {
 pub const HANDOFF_WRITE: ToolSpec = ToolSpec {
     name: "handoff_write",
     title: "Write a task handoff",
-    description: "Write a task-continuity envelope (HANDOFF.md: YAML front-matter + Markdown \
+    description: keyed_description!(
+        "Write a task-continuity envelope (HANDOFF.md: YAML front-matter + Markdown \
         body) so a fresh agent can resume. Required: task_id, status \
         (complete|partial|blocked|handed_off), agent, summary, next_steps, \
         last_good_state[{path, sha256?, bytes?}] (missing hashes are taken from disk; paths \
         must be inside the workspace). Optional dependency_graph[{id, depends_on, \
         description, done}] is checked for cycles and unknown ids. Free text is screened by \
         the L0 classifier: a secret refuses the write (blocked/content_filter). archive: true \
-        keeps the replaced envelope under .resilient_write/handoffs/. Atomic and journaled.",
+        keeps the replaced envelope under .resilient_write/handoffs/. Atomic and journaled."
+    ),
     read_only: false,
     destructive: true,
     idempotent: false,
     input_schema: schema::<HandoffWriteArgs>,
-    output_schema: schema::<HandoffWriteResult>,
+    output_schema: result_schema::<HandoffWriteResult>,
     run: run_handoff_write,
 };
 
@@ -118,28 +128,33 @@ pub const HANDOFF_READ: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<HandoffReadArgs>,
-    output_schema: schema::<HandoffReadResult>,
+    output_schema: result_schema::<HandoffReadResult>,
     run: run_handoff_read,
 };
 
 fn run_handoff_write(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("handoff_write", &raw);
     let args: HandoffWriteArgs = parse_args(raw)?;
-    let w = store::write(svc, args.envelope, args.body, &args.path, args.archive)?;
-    to_value(&HandoffWriteResult {
-        ok: true,
-        handoff_path: w.path,
-        abs_path: w.abs_path,
-        sha256: w.sha256,
-        bytes: w.bytes,
-        journal_id: w.journal_id,
-        archived_path: w.archived_path,
-        drift_warnings: w.drift.clone(),
-        drift: w.drift,
-        ready_steps: w
-            .handoff
-            .dependency_graph
-            .as_deref()
-            .map(handoff::ready_steps),
+    let key = args.idempotency_key.as_deref();
+    svc.once("handoff_write", key, &request_sha256, true, || {
+        let w = store::write(svc, args.envelope, args.body, &args.path, args.archive)?;
+        to_value(&HandoffWriteResult {
+            ok: true,
+            handoff_path: w.path,
+            abs_path: w.abs_path,
+            sha256: w.sha256,
+            bytes: w.bytes,
+            journal_id: w.journal_id,
+            archived_path: w.archived_path,
+            drift_warnings: w.drift.clone(),
+            drift: w.drift,
+            ready_steps: w
+                .handoff
+                .dependency_graph
+                .as_deref()
+                .map(handoff::ready_steps),
+            idempotent_replay: false,
+        })
     })
 }
 

@@ -2,11 +2,15 @@
 //! a path, or every file of a transaction, back to an earlier version. The logic is
 //! [`crate::history`].
 
-use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use super::{
+    ToolSpec, is_false, keyed_description, parse_args, parse_expected_hash, result_schema, schema,
+    to_value,
+};
 use crate::envelope::{Failure, Result};
 use crate::history::{self, RestoreTo, Skipped, Version};
 use crate::pipeline::read_existing;
 use crate::store::Store;
+use crate::write::idempotency::request_hash;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -33,7 +37,8 @@ pub struct HistoryResult {
     /// The file's workspace-relative path, as the journal records it.
     pub path: String,
     pub abs_path: String,
-    /// SHA-256 of the file now (null: it does not exist).
+    /// SHA-256 of the file now (absent: it does not exist).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_sha256: Option<String>,
     /// Journaled versions, newest first.
     pub versions: Vec<Version>,
@@ -65,6 +70,10 @@ pub struct RestoreArgs {
     /// Return the unified diff from the current content to the version; write nothing.
     #[serde(default)]
     pub dry_run: bool,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// One file written (or that would be written) by `restore`.
@@ -76,6 +85,7 @@ pub struct RestoredFile {
     /// SHA-256 of the content now (the restored version unless dry_run).
     pub sha256: String,
     /// SHA-256 before the restore.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_sha256: Option<String>,
     /// Absent on a dry run or when the file already had that content.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -103,6 +113,9 @@ pub struct RestoreResult {
     /// Unified diff of the change (dry run only).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diff: Option<String>,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
 pub const HISTORY: ToolSpec = ToolSpec {
@@ -117,25 +130,27 @@ pub const HISTORY: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<HistoryArgs>,
-    output_schema: schema::<HistoryResult>,
+    output_schema: result_schema::<HistoryResult>,
     run: run_history,
 };
 
 pub const RESTORE: ToolSpec = ToolSpec {
     name: "restore",
     title: "Restore an earlier version",
-    description: "Put a file back to an earlier version (path with to_sha256 or journal_id \
+    description: keyed_description!(
+        "Put a file back to an earlier version (path with to_sha256 or journal_id \
         from history; to_sha256 may be any prefix of at least 8 hex digits that only one \
         version of the path has, else the envelope lists the candidates), through the durable \
         write pipeline; journaled as mode=restore and itself undoable. expected_prev_sha256 guards against overwriting newer work; dry_run returns \
         the diff only. With tx_id instead, every file that transaction changed is put back to \
         its previous content in one new transaction (all or nothing; files it created are \
-        listed in skipped).",
+        listed in skipped)."
+    ),
     read_only: false,
     destructive: true,
     idempotent: false,
     input_schema: schema::<RestoreArgs>,
-    output_schema: schema::<RestoreResult>,
+    output_schema: result_schema::<RestoreResult>,
     run: run_restore,
 };
 
@@ -208,7 +223,17 @@ fn version_hash(given: &str) -> Result<RestoreTo> {
 }
 
 fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("restore", &raw);
     let args: RestoreArgs = parse_args(raw)?;
+    let key = args.idempotency_key.clone();
+    // A dry run writes nothing: its key is checked, and nothing is kept under it.
+    let record = !args.dry_run;
+    svc.once("restore", key.as_deref(), &request_sha256, record, || {
+        restore(svc, args)
+    })
+}
+
+fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let bad = |m: &str| Failure::InvalidArguments { message: m.into() };
@@ -244,6 +269,7 @@ fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
             skipped,
             dry_run: false,
             diff: None,
+            idempotent_replay: false,
         });
     }
     let path = args
@@ -286,5 +312,6 @@ fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
         skipped: Vec::new(),
         dry_run: args.dry_run,
         diff: r.diff,
+        idempotent_replay: false,
     })
 }

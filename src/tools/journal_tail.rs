@@ -1,7 +1,7 @@
 //! `journal_tail`: the newest journal rows, optionally filtered by path and mode. Argument
 //! parsing and the result shape only; the tail is [`crate::journal::tail`].
 
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::envelope::Result;
 use crate::journal::tail::{Tail, TailQuery, tail};
 use crate::store::Store;
@@ -55,7 +55,7 @@ pub const JOURNAL_TAIL: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<JournalTailArgs>,
-    output_schema: schema::<JournalTailResult>,
+    output_schema: result_schema::<JournalTailResult>,
     run: run_journal_tail,
 };
 

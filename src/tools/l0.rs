@@ -6,10 +6,11 @@
 //! `redact` with `deposit: true` hands the originals to a [`Depository`]: the L4 scratchpad,
 //! which stores each as an owner-only content-addressed blob and returns its hash.
 
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, is_false, keyed_description, parse_args, result_schema, schema, to_value};
 use crate::classify::{Original, RiskReport, redact};
 use crate::envelope::Result;
 use crate::store::Store;
+use crate::write::idempotency::request_hash;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,6 +47,10 @@ pub struct RedactArgs {
     /// available; otherwise `note` says so and nothing is stored).
     #[serde(default)]
     pub deposit: bool,
+    /// A retried call with the same key and arguments returns the first result without
+    /// depositing again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// One replaced finding.
@@ -76,6 +81,9 @@ pub struct RedactResult {
     /// Why `deposit: true` stored nothing, when it did not.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
 /// Where `redact` can put the originals (the L4 scratchpad). Implementations store the text
@@ -113,23 +121,25 @@ pub const RISK_SCORE: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<RiskScoreArgs>,
-    output_schema: schema::<RiskScoreResult>,
+    output_schema: result_schema::<RiskScoreResult>,
     run: run_risk_score,
 };
 
 pub const REDACT: ToolSpec = ToolSpec {
     name: "redact",
     title: "Redact secrets from a draft",
-    description: "Return the draft with every finding of risk_score replaced by a typed \
+    description: keyed_description!(
+        "Return the draft with every finding of risk_score replaced by a typed \
         placeholder `{REDACTED:<rule>}`, and the list of replacements {rule, line, placeholder}. \
         Redacting a redacted draft changes nothing. Writes no workspace file. deposit=true stores \
         each original in the scratchpad (.resilient_write/scratch/, owner-only) and returns its \
-        sha256 per replacement, retrievable with rw_scratch_get.",
+        sha256 per replacement, retrievable with rw_scratch_get."
+    ),
     read_only: false,
     destructive: false,
     idempotent: true,
     input_schema: schema::<RedactArgs>,
-    output_schema: schema::<RedactResult>,
+    output_schema: result_schema::<RedactResult>,
     run: run_redact,
 };
 
@@ -140,32 +150,47 @@ fn run_risk_score(svc: &Store, raw: Value) -> Result<Value> {
 }
 
 fn run_redact(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("redact", &raw);
     let args: RedactArgs = parse_args(raw)?;
     let r = redact(&args.content, svc.classifier()?);
-    let store = if args.deposit { depository(svc) } else { None };
-    let mut replacements = Vec::with_capacity(r.replacements.len());
-    for rep in &r.replacements {
-        let sha256 = match &store {
-            Some(d) => Some(d.deposit(&rep.original, &rep.rule)?),
-            None => None,
-        };
-        replacements.push(RedactedItem {
-            rule: rep.rule.clone(),
-            line: rep.line,
-            placeholder: rep.placeholder.clone(),
-            sha256,
+    let key = args.idempotency_key.as_deref();
+    // What is kept under a key is the result without the redacted draft (drafts stay out of
+    // the state directory); the draft is redacted again for every answer, to the same text.
+    let mut result = svc.once("redact", key, &request_sha256, true, || {
+        let store = if args.deposit { depository(svc) } else { None };
+        let mut replacements = Vec::with_capacity(r.replacements.len());
+        for rep in &r.replacements {
+            let sha256 = match &store {
+                Some(d) => Some(d.deposit(&rep.original, &rep.rule)?),
+                None => None,
+            };
+            replacements.push(RedactedItem {
+                rule: rep.rule.clone(),
+                line: rep.line,
+                placeholder: rep.placeholder.clone(),
+                sha256,
+            });
+        }
+        let note = (args.deposit && store.is_none()).then(|| {
+            "deposit is unavailable: this build has no scratchpad, so the originals were not \
+             stored anywhere; keep them yourself if you need them"
+                .to_string()
         });
+        let mut v = to_value(&RedactResult {
+            ok: true,
+            content: String::new(),
+            replacements,
+            deposited: store.is_some() && !r.replacements.is_empty(),
+            note,
+            idempotent_replay: false,
+        })?;
+        if let Value::Object(m) = &mut v {
+            m.remove("content");
+        }
+        Ok(v)
+    })?;
+    if let Value::Object(m) = &mut result {
+        m.insert("content".into(), Value::String(r.content));
     }
-    let note = (args.deposit && store.is_none()).then(|| {
-        "deposit is unavailable: this build has no scratchpad, so the originals were not \
-         stored anywhere; keep them yourself if you need them"
-            .to_string()
-    });
-    to_value(&RedactResult {
-        ok: true,
-        content: r.content,
-        replacements,
-        deposited: store.is_some() && !r.replacements.is_empty(),
-        note,
-    })
+    Ok(result)
 }

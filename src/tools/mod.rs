@@ -6,9 +6,8 @@
 
 use crate::envelope::{Failure, Result};
 use crate::store::Store;
-use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 pub mod analytics;
 pub mod checkpoint;
@@ -17,10 +16,13 @@ pub mod handoff;
 pub mod history;
 pub mod journal_tail;
 pub mod l0;
+pub mod schema;
 pub mod scratch;
 pub mod tx;
 pub mod validate;
 pub mod write;
+
+pub use schema::{result_schema, schema};
 
 /// One tool.
 pub struct ToolSpec {
@@ -36,53 +38,23 @@ pub struct ToolSpec {
     pub run: fn(&Store, Value) -> Result<Value>,
 }
 
-/// The JSON Schema of `T`, as published.
-pub fn schema<T: JsonSchema>() -> Value {
-    let mut v = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
-    if let Value::Object(m) = &mut v {
-        // Some clients reject a `$schema` they do not know; the dialect is 2020-12 either way.
-        m.remove("$schema");
-    }
-    objects_for_boolean_subschemas(&mut v);
-    v
+/// A writing tool's description, ending with what its `idempotency_key` does: the same words
+/// for every writing tool.
+macro_rules! keyed_description {
+    ($text:literal) => {
+        concat!(
+            $text,
+            " idempotency_key (optional): a retry with the same key and arguments returns the \
+            first result (idempotent_replay: true) without applying again; the same key with \
+            other arguments is stale_precondition."
+        )
+    };
 }
+pub(crate) use keyed_description;
 
-/// schemars writes "any value" (`serde_json::Value` fields) as the boolean schema `true`. That
-/// is valid JSON Schema, but the MCP TypeScript SDK (and the conformance suite's `tools-list`
-/// check) require every property schema to be an object, so clients built on it refuse the
-/// whole tool list. Write `{}` (and `{"not": {}}` for `false`) instead: same meaning.
-fn objects_for_boolean_subschemas(v: &mut Value) {
-    fn as_object(s: &mut Value) {
-        if let Value::Bool(b) = *s {
-            *s = if b {
-                Value::Object(Map::new())
-            } else {
-                serde_json::json!({"not": {}})
-            };
-        }
-    }
-    // Only schema positions are touched: `default`, `examples` or `const` values stay as they are.
-    let Value::Object(m) = v else { return };
-    for (key, sub) in m.iter_mut() {
-        let subschemas: Vec<&mut Value> = match (key.as_str(), sub) {
-            ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(map)) => {
-                map.values_mut().collect()
-            }
-            ("prefixItems" | "anyOf" | "oneOf" | "allOf", Value::Array(list)) => {
-                list.iter_mut().collect()
-            }
-            ("items" | "additionalItems" | "contains" | "not" | "additionalProperties", s) => {
-                vec![s]
-            }
-            _ => Vec::new(),
-        };
-        for s in subschemas {
-            if key != "additionalProperties" {
-                as_object(s);
-            }
-            objects_for_boolean_subschemas(s);
-        }
-    }
+/// `skip_serializing_if` for flags that are usually false (`idempotent_replay`).
+pub(crate) fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 /// Every tool, in listing order.
@@ -297,29 +269,70 @@ mod tests {
     }
 
     #[test]
-    fn boolean_subschemas_become_equivalent_objects_and_values_stay() {
-        let mut v = serde_json::json!({
-            "properties": {"data": true, "never": false, "d": {"default": true}},
-            "items": true,
-            "additionalProperties": false
-        });
-        objects_for_boolean_subschemas(&mut v);
-        assert_eq!(
-            v,
-            serde_json::json!({
-                "properties": {"data": {}, "never": {"not": {}}, "d": {"default": true}},
-                "items": {},
-                "additionalProperties": false
-            })
-        );
-    }
-
-    #[test]
     fn every_schema_is_an_object_schema() {
         for t in catalog() {
             for s in [(t.input_schema)(), (t.output_schema)()] {
                 assert_eq!(s["type"], "object", "{}", t.name);
             }
+        }
+    }
+
+    #[test]
+    fn no_result_field_is_written_as_null() {
+        // A field serde always writes must not be an Option written as null: the published
+        // output schema has no null type, so such a result would not match it.
+        schema::tests::AS_GENERATED.set(true);
+        let mut found = Vec::new();
+        for t in catalog() {
+            schema::tests::required_nullable(&(t.output_schema)(), t.name, &mut found);
+        }
+        schema::tests::AS_GENERATED.set(false);
+        found.sort();
+        found.dedup();
+        assert!(
+            found.is_empty(),
+            "{} nullable fields: {found:#?}",
+            found.len()
+        );
+    }
+
+    #[test]
+    fn every_writing_tool_takes_an_idempotency_key_and_says_so() {
+        let writing: Vec<&ToolSpec> = catalog().iter().filter(|t| !t.read_only).collect();
+        assert!(writing.len() >= 17, "{}", writing.len());
+        for t in writing {
+            let input = (t.input_schema)();
+            let key = &input["properties"]["idempotency_key"];
+            assert_eq!(key["type"], "string", "{}: {input}", t.name);
+            assert!(
+                key["description"]
+                    .as_str()
+                    .is_some_and(|d| d.contains("same key")),
+                "{}: {key}",
+                t.name
+            );
+            assert!(
+                t.description.contains("idempotency_key"),
+                "{}: {}",
+                t.name,
+                t.description
+            );
+            let output = (t.output_schema)();
+            assert_eq!(
+                output["properties"]["idempotent_replay"]["type"], "boolean",
+                "{}",
+                t.name
+            );
+        }
+        // Read-only tools apply nothing: no key.
+        for t in catalog().iter().filter(|t| t.read_only) {
+            assert!(
+                (t.input_schema)()["properties"]
+                    .get("idempotency_key")
+                    .is_none(),
+                "{}",
+                t.name
+            );
         }
     }
 }

@@ -2,7 +2,7 @@
 //! shapes only; the store is [`crate::scratch`].
 
 use super::write::{ContentEncoding, decode_content, idempotency_extra};
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, keyed_description, parse_args, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
 use crate::scratch::{self, Meta, SkippedLine};
@@ -54,7 +54,8 @@ pub struct ScratchPutResult {
     pub dedup: bool,
     /// The original's name for `dedup`.
     pub deduped: bool,
-    /// Journal id of the blob write (null when deduplicated).
+    /// Journal id of the blob write (absent when deduplicated).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub journal_id: Option<String>,
     /// True when answered from the first call with the same idempotency_key.
     #[serde(default)]
@@ -79,13 +80,19 @@ pub struct ScratchRefArgs {
 pub struct ScratchRefResult {
     pub ok: bool,
     pub sha256: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// Every distinct label deposited for this blob, oldest first.
     pub labels: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub notes: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
     /// The index row itself.
     pub entry: Map<String, Value>,
@@ -121,7 +128,9 @@ pub struct ScratchGetResult {
     pub content: String,
     pub encoding: String,
     pub bytes: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub content_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
     /// index.jsonl lines skipped as torn or corrupt while looking up the label.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -131,15 +140,17 @@ pub struct ScratchGetResult {
 pub const SCRATCH_PUT: ToolSpec = ToolSpec {
     name: "scratch_put",
     title: "Deposit material out of the workspace",
-    description: "Store content that must not go into the workspace (credentials, PII, \
+    description: keyed_description!(
+        "Store content that must not go into the workspace (credentials, PII, \
         binaries) in .resilient_write/scratch/<sha256>.bin (owner-only permissions), \
         deduplicated by SHA-256, with an index row for label, content_type and notes. \
-        encoding=base64 for binary. Returns the sha256 to refer to it later.",
+        encoding=base64 for binary. Returns the sha256 to refer to it later."
+    ),
     read_only: false,
     destructive: false,
     idempotent: false,
     input_schema: schema::<ScratchPutArgs>,
-    output_schema: schema::<ScratchPutResult>,
+    output_schema: result_schema::<ScratchPutResult>,
     run: run_scratch_put,
 };
 
@@ -153,7 +164,7 @@ pub const SCRATCH_REF: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<ScratchRefArgs>,
-    output_schema: schema::<ScratchRefResult>,
+    output_schema: result_schema::<ScratchRefResult>,
     run: run_scratch_ref,
 };
 
@@ -167,7 +178,7 @@ pub const SCRATCH_GET: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<ScratchGetArgs>,
-    output_schema: schema::<ScratchGetResult>,
+    output_schema: result_schema::<ScratchGetResult>,
     run: run_scratch_get,
 };
 

@@ -4,12 +4,16 @@
 //! [`crate::tx`].
 
 use super::write::{ContentEncoding, EditArg, WriteMode, decode_content, edits_from, one, row_str};
-use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use super::{
+    ToolSpec, is_false, keyed_description, parse_args, parse_expected_hash, result_schema, schema,
+    to_value,
+};
 use crate::envelope::{Failure, Result};
 use crate::journal::paths::{JournalPaths, row_fields};
 use crate::preflight::RejectAt;
 use crate::store::Store;
 use crate::tx::{self, StagedOp};
+use crate::write::idempotency::request_hash;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -24,6 +28,10 @@ pub struct TxBeginArgs {
     /// Seconds before an uncommitted transaction is discarded (default 3600, at most 604800).
     #[serde(default)]
     pub timeout: Option<u64>,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// Result of `tx_begin`.
@@ -36,6 +44,9 @@ pub struct TxBeginResult {
     pub created_at: String,
     /// RFC 3339 time after which the transaction is discarded if not committed.
     pub expires_at: String,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
 /// Arguments of `tx_write`.
@@ -64,6 +75,10 @@ pub struct TxWriteArgs {
     /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// Arguments of `tx_replace`.
@@ -92,6 +107,10 @@ pub struct TxReplaceArgs {
     /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// One staged file, as `tx_write`, `tx_replace` and `tx_status` report it.
@@ -104,8 +123,9 @@ pub struct StagedFile {
     /// SHA-256 of the staged content (the file's hash after commit).
     pub sha256: String,
     pub bytes: u64,
-    /// SHA-256 the file had when first staged (null: it did not exist); the commit requires
+    /// SHA-256 the file had when first staged (absent: it did not exist); the commit requires
     /// it still has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub base_sha256: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replacements: Option<usize>,
@@ -120,13 +140,27 @@ pub struct TxStageResult {
     pub staged: StagedFile,
     /// Files staged in the transaction so far.
     pub staged_count: usize,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
-/// Arguments of `tx_status`, `tx_commit` and `tx_rollback`.
+/// Arguments of `tx_status`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TxIdArgs {
     pub tx_id: String,
+}
+
+/// Arguments of `tx_commit` and `tx_rollback`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TxKeyedArgs {
+    pub tx_id: String,
+    /// A retried call with the same key and arguments returns the first result without
+    /// applying again; the same key with other arguments is refused (stale_precondition).
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
 }
 
 /// A staged file and the state of its target now.
@@ -134,7 +168,8 @@ pub struct TxIdArgs {
 pub struct StatusFile {
     #[serde(flatten)]
     pub staged: StagedFile,
-    /// SHA-256 of the target now (null: missing).
+    /// SHA-256 of the target now (absent: missing).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub current_sha256: Option<String>,
     /// True when the target changed since it was staged: tx_commit would fail.
     pub conflict: bool,
@@ -162,6 +197,7 @@ pub struct CommittedFile {
     pub sha256: String,
     pub bytes: u64,
     pub mode_applied: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prev_sha256: Option<String>,
     pub journal_id: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -189,6 +225,9 @@ pub struct TxRollbackResult {
     pub tx_id: String,
     /// Staged files discarded.
     pub discarded: usize,
+    /// True when this is the first result of an earlier call with the same idempotency_key.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub idempotent_replay: bool,
 }
 
 fn shown(op: &StagedOp) -> StagedFile {
@@ -206,46 +245,52 @@ fn shown(op: &StagedOp) -> StagedFile {
 pub const TX_BEGIN: ToolSpec = ToolSpec {
     name: "tx_begin",
     title: "Begin a cross-file transaction",
-    description: "Start a transaction: stage writes to several files with tx_write / \
+    description: keyed_description!(
+        "Start a transaction: stage writes to several files with tx_write / \
         tx_replace, then tx_commit applies them all or none (also across a crash: a committed \
         transaction is finished on restart, an uncommitted one leaves no trace). Returns tx_id. \
-        timeout (seconds, default 3600): an uncommitted transaction is discarded after it.",
+        timeout (seconds, default 3600): an uncommitted transaction is discarded after it."
+    ),
     read_only: false,
     destructive: false,
     idempotent: false,
     input_schema: schema::<TxBeginArgs>,
-    output_schema: schema::<TxBeginResult>,
+    output_schema: result_schema::<TxBeginResult>,
     run: run_tx_begin,
 };
 
 pub const TX_WRITE: ToolSpec = ToolSpec {
     name: "tx_write",
     title: "Stage a file write in a transaction",
-    description: "Stage a write (same arguments as safe_write: mode create/overwrite/append, \
+    description: keyed_description!(
+        "Stage a write (same arguments as safe_write: mode create/overwrite/append, \
         expected_prev_sha256, encoding, classify) in transaction tx_id. Nothing is written to the file \
         until tx_commit. The file's current hash is recorded: if it changes before the commit, \
         the commit fails with stale_precondition and writes nothing. Staging the same path \
-        again builds on the staged content.",
+        again builds on the staged content."
+    ),
     read_only: false,
     destructive: false,
     idempotent: false,
     input_schema: schema::<TxWriteArgs>,
-    output_schema: schema::<TxStageResult>,
+    output_schema: result_schema::<TxStageResult>,
     run: run_tx_write,
 };
 
 pub const TX_REPLACE: ToolSpec = ToolSpec {
     name: "tx_replace",
     title: "Stage an exact-match edit in a transaction",
-    description: "Stage a replacement (same arguments as safe_replace: old_string/new_string/\
+    description: keyed_description!(
+        "Stage a replacement (same arguments as safe_replace: old_string/new_string/\
         count or an edits list, expected_prev_sha256, classify) in transaction tx_id, applied to the file \
         as staged so far in the transaction or as it is on disk. Match errors are reported now; \
-        nothing is written until tx_commit.",
+        nothing is written until tx_commit."
+    ),
     read_only: false,
     destructive: false,
     idempotent: false,
     input_schema: schema::<TxReplaceArgs>,
-    output_schema: schema::<TxStageResult>,
+    output_schema: result_schema::<TxStageResult>,
     run: run_tx_replace,
 };
 
@@ -258,49 +303,58 @@ pub const TX_STATUS: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<TxIdArgs>,
-    output_schema: schema::<TxStatusResult>,
+    output_schema: result_schema::<TxStatusResult>,
     run: run_tx_status,
 };
 
 pub const TX_COMMIT: ToolSpec = ToolSpec {
     name: "tx_commit",
     title: "Commit a transaction",
-    description: "Apply every staged file of tx_id, all or nothing: every target must still \
+    description: keyed_description!(
+        "Apply every staged file of tx_id, all or nothing: every target must still \
         have the hash it had when staged (else stale_precondition with context.conflicts naming \
         each changed file, nothing written, the transaction stays open for tx_rollback). Each \
         file is journaled with tx_id and its previous content kept for restore. Safe to retry: \
         a transaction that already committed (a lost response, a crash after the commit \
-        point) answers with what it wrote, idempotent_replay=true.",
+        point) answers with what it wrote, idempotent_replay=true."
+    ),
     read_only: false,
     destructive: true,
     // A retry of a committed transaction answers from the journal and writes nothing.
     idempotent: true,
-    input_schema: schema::<TxIdArgs>,
-    output_schema: schema::<TxCommitResult>,
+    input_schema: schema::<TxKeyedArgs>,
+    output_schema: result_schema::<TxCommitResult>,
     run: run_tx_commit,
 };
 
 pub const TX_ROLLBACK: ToolSpec = ToolSpec {
     name: "tx_rollback",
     title: "Discard a transaction",
-    description: "Discard an open transaction and its staged files; no file is touched.",
+    description: keyed_description!(
+        "Discard an open transaction and its staged files; no file is touched."
+    ),
     read_only: false,
     destructive: false,
     idempotent: false,
-    input_schema: schema::<TxIdArgs>,
-    output_schema: schema::<TxRollbackResult>,
+    input_schema: schema::<TxKeyedArgs>,
+    output_schema: result_schema::<TxRollbackResult>,
     run: run_tx_rollback,
 };
 
 fn run_tx_begin(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("tx_begin", &raw);
     let args: TxBeginArgs = parse_args(raw)?;
-    let m = tx::begin(svc, args.label, args.timeout)?;
-    to_value(&TxBeginResult {
-        ok: true,
-        tx_id: m.tx_id,
-        label: m.label,
-        created_at: m.created_at,
-        expires_at: m.expires_at,
+    let key = args.idempotency_key.as_deref();
+    svc.once("tx_begin", key, &request_sha256, true, || {
+        let m = tx::begin(svc, args.label.clone(), args.timeout)?;
+        to_value(&TxBeginResult {
+            ok: true,
+            tx_id: m.tx_id,
+            label: m.label,
+            created_at: m.created_at,
+            expires_at: m.expires_at,
+            idempotent_replay: false,
+        })
     })
 }
 
@@ -310,27 +364,33 @@ fn stage_result(tx_id: &str, (op, staged_count): (StagedOp, usize)) -> Result<Va
         tx_id: tx_id.to_string(),
         staged: shown(&op),
         staged_count,
+        idempotent_replay: false,
     })
 }
 
 fn run_tx_write(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("tx_write", &raw);
     let args: TxWriteArgs = parse_args(raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
-    let bytes = decode_content(svc, args.content, args.encoding)?;
-    svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
-    let op = tx::stage_write(
-        svc,
-        &args.tx_id,
-        &args.path,
-        bytes,
-        args.mode,
-        expected.as_deref(),
-    )?;
-    stage_result(&args.tx_id, op)
+    let key = args.idempotency_key.as_deref();
+    svc.once("tx_write", key, &request_sha256, true, || {
+        let bytes = decode_content(svc, args.content, args.encoding)?;
+        svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
+        let op = tx::stage_write(
+            svc,
+            &args.tx_id,
+            &args.path,
+            bytes,
+            args.mode,
+            expected.as_deref(),
+        )?;
+        stage_result(&args.tx_id, op)
+    })
 }
 
 fn run_tx_replace(svc: &Store, raw: Value) -> Result<Value> {
+    let request_sha256 = request_hash("tx_replace", &raw);
     let args: TxReplaceArgs = parse_args(raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
@@ -340,16 +400,19 @@ fn run_tx_replace(svc: &Store, raw: Value) -> Result<Value> {
         args.new_string.as_deref(),
         args.count,
     )?;
-    let op = tx::stage_replace(
-        svc,
-        &args.tx_id,
-        &args.path,
-        &edits,
-        expected.as_deref(),
-        args.classify,
-        args.classify_reject_at,
-    )?;
-    stage_result(&args.tx_id, op)
+    let key = args.idempotency_key.as_deref();
+    svc.once("tx_replace", key, &request_sha256, true, || {
+        let op = tx::stage_replace(
+            svc,
+            &args.tx_id,
+            &args.path,
+            &edits,
+            expected.as_deref(),
+            args.classify,
+            args.classify_reject_at,
+        )?;
+        stage_result(&args.tx_id, op)
+    })
 }
 
 fn run_tx_status(svc: &Store, raw: Value) -> Result<Value> {
@@ -412,17 +475,25 @@ fn replayed_commit(
 }
 
 fn run_tx_commit(svc: &Store, raw: Value) -> Result<Value> {
-    let args: TxIdArgs = parse_args(raw)?;
-    let c = match tx::commit(svc, &args.tx_id) {
+    let request_sha256 = request_hash("tx_commit", &raw);
+    let args: TxKeyedArgs = parse_args(raw)?;
+    let key = args.idempotency_key.as_deref();
+    svc.once("tx_commit", key, &request_sha256, true, || {
+        commit(svc, &args.tx_id)
+    })
+}
+
+fn commit(svc: &Store, tx_id: &str) -> Result<Value> {
+    let c = match tx::commit(svc, tx_id) {
         Ok(c) => c,
         // Not open: if it committed (its response lost, or rolled forward after a crash),
         // a retry answers as the commit did instead of calling it unknown.
         Err(f @ Failure::TxNotOpen { .. }) => {
-            let rows = tx::committed_rows(svc, &args.tx_id)?;
+            let rows = tx::committed_rows(svc, tx_id)?;
             if rows.is_empty() {
                 return Err(f);
             }
-            return replayed_commit(&svc.workspaces().journal_paths(), args.tx_id, &rows);
+            return replayed_commit(&svc.workspaces().journal_paths(), tx_id.to_string(), &rows);
         }
         Err(f) => return Err(f),
     };
@@ -449,11 +520,16 @@ fn run_tx_commit(svc: &Store, raw: Value) -> Result<Value> {
 }
 
 fn run_tx_rollback(svc: &Store, raw: Value) -> Result<Value> {
-    let args: TxIdArgs = parse_args(raw)?;
-    let n = tx::rollback(svc, &args.tx_id)?;
-    to_value(&TxRollbackResult {
-        ok: true,
-        tx_id: args.tx_id,
-        discarded: n,
+    let request_sha256 = request_hash("tx_rollback", &raw);
+    let args: TxKeyedArgs = parse_args(raw)?;
+    let key = args.idempotency_key.as_deref();
+    svc.once("tx_rollback", key, &request_sha256, true, || {
+        let n = tx::rollback(svc, &args.tx_id)?;
+        to_value(&TxRollbackResult {
+            ok: true,
+            tx_id: args.tx_id.clone(),
+            discarded: n,
+            idempotent_replay: false,
+        })
     })
 }

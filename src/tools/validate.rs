@@ -4,7 +4,7 @@
 //! the first bad byte, not a failed call.
 
 use super::write::ContentEncoding;
-use super::{ToolSpec, parse_args, schema, to_value};
+use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::store::Store;
 use crate::validate::ValidationReport;
@@ -54,7 +54,7 @@ pub const VALIDATE: ToolSpec = ToolSpec {
     destructive: false,
     idempotent: true,
     input_schema: schema::<ValidateArgs>,
-    output_schema: schema::<ValidateResult>,
+    output_schema: result_schema::<ValidateResult>,
     run: run_validate,
 };
 

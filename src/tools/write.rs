@@ -2,7 +2,10 @@
 //! beneath a workspace, decide under the pipeline's lock (mode, `expected_prev_sha256`,
 //! idempotency key, edits) and let [`crate::pipeline::Pipeline::commit`] do the durable part.
 
-use super::{ToolSpec, parse_args, parse_expected_hash, schema, to_value};
+use super::{
+    ToolSpec, is_false, keyed_description, parse_args, parse_expected_hash, result_schema, schema,
+    to_value,
+};
 use crate::edit::Edit;
 use crate::envelope::{Failure, Result};
 use crate::pipeline::{Caller, Outcome};
@@ -181,10 +184,6 @@ pub struct ReplaceResult {
     pub warnings: Vec<String>,
 }
 
-fn is_false(b: &bool) -> bool {
-    !*b
-}
-
 fn is_zero(n: &u64) -> bool {
     *n == 0
 }
@@ -192,35 +191,39 @@ fn is_zero(n: &u64) -> bool {
 pub const SAFE_WRITE: ToolSpec = ToolSpec {
     name: "safe_write",
     title: "Durable file write",
-    description: "Write a file atomically and durably: temp file, fsync, read-back SHA-256 \
+    description: keyed_description!(
+        "Write a file atomically and durably: temp file, fsync, read-back SHA-256 \
         check, rename, directory fsync, journal row. mode=create (default) refuses to \
         overwrite; overwrite replaces; append adds. Pass expected_prev_sha256 to refuse if \
         the file changed since you read it. classify=true runs risk_score first and refuses \
         at classify_reject_at (default high) with blocked/content_filter. Failures return a typed envelope {error, \
-        reason_hint, suggested_action, retry_budget, context}; the old file is intact.",
+        reason_hint, suggested_action, retry_budget, context}; the old file is intact."
+    ),
     read_only: false,
     destructive: true,
     idempotent: false,
     input_schema: schema::<SafeWriteArgs>,
-    output_schema: schema::<WriteResult>,
+    output_schema: result_schema::<WriteResult>,
     run: run_safe_write,
 };
 
 pub const SAFE_REPLACE: ToolSpec = ToolSpec {
     name: "safe_replace",
     title: "Durable exact-match edit",
-    description: "Replace old_string with new_string in an existing file, atomically \
+    description: keyed_description!(
+        "Replace old_string with new_string in an existing file, atomically \
         (same pipeline as safe_write). count=1 (default) needs exactly one match, -1 \
         replaces all, N needs exactly N. `edits` applies several replacements all or \
         nothing. dry_run returns a unified diff and writes nothing. On a miss the envelope's \
         context.nearest gives the closest region (line, similarity, diff) so you can fix \
         old_string without re-reading the file. classify=true refuses (blocked/content_filter, \
-        at classify_reject_at) an edit whose resulting file has findings it did not have.",
+        at classify_reject_at) an edit whose resulting file has findings it did not have."
+    ),
     read_only: false,
     destructive: true,
     idempotent: false,
     input_schema: schema::<SafeReplaceArgs>,
-    output_schema: schema::<ReplaceResult>,
+    output_schema: result_schema::<ReplaceResult>,
     run: run_safe_replace,
 };
 

@@ -2,12 +2,15 @@
 directory, for tests/original_compat.rs.
 
     python3 original_compat.py <wheel> <root> read|write|journal_read|journal_write
+    python3 original_compat.py <wheel> <root> verdicts '[0.1, 0.35, ...]'
 
 `read` reads what this server wrote (chunk session "ours", the scratchpad, the journal) with
 the original's functions; `write` writes state with them for this server to read.
 `journal_read` reads this server's journal with the original's `journal_tail` filter and
 `analytics`; `journal_write` journals writes of workspace files, chunks and a checkpoint with
-the original's functions. Each prints one JSON object of the results. The wheel is extracted to a temporary directory and imported
+the original's functions; `verdicts` loads the root's policy file with the original's loader
+and gives each score its verdict. Each prints one JSON object of the results. The wheel is
+extracted to a temporary directory and imported
 from there: it declares Python >= 3.12, so pip will not install it on older interpreters, but
 the modules used here run on 3.11.
 """
@@ -97,9 +100,23 @@ def write(root: Path, chunks, journal, scratchpad) -> dict:
     return out
 
 
+def verdicts(root: Path, scores: list) -> dict:
+    from resilient_write import policy
+
+    pol = policy.load_policy(root)
+    return {
+        "thresholds": pol.thresholds,
+        "verdicts": [pol.verdict(s) for s in scores],
+    }
+
+
 def main() -> None:
     wheel, root, phase = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     os.chdir(root)
+    if phase == "verdicts":
+        load(wheel)
+        print(json.dumps(verdicts(root, json.loads(sys.argv[4]))))
+        return
     chunks, journal, scratchpad = load(wheel)
     if phase in ("journal_read", "journal_write"):
         run = {"journal_read": journal_read, "journal_write": journal_write}[phase]

@@ -8,8 +8,9 @@
 //! are kept as raw values for them. Any other key is an error.
 //!
 //! Guarantees: a bad policy is never a silent fallback to the defaults. Malformed YAML, an unknown
-//! key, an invalid regex, or inconsistent thresholds is a [`PolicyError`] whose message names the
-//! file and the line. A missing file is the defaults. Parsing is done with `serde-saphyr`, which
+//! key or an invalid regex is a [`PolicyError`] whose message names the file and the line.
+//! Thresholds are taken as the original takes them, in any order: a verdict they make
+//! unreachable is reported by `doctor` ([`Thresholds::unreachable`]), not refused. A missing file is the defaults. Parsing is done with `serde-saphyr`, which
 //! rejects duplicate keys and survives alias bombs. [`Policy::compile`] compiles every regex once
 //! into a reusable [`Classifier`].
 //!
@@ -129,7 +130,7 @@ struct PolicyFile {
     extend_patterns: Option<ExtendPatterns>,
     #[serde(default)]
     disable_families: Option<Vec<String>>,
-    thresholds: Option<Spanned<ThresholdsFile>>,
+    thresholds: Option<ThresholdsFile>,
     retry_budget: Option<RetryBudgetFile>,
     history: Option<serde_json::Value>,
     limits: Option<serde_json::Value>,
@@ -314,25 +315,14 @@ impl Policy {
             policy.disable_families = d;
         }
         if let Some(t) = file.thresholds {
-            let line = t.referenced.line();
-            let merged = Thresholds {
-                high: t.value.high.unwrap_or(policy.thresholds.high),
-                medium: t.value.medium.unwrap_or(policy.thresholds.medium),
-                low: t.value.low.unwrap_or(policy.thresholds.low),
+            // Key by key over the defaults, in any order and range, as the original merges
+            // them: verdicts are checked from high down, so cut-offs out of order make a
+            // verdict unreachable (doctor warns) rather than the file invalid.
+            policy.thresholds = Thresholds {
+                high: t.high.unwrap_or(policy.thresholds.high),
+                medium: t.medium.unwrap_or(policy.thresholds.medium),
+                low: t.low.unwrap_or(policy.thresholds.low),
             };
-            let ordered =
-                0.0 <= merged.low && merged.low <= merged.medium && merged.medium <= merged.high;
-            if !ordered || merged.high > 1.0 {
-                return Err(PolicyError::Invalid {
-                    file: label.to_string(),
-                    line,
-                    message: format!(
-                        "thresholds must satisfy 0 <= low <= medium <= high <= 1 (got low {}, medium {}, high {})",
-                        merged.low, merged.medium, merged.high
-                    ),
-                });
-            }
-            policy.thresholds = merged;
         }
         if let Some(rb) = file.retry_budget.and_then(|r| r.default) {
             policy.retry_budget.default = rb;
@@ -478,11 +468,34 @@ mod tests {
     }
 
     #[test]
-    fn inverted_thresholds_are_an_error_naming_the_line() {
-        let err = Policy::from_yaml_str("version: 1\nthresholds:\n  high: 0.2\n  medium: 0.5\n")
-            .unwrap_err();
-        assert!(err.to_string().contains("low <= medium <= high"), "{err}");
-        assert!(err.line() >= 2, "{err}");
+    fn thresholds_out_of_order_are_merged_like_the_originals() {
+        // The original's policy accepts any numbers and checks high, then medium, then low.
+        let p = Policy::from_yaml_str("version: 1\nthresholds:\n  high: 0.3\n").unwrap();
+        assert_eq!(
+            p.thresholds,
+            Thresholds {
+                high: 0.3,
+                medium: 0.40,
+                low: 0.10
+            }
+        );
+        let c = p.compile().unwrap();
+        let verdicts: Vec<Verdict> = [0.0, 0.0999, 0.1, 0.2999, 0.3, 0.35, 0.4, 0.5, 1.0]
+            .iter()
+            .map(|s| c.verdict(*s))
+            .collect();
+        use Verdict::*;
+        assert_eq!(
+            verdicts,
+            [Safe, Safe, Low, Low, High, High, High, High, High]
+        );
+        let p = Policy::from_yaml_str("thresholds:\n  high: 1.5\n  low: 0.5\n").unwrap();
+        let c = p.compile().unwrap();
+        let verdicts: Vec<Verdict> = [0.0, 0.39, 0.4, 0.6, 1.0]
+            .iter()
+            .map(|s| c.verdict(*s))
+            .collect();
+        assert_eq!(verdicts, [Safe, Safe, Medium, Medium, Medium]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The store: everything the tools act on, and nothing of any front end. It owns the
-//! workspaces, the pipeline and journal, the object store, the workspace policy and the
-//! idempotency index. Front ends (the MCP server and the CLI, in the `resilient-write` crate)
-//! wrap it with dispatch, retry budgets and transports.
+//! workspaces, the pipeline and journal, the object store, the workspace policy, the
+//! idempotency index and the log of first results of keyed calls ([`Store::once`]). Front
+//! ends (the MCP server and the CLI, in the `resilient-write` crate) wrap it with dispatch,
+//! retry budgets and transports.
 //!
 //! Startup work that matters for durability happens in [`Store::open`]: the journal's torn
 //! tail is repaired and stale temp files of crashed writers are swept (in the background, so
@@ -17,7 +18,7 @@ use crate::objects::ObjectStore;
 use crate::pipeline::{Pipeline, sweep_temp_files};
 use crate::preflight::{ActivePolicy, RejectAt};
 use crate::workspace::Workspaces;
-use crate::write::idempotency::{IdempotencyIndex, check_key, replay_of};
+use crate::write::idempotency::{IdempotencyIndex, ResultLog, check_key, replay_of, result_row};
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -76,6 +77,8 @@ pub struct Store {
     /// The retry budget's start value: the policy's `retry_budget.default`, else the flag.
     retry_start: u32,
     pub(crate) idempotency: Mutex<IdempotencyIndex>,
+    /// First results of keyed calls no journal row answers for.
+    results: ResultLog,
     caller: RwLock<String>,
     notes: Vec<String>,
     notices: Arc<Notices>,
@@ -184,6 +187,7 @@ impl Store {
                 })
                 .ok();
         }
+        let results = ResultLog::new(&state_dir);
         let svc = Arc::new(Store {
             workspaces: Arc::new(ws),
             // History: every replaced content is kept in the object store (objects.rs).
@@ -192,6 +196,7 @@ impl Store {
             retry_start,
             config,
             idempotency: Mutex::new(IdempotencyIndex::default()),
+            results,
             caller: RwLock::new("unknown".into()),
             notes,
             notices,
@@ -268,8 +273,54 @@ impl Store {
             .idempotency
             .lock()
             .unwrap_or_else(|p| p.into_inner())
-            .lookup(self.pipeline.journal(), key)?;
+            .lookup(self.pipeline.journal(), &self.results, key)?;
         replay_of(key, row, request_sha256)
+    }
+
+    /// Run `call`, the call of `tool` with idempotency `key` (if any) and the other arguments
+    /// hashed to `request_sha256`, at most once: the first result is kept in the result log
+    /// (when `record`; a dry run checks the key but keeps nothing), and a retry gets it back
+    /// with `idempotent_replay: true` without `call` running. The same key with other
+    /// arguments, or used by another tool, is a conflict. The log stays locked from the
+    /// lookup to the record, so calls with one key never run side by side (keyed calls take
+    /// turns; `call` without a key runs at once).
+    pub fn once(
+        &self,
+        tool: &str,
+        key: Option<&str>,
+        request_sha256: &str,
+        record: bool,
+        call: impl FnOnce() -> Result<Value>,
+    ) -> Result<Value> {
+        let Some(key) = key else {
+            return call();
+        };
+        let key = check_key(key)?;
+        let path = self.results.path();
+        let mut held = self
+            .results
+            .hold()
+            .map_err(|e| crate::envelope::Failure::io("lock", path, e))?;
+        if let Some(row) = self.recorded(Some(key), request_sha256)? {
+            let mut result = row.get("result").cloned().unwrap_or(Value::Null);
+            let Value::Object(m) = &mut result else {
+                return Err(crate::envelope::Failure::Internal(format!(
+                    "the first result of idempotency_key {key:?} is not recorded"
+                )));
+            };
+            m.insert("idempotent_replay".into(), Value::Bool(true));
+            return Ok(result);
+        }
+        let result = call()?;
+        if record && let Err(e) = held.append(&result_row(key, request_sha256, tool, &result)) {
+            // The call took effect: answer with it. Only a retry loses the guarantee.
+            tracing::warn!(
+                error = %e,
+                "could not record the result of {tool} under its idempotency_key in {}",
+                path.display()
+            );
+        }
+        Ok(result)
     }
 
     /// The retry budget a failed call starts with.

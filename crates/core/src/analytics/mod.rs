@@ -75,13 +75,16 @@ pub struct WriteVelocity {
     pub writes_per_minute: f64,
     pub avg_bytes_per_write: f64,
     /// The minute (`YYYY-MM-DDTHH:MMZ`) with the most writes; the earliest on a tie.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_minute: Option<String>,
 }
 
 /// The span the analysed rows cover.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Period {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_entry: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub last_entry: Option<String>,
     pub duration_seconds: f64,
 }

@@ -12,16 +12,7 @@ use super::{Finding, RiskReport, SuggestedAction, Verdict};
 impl Classifier {
     /// The verdict of a score under this policy's thresholds.
     pub fn verdict(&self, score: f64) -> Verdict {
-        let t = &self.thresholds;
-        if score >= t.high {
-            Verdict::High
-        } else if score >= t.medium {
-            Verdict::Medium
-        } else if score >= t.low {
-            Verdict::Low
-        } else {
-            Verdict::Safe
-        }
+        self.thresholds.verdict(score)
     }
 
     /// The weight of a family (0 for a family no rule reports).
@@ -79,7 +70,13 @@ pub fn findings_score(content: &str, found: &[Finding], classifier: &Classifier)
         .iter()
         .map(|(fam, set)| family_contribution(classifier.weight(fam), set.len()))
         .sum();
-    (score.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0
+    rounded(score)
+}
+
+/// `score` clamped to [0, 1] and rounded to 4 decimals. A sum of nothing is -0.0 in Rust;
+/// `+ 0.0` makes it the 0.0 the original reports (JSON `0.0`, not `-0.0`).
+fn rounded(score: f64) -> f64 {
+    (score.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0 + 0.0
 }
 
 /// Scores `content` (the paper's `rw.risk_score`). Pure: no I/O, no clock.
@@ -128,7 +125,7 @@ pub fn risk_score(content: &str, classifier: &Classifier) -> RiskReport {
             });
         }
     }
-    let score = (score.clamp(0.0, 1.0) * 10_000.0).round() / 10_000.0;
+    let score = rounded(score);
     RiskReport {
         score,
         verdict: classifier.verdict(score),

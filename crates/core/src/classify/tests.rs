@@ -748,6 +748,15 @@ fn verdict_thresholds_are_inclusive() {
 }
 
 #[test]
+fn a_score_of_nothing_is_positive_zero_as_the_original_writes_it() {
+    // A sum of no terms is -0.0 in Rust, which JSON writes as `-0.0`.
+    for r in [score(""), score("plain words\n")] {
+        assert!(r.score == 0.0 && r.score.is_sign_positive(), "{}", r.score);
+        assert_eq!(serde_json::to_string(&r.score).unwrap(), "0.0");
+    }
+}
+
+#[test]
 fn empty_content_is_safe_with_zero_metrics() {
     let r = score("");
     assert_eq!(

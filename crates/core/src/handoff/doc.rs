@@ -477,8 +477,10 @@ pub struct Drift {
     /// changed, missing, unreadable or outside_workspace.
     pub reason: String,
     /// The recorded SHA-256.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub expected: Option<String>,
-    /// The SHA-256 on disk now (null when missing or unreadable).
+    /// The SHA-256 on disk now (absent when missing or unreadable).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub actual: Option<String>,
 }
 

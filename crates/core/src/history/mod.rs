@@ -41,7 +41,7 @@ pub struct Version {
     pub sha256: String,
     pub bytes: u64,
     pub mode: String,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tx_id: Option<String>,
     /// Whether this version's content can be restored (stored, or the current content).
     pub stored: bool,

@@ -178,6 +178,12 @@ impl Journal {
         }
     }
 
+    /// A log in the journal's line format at `path`, read with [`Journal::read_from`] (the
+    /// idempotency result log, [`crate::write::idempotency::ResultLog`]).
+    pub fn at(path: PathBuf) -> Journal {
+        Journal { path }
+    }
+
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -81,6 +81,30 @@ pub fn check_config(svc: &Store, out: &mut Vec<Finding>) {
         )),
         (None, None) => {}
         (None, Some(p)) => {
+            let unreachable = p.thresholds.unreachable();
+            if !unreachable.is_empty() {
+                let t = p.thresholds;
+                let names: Vec<String> = unreachable
+                    .iter()
+                    .map(|v| format!("{v:?}").to_lowercase())
+                    .collect();
+                out.push(Finding::warning(
+                    "config",
+                    format!(
+                        "policy file {}: thresholds high {}, medium {}, low {} leave no score \
+                         the verdict {} (scores are in [0, 1] and checked against high, then \
+                         medium, then low)",
+                        policy.path.display(),
+                        t.high,
+                        t.medium,
+                        t.low,
+                        names.join(", ")
+                    ),
+                    "order the thresholds 0 < low <= medium <= high <= 1 (a key left out \
+                     keeps its default: high 0.7, medium 0.4, low 0.1)"
+                        .into(),
+                ));
+            }
             if let Err(e) = crate::history::Retention::from_policy(p.history.as_ref()) {
                 out.push(Finding::problem(
                     "config",

@@ -4,7 +4,8 @@
 //! Checks (each reuses the module that owns the state it looks at), in [`check::check`]'s
 //! order:
 //! - configuration: refused workspace roots (deny-list), the policy file and its history
-//!   retention parse (`preflight`, `history`);
+//!   retention parse, thresholds that leave a verdict unreachable (`preflight`, `history`,
+//!   `classify`);
 //! - the journal, line by line: corrupt lines by number, a torn last line (`journal`);
 //! - stale temp files of dead writers under every root (`pipeline`);
 //! - chunk sessions: manifest missing, corrupt or out of step with the chunk files, chunks

@@ -1,39 +1,78 @@
-//! Idempotency keys (SPEC section 9): a writing tool given `idempotency_key` records the key and
-//! the hash of its other arguments in its journal row. A retried call with the same key and
-//! arguments is answered from that row without writing again; the same key with other arguments
-//! is `stale_precondition`. The journal is the index's only source, so it survives a restart and
-//! is shared by every process writing the same journal.
+//! Idempotency keys (SPEC section 9): every writing tool takes an optional `idempotency_key`.
+//! A retried call with the same key and arguments is answered with the first call's result
+//! without applying again; the same key with other arguments is `stale_precondition`.
+//!
+//! Where the first result is found:
+//! - A tool whose effect is one journal row (`safe_write`, `safe_replace`, `chunk_write`,
+//!   `chunk_append`, `chunk_compose`, `scratch_put`) records the key and the hash of its other
+//!   arguments in that row, checked under the same lock that orders the write, and rebuilds
+//!   its result from the row.
+//! - Every other writing tool (transactions, `restore`, `handoff_write`, `checkpoint`,
+//!   `checkpoint_cleanup`, `chunk_reset`, `redact`) writes several rows, none, or a result a
+//!   row cannot hold (drift warnings, a transaction's files). Its first result is kept whole
+//!   in the [`ResultLog`], `.resilient_write/idempotency.jsonl`: a file of its own, in the
+//!   journal's line format, that the original never reads, so the journal keeps the rows the
+//!   original knows. The call holds the log's lock from the lookup to the record, so two calls
+//!   with one key, in any processes, run one after the other (keyed calls of these tools take
+//!   turns; calls without a key never wait). A crash between the effect and its record leaves
+//!   no record: the retry applies again, as a call without a key would.
+//!
+//! Both sources feed one [`IdempotencyIndex`], so a key is one key across every tool: reused
+//! by another tool, its request hash differs and the call is refused. The index survives a
+//! restart and is shared by every process writing the same state directory.
 
 use crate::envelope::{Failure, Result};
 use crate::journal::Journal;
 use crate::retry::canonical_json;
+use rustix::fs::FlockOperation;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
+use std::fs::{File, OpenOptions};
+use std::io::{self, Write};
+use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::path::Path;
 
-/// Idempotency keys seen in the journal, kept current by reading only what was appended since
-/// the last look. Rows carry `idempotency_key` and `request_sha256`, so the index survives a
-/// restart and is shared by every process writing the same journal.
+/// File name of the result log inside the state directory.
+pub const RESULTS_FILE: &str = "idempotency.jsonl";
+
+/// Idempotency keys seen in the journal and the result log, kept current by reading only what
+/// was appended to each since the last look.
 #[derive(Debug, Default)]
 pub struct IdempotencyIndex {
-    offset: u64,
+    offsets: [u64; 2],
     rows: HashMap<String, Map<String, Value>>,
 }
 
 impl IdempotencyIndex {
-    /// The row that recorded `key`, after catching up with the journal.
-    pub fn lookup(&mut self, journal: &Journal, key: &str) -> Result<Option<Map<String, Value>>> {
-        let (rows, next, _) = journal
-            .read_from(self.offset)
-            .map_err(|e| Failure::io("read journal", journal.path(), e))?;
-        if next < self.offset {
-            // The journal was replaced or truncated: rebuild from scratch.
-            self.rows.clear();
-        }
-        self.offset = next;
-        for row in rows {
-            if let Some(k) = row.get("idempotency_key").and_then(Value::as_str) {
-                self.rows.insert(k.to_string(), row);
+    /// The row that recorded `key` (a journal row or a result-log row), after catching up
+    /// with both files.
+    pub fn lookup(
+        &mut self,
+        journal: &Journal,
+        results: &ResultLog,
+        key: &str,
+    ) -> Result<Option<Map<String, Value>>> {
+        let logs = [journal, &results.log];
+        let mut read = Vec::with_capacity(logs.len());
+        for (log, offset) in logs.iter().zip(self.offsets) {
+            let (rows, next, _) = log
+                .read_from(offset)
+                .map_err(|e| Failure::io("read journal", log.path(), e))?;
+            if next < offset {
+                // A file was replaced or truncated: rebuild from scratch.
+                self.rows.clear();
+                self.offsets = [0, 0];
+                return self.lookup(journal, results, key);
             }
+            read.push((rows, next));
+        }
+        for (i, (rows, next)) in read.into_iter().enumerate() {
+            for row in rows {
+                if let Some(k) = row.get("idempotency_key").and_then(Value::as_str) {
+                    self.rows.insert(k.to_string(), row);
+                }
+            }
+            self.offsets[i] = next;
         }
         Ok(self.rows.get(key).cloned())
     }
@@ -84,6 +123,79 @@ pub fn idempotency_extra(key: Option<&str>, request_sha256: &str) -> BTreeMap<St
     extra
 }
 
+/// The first results of keyed calls that no journal row answers for (see the module
+/// comment): one line per call, `{idempotency_key, request_sha256, tool, ts, result}`.
+#[derive(Debug, Clone)]
+pub struct ResultLog {
+    log: Journal,
+}
+
+/// The result log locked exclusively; the lock goes with the descriptor when this drops.
+pub struct HeldResultLog {
+    file: File,
+}
+
+impl ResultLog {
+    pub fn new(state_dir: &Path) -> ResultLog {
+        ResultLog {
+            log: Journal::at(state_dir.join(RESULTS_FILE)),
+        }
+    }
+
+    pub fn path(&self) -> &Path {
+        self.log.path()
+    }
+
+    /// Lock the log until the returned guard drops (creating it, and the state directory,
+    /// when missing).
+    pub fn hold(&self) -> io::Result<HeldResultLog> {
+        let path = self.log.path();
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .read(true)
+            .create(true)
+            .mode(0o600)
+            .open(path)?;
+        rustix::fs::flock(&file, FlockOperation::LockExclusive)?;
+        Ok(HeldResultLog { file })
+    }
+}
+
+impl HeldResultLog {
+    /// Append `row` as one line with one `write(2)` and `fdatasync` it. A torn last line (a
+    /// crash mid-append) is closed with a newline first: readers skip it as one corrupt line
+    /// and this row stays whole.
+    pub fn append(&mut self, row: &Value) -> io::Result<()> {
+        let mut line = String::new();
+        let len = self.file.metadata()?.len();
+        if len > 0 {
+            let mut last = [0u8; 1];
+            self.file.read_exact_at(&mut last, len - 1)?;
+            if last[0] != b'\n' {
+                line.push('\n');
+            }
+        }
+        line.push_str(&row.to_string());
+        line.push('\n');
+        self.file.write_all(line.as_bytes())?;
+        self.file.sync_data()
+    }
+}
+
+/// The result-log row of a call's first result.
+pub fn result_row(key: &str, request_sha256: &str, tool: &str, result: &Value) -> Value {
+    json!({
+        "idempotency_key": key,
+        "request_sha256": request_sha256,
+        "tool": tool,
+        "ts": crate::journal::now_rfc3339(),
+        "result": result,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -111,7 +223,9 @@ mod tests {
         let journal = Journal::new(t.path());
         journal.append(&keyed("k1", "req-a")).unwrap();
         let mut index = IdempotencyIndex::default();
-        let row = index.lookup(&journal, "k1").unwrap();
+        let row = index
+            .lookup(&journal, &ResultLog::new(t.path()), "k1")
+            .unwrap();
         let replay = replay_of("k1", row.clone(), "req-a").unwrap().unwrap();
         assert_eq!(replay["idempotency_key"], json!("k1"));
         assert!(matches!(
@@ -119,7 +233,14 @@ mod tests {
             Err(Failure::IdempotencyConflict { .. })
         ));
         assert_eq!(
-            replay_of("k2", index.lookup(&journal, "k2").unwrap(), "x").unwrap(),
+            replay_of(
+                "k2",
+                index
+                    .lookup(&journal, &ResultLog::new(t.path()), "k2")
+                    .unwrap(),
+                "x"
+            )
+            .unwrap(),
             None
         );
     }
@@ -129,10 +250,20 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let journal = Journal::new(t.path());
         let mut index = IdempotencyIndex::default();
-        assert!(index.lookup(&journal, "late").unwrap().is_none());
+        assert!(
+            index
+                .lookup(&journal, &ResultLog::new(t.path()), "late")
+                .unwrap()
+                .is_none()
+        );
         // another process appends a keyed row
         journal.append(&keyed("late", "req")).unwrap();
-        assert!(index.lookup(&journal, "late").unwrap().is_some());
+        assert!(
+            index
+                .lookup(&journal, &ResultLog::new(t.path()), "late")
+                .unwrap()
+                .is_some()
+        );
     }
 
     #[test]
@@ -143,12 +274,92 @@ mod tests {
             journal.append(&keyed(&format!("k{i}"), "req")).unwrap();
         }
         let mut index = IdempotencyIndex::default();
-        assert!(index.lookup(&journal, "k4").unwrap().is_some());
+        assert!(
+            index
+                .lookup(&journal, &ResultLog::new(t.path()), "k4")
+                .unwrap()
+                .is_some()
+        );
         // the journal is replaced by a shorter one: keys it no longer holds are forgotten
         std::fs::remove_file(journal.path()).unwrap();
         journal.append(&keyed("new", "req")).unwrap();
-        assert!(index.lookup(&journal, "k4").unwrap().is_none());
-        assert!(index.lookup(&journal, "new").unwrap().is_some());
+        assert!(
+            index
+                .lookup(&journal, &ResultLog::new(t.path()), "k4")
+                .unwrap()
+                .is_none()
+        );
+        assert!(
+            index
+                .lookup(&journal, &ResultLog::new(t.path()), "new")
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn result_log_rows_are_found_with_journal_rows_and_a_torn_line_is_skipped() {
+        let t = tempfile::tempdir().unwrap();
+        let journal = Journal::new(t.path());
+        let results = ResultLog::new(t.path());
+        journal.append(&keyed("in-journal", "req-j")).unwrap();
+        let mut held = results.hold().unwrap();
+        held.append(&result_row(
+            "first",
+            "req-1",
+            "tx_begin",
+            &json!({"ok": true}),
+        ))
+        .unwrap();
+        drop(held);
+        // A crash mid-append leaves a torn line; the next row starts on a line of its own.
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(results.path())
+            .unwrap()
+            .write_all(b"{\"idempotency_key\": \"torn")
+            .unwrap();
+        results
+            .hold()
+            .unwrap()
+            .append(&result_row("second", "req-2", "restore", &json!({"n": 2})))
+            .unwrap();
+        let mut index = IdempotencyIndex::default();
+        let row = index.lookup(&journal, &results, "first").unwrap().unwrap();
+        assert_eq!(row["result"], json!({"ok": true}));
+        assert_eq!(row["tool"], json!("tx_begin"));
+        let row = index.lookup(&journal, &results, "second").unwrap().unwrap();
+        assert_eq!(row["result"], json!({"n": 2}));
+        assert!(
+            index
+                .lookup(&journal, &results, "in-journal")
+                .unwrap()
+                .is_some()
+        );
+        assert!(index.lookup(&journal, &results, "torn").unwrap().is_none());
+        // One key across both files: another request under it is a conflict.
+        assert!(matches!(
+            replay_of(
+                "first",
+                index.lookup(&journal, &results, "first").unwrap(),
+                "req-x"
+            ),
+            Err(Failure::IdempotencyConflict { .. })
+        ));
+    }
+
+    #[test]
+    fn the_result_log_lock_excludes_a_second_holder_until_released() {
+        let t = tempfile::tempdir().unwrap();
+        let results = ResultLog::new(t.path());
+        let held = results.hold().unwrap();
+        let other = std::fs::File::open(results.path()).unwrap();
+        assert!(
+            rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive).is_err(),
+            "a second holder got the lock"
+        );
+        drop(held);
+        assert!(rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive).is_ok());
     }
 
     #[test]

@@ -1,0 +1,305 @@
+//! The JSON Schemas the tools publish, derived from the Rust types a handler accepts
+//! ([`schema`], the deserialising side) and returns ([`result_schema`], the serialising side).
+//!
+//! What schemars writes is valid JSON Schema 2020-12, but several of its habits trip clients
+//! that check tool lists strictly (MCP Inspector warns on each, some function-calling front ends
+//! refuse the tool): `format: "uint64"`, `"int32"`, `"double"` (formats JSON Schema does not
+//! define), nullable unions (`type: ["string", "null"]`, `anyOf: [X, {type: null}]`) for
+//! `Option` fields, and the boolean schema `true` for "any value". [`PlainSchema`] rewrites
+//! them into the plainest equivalent every client reads: an unsigned integer is `integer` with
+//! `minimum: 0`, an `Option` field is a property that is not required (a client may still send
+//! `null` for it: serde reads `null` as `None`), and "any value" is `{}`.
+//!
+//! Result fields follow the same rule: a result never carries `null`; a value that is not
+//! there is left out (`skip_serializing_if`), which the tests hold every result type to.
+
+use schemars::generate::SchemaSettings;
+use schemars::transform::{Transform, transform_subschemas};
+use schemars::{JsonSchema, Schema};
+use serde_json::{Map, Value, json};
+
+/// The formats JSON Schema 2020-12 defines (validation vocabulary, section 7.3). Any other
+/// `format` is dropped from published schemas.
+pub const STANDARD_FORMATS: &[&str] = &[
+    "date-time",
+    "date",
+    "time",
+    "duration",
+    "email",
+    "idn-email",
+    "hostname",
+    "idn-hostname",
+    "ipv4",
+    "ipv6",
+    "uri",
+    "uri-reference",
+    "iri",
+    "iri-reference",
+    "uuid",
+    "uri-template",
+    "json-pointer",
+    "relative-json-pointer",
+    "regex",
+];
+
+/// The published input schema of `T` (how it is deserialised).
+pub fn schema<T: JsonSchema>() -> Value {
+    published::<T>(SchemaSettings::draft2020_12())
+}
+
+/// The published output schema of `T` (how it is serialised: a field always written is
+/// required, one skipped when empty is not).
+pub fn result_schema<T: JsonSchema>() -> Value {
+    published::<T>(SchemaSettings::draft2020_12().for_serialize())
+}
+
+fn published<T: JsonSchema>(settings: SchemaSettings) -> Value {
+    #[cfg(test)]
+    if tests::AS_GENERATED.get() {
+        return settings
+            .into_generator()
+            .into_root_schema_for::<T>()
+            .to_value();
+    }
+    let root = settings
+        .with_transform(PlainSchema)
+        .into_generator()
+        .into_root_schema_for::<T>();
+    let mut v = root.to_value();
+    if let Value::Object(m) = &mut v {
+        // Some clients reject a `$schema` they do not know; the dialect is 2020-12 either way.
+        m.remove("$schema");
+    }
+    objects_for_boolean_subschemas(&mut v);
+    v
+}
+
+/// Rewrites a schema and its subschemas into the plain form described in the module comment.
+#[derive(Debug, Clone, Copy)]
+pub struct PlainSchema;
+
+impl Transform for PlainSchema {
+    fn transform(&mut self, schema: &mut Schema) {
+        // Children first, so a union collapsed below brings in an already plain branch.
+        transform_subschemas(self, schema);
+        let Some(obj) = schema.as_object_mut() else {
+            return;
+        };
+        plain_format(obj);
+        obj.remove("nullable");
+        if obj.get("default") == Some(&Value::Null) {
+            obj.remove("default");
+        }
+        if let Some(Value::Array(types)) = obj.get_mut("type") {
+            types.retain(|t| t != "null");
+            match types.len() {
+                0 => {
+                    obj.remove("type");
+                }
+                1 => {
+                    let only = types.remove(0);
+                    obj.insert("type".into(), only);
+                }
+                _ => {}
+            }
+        }
+        if let Some(Value::Array(values)) = obj.get_mut("enum") {
+            values.retain(|v| !v.is_null());
+        }
+        for union in ["anyOf", "oneOf"] {
+            let Some(Value::Array(branches)) = obj.get_mut(union) else {
+                continue;
+            };
+            branches.retain(|b| !is_null_schema(b));
+            if branches.len() == 1 {
+                let only = branches.remove(0);
+                obj.remove(union);
+                if let Value::Object(branch) = only {
+                    // The field's own words (description, default) win over the branch's.
+                    for (k, v) in branch {
+                        obj.entry(k).or_insert(v);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Drop a `format` JSON Schema does not define; an unsigned one (`uint`, `uint64`, ...) says
+/// `minimum: 0` instead.
+fn plain_format(obj: &mut Map<String, Value>) {
+    let Some(format) = obj.get("format").and_then(Value::as_str) else {
+        return;
+    };
+    if STANDARD_FORMATS.contains(&format) {
+        return;
+    }
+    let unsigned = format.starts_with("uint");
+    obj.remove("format");
+    if unsigned {
+        obj.entry("minimum").or_insert(json!(0));
+    }
+}
+
+/// `{type: "null"}` or `{const: null}`: the branch schemars adds to make a union nullable.
+fn is_null_schema(v: &Value) -> bool {
+    let Value::Object(m) = v else { return false };
+    m.get("type") == Some(&json!("null")) || m.get("const") == Some(&Value::Null)
+}
+
+/// schemars writes "any value" (`serde_json::Value` fields) as the boolean schema `true`. That
+/// is valid JSON Schema, but the MCP TypeScript SDK (and the conformance suite's `tools-list`
+/// check) require every property schema to be an object, so clients built on it refuse the
+/// whole tool list. Write `{}` (and `{"not": {}}` for `false`) instead: same meaning.
+fn objects_for_boolean_subschemas(v: &mut Value) {
+    fn as_object(s: &mut Value) {
+        if let Value::Bool(b) = *s {
+            *s = if b {
+                Value::Object(Map::new())
+            } else {
+                json!({"not": {}})
+            };
+        }
+    }
+    // Only schema positions are touched: `default`, `examples` or `const` values stay as they are.
+    let Value::Object(m) = v else { return };
+    for (key, sub) in m.iter_mut() {
+        let subschemas: Vec<&mut Value> = match (key.as_str(), sub) {
+            ("properties" | "patternProperties" | "$defs" | "definitions", Value::Object(map)) => {
+                map.values_mut().collect()
+            }
+            ("prefixItems" | "anyOf" | "oneOf" | "allOf", Value::Array(list)) => {
+                list.iter_mut().collect()
+            }
+            ("items" | "additionalItems" | "contains" | "not" | "additionalProperties", s) => {
+                vec![s]
+            }
+            _ => Vec::new(),
+        };
+        for s in subschemas {
+            if key != "additionalProperties" {
+                as_object(s);
+            }
+            objects_for_boolean_subschemas(s);
+        }
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests {
+    use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Makes [`published`] return schemars' schema untouched, so that a test can see
+        /// which result fields serde would write as `null`.
+        pub(in crate::tools) static AS_GENERATED: Cell<bool> = const { Cell::new(false) };
+    }
+
+    /// Fields of the object schemas in `v` that are always written (required) yet may be
+    /// `null`, with their paths.
+    pub(in crate::tools) fn required_nullable(v: &Value, path: &str, out: &mut Vec<String>) {
+        match v {
+            Value::Object(m) => {
+                if let (Some(Value::Object(props)), Some(Value::Array(req))) =
+                    (m.get("properties"), m.get("required"))
+                {
+                    for name in req.iter().filter_map(Value::as_str) {
+                        if props.get(name).is_some_and(admits_null) {
+                            out.push(format!("{path}/{name}"));
+                        }
+                    }
+                }
+                for (k, sub) in m {
+                    required_nullable(sub, &format!("{path}/{k}"), out);
+                }
+            }
+            Value::Array(list) => {
+                for (i, s) in list.iter().enumerate() {
+                    required_nullable(s, &format!("{path}/{i}"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn admits_null(s: &Value) -> bool {
+        match s.get("type") {
+            Some(Value::Array(t)) if t.iter().any(|t| t == "null") => return true,
+            Some(t) if t == "null" => return true,
+            _ => {}
+        }
+        ["anyOf", "oneOf"].iter().any(|k| {
+            s.get(*k)
+                .and_then(Value::as_array)
+                .is_some_and(|b| b.iter().any(is_null_schema))
+        })
+    }
+
+    #[test]
+    fn boolean_subschemas_become_equivalent_objects_and_values_stay() {
+        let mut v = json!({
+            "properties": {"data": true, "never": false, "d": {"default": true}},
+            "items": true,
+            "additionalProperties": false
+        });
+        objects_for_boolean_subschemas(&mut v);
+        assert_eq!(
+            v,
+            json!({
+                "properties": {"data": {}, "never": {"not": {}}, "d": {"default": true}},
+                "items": {},
+                "additionalProperties": false
+            })
+        );
+    }
+
+    fn plain(v: Value) -> Value {
+        let mut s = Schema::try_from(v).unwrap();
+        PlainSchema.transform(&mut s);
+        s.to_value()
+    }
+
+    #[test]
+    fn unsigned_formats_become_a_minimum_and_other_unknown_formats_go() {
+        assert_eq!(
+            plain(json!({"type": "integer", "format": "uint64"})),
+            json!({"type": "integer", "minimum": 0})
+        );
+        assert_eq!(
+            plain(json!({"type": "integer", "format": "uint32", "minimum": 1})),
+            json!({"type": "integer", "minimum": 1})
+        );
+        assert_eq!(
+            plain(json!({"type": "number", "format": "double"})),
+            json!({"type": "number"})
+        );
+        assert_eq!(
+            plain(json!({"type": "string", "format": "date-time"})),
+            json!({"type": "string", "format": "date-time"})
+        );
+    }
+
+    #[test]
+    fn nullable_unions_become_the_plain_type_keeping_the_fields_words() {
+        assert_eq!(
+            plain(json!({"type": ["string", "null"], "default": null, "description": "d"})),
+            json!({"type": "string", "description": "d"})
+        );
+        assert_eq!(
+            plain(json!({
+                "anyOf": [{"$ref": "#/$defs/Mode"}, {"type": "null"}],
+                "description": "d"
+            })),
+            json!({"$ref": "#/$defs/Mode", "description": "d"})
+        );
+        assert_eq!(
+            plain(json!({"type": ["string", "null"], "enum": ["a", null], "nullable": true})),
+            json!({"type": "string", "enum": ["a"]})
+        );
+        assert_eq!(
+            plain(json!({"properties": {"n": {"type": ["integer", "null"], "format": "uint"}}})),
+            json!({"properties": {"n": {"type": "integer", "minimum": 0}}})
+        );
+    }
+}
