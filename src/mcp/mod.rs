@@ -88,6 +88,18 @@ struct ClientState {
     notice_sink: OnceLock<Sink>,
 }
 
+impl ClientState {
+    fn new() -> ClientState {
+        ClientState {
+            roots: watch::Sender::new(RootsState::default()),
+            offers_roots: AtomicBool::new(false),
+            log_level: Arc::new(AtomicU8::new(DEFAULT_LOG_LEVEL)),
+            log_events: OnceLock::new(),
+            notice_sink: OnceLock::new(),
+        }
+    }
+}
+
 fn as_object(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
@@ -120,13 +132,18 @@ impl McpServer {
         McpServer {
             service,
             tools: Arc::new(tools),
-            client: Arc::new(ClientState {
-                roots: watch::Sender::new(RootsState::default()),
-                offers_roots: AtomicBool::new(false),
-                log_level: Arc::new(AtomicU8::new(DEFAULT_LOG_LEVEL)),
-                log_events: OnceLock::new(),
-                notice_sink: OnceLock::new(),
-            }),
+            client: Arc::new(ClientState::new()),
+        }
+    }
+
+    /// A server for another client over the same service: the tool list (schemas and all,
+    /// the bulk of a server's memory) is shared, the client's state is fresh. HTTP builds
+    /// one per session this way.
+    pub fn for_new_client(&self) -> McpServer {
+        McpServer {
+            service: self.service.clone(),
+            tools: self.tools.clone(),
+            client: Arc::new(ClientState::new()),
         }
     }
 

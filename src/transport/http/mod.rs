@@ -114,7 +114,8 @@ pub async fn serve(
         );
         (legacy.router(), "/sse")
     } else {
-        let factory = move || Ok(McpServer::new(service.clone()));
+        let prototype = McpServer::new(service);
+        let factory = move || Ok(prototype.for_new_client());
         let mcp = StreamableHttpService::new(
             factory,
             Arc::new(LocalSessionManager::default()),
