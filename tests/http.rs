@@ -182,6 +182,12 @@ impl HttpServer {
     }
 }
 
+fn initialize_message() -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "http-test", "version": "0"}}})
+}
+
 /// An HTTP response with its body de-chunked.
 struct Reply {
     status: u16,
@@ -877,4 +883,29 @@ fn logs_go_to_the_log_file_when_given_and_a_bad_level_is_refused() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+#[test]
+fn two_host_or_two_origin_headers_are_refused_with_400() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let host = srv.host();
+    let init = initialize_message();
+    // Each value alone is allowed; together they are refused before anything else.
+    let r = srv.post(None, &init, &[("Host", &host), ("Host", &host)]);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["reason"], "duplicate_header");
+    assert_eq!(r.json()["error"]["data"]["header"], "Host");
+    let evil = format!("evil.example:{}", srv.addr.port());
+    assert_eq!(
+        srv.post(None, &init, &[("Host", &host), ("Host", &evil)])
+            .status,
+        400
+    );
+    let origin = format!("http://localhost:{}", srv.addr.port());
+    let r = srv.post(None, &init, &[("Origin", &origin), ("Origin", &origin)]);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["header"], "Origin");
+    assert!(r.header("mcp-session-id").is_none());
+    assert_eq!(srv.post(None, &init, &[("Origin", &origin)]).status, 200);
 }

@@ -174,6 +174,18 @@ pub async fn serve(
 /// The answer to a refused request.
 fn refusal_response(refusal: Refusal) -> Response {
     match refusal {
+        Refusal::Duplicate(name) => {
+            tracing::warn!(
+                header = name,
+                "refused a request with two {name} headers (400)"
+            );
+            body::rpc_error(
+                StatusCode::BAD_REQUEST,
+                body::INVALID_REQUEST,
+                format!("Bad Request: more than one {name} header"),
+                json!({"reason": "duplicate_header", "header": name}),
+            )
+        }
         Refusal::Host(host) => {
             tracing::warn!(host, "refused a request for a foreign Host (403)");
             body::rpc_error(
@@ -211,18 +223,34 @@ fn refusal_response(refusal: Refusal) -> Response {
     }
 }
 
+/// The one value of a header that may appear at most once. Two `Host` or `Origin` values
+/// are refused rather than one of them checked: which one a proxy or framework further along
+/// would use is anyone's guess.
+fn single<'a>(
+    headers: &'a header::HeaderMap,
+    name: &header::HeaderName,
+    shown: &'static str,
+) -> Result<Option<&'a [u8]>, Refusal> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(Refusal::Duplicate(shown));
+    }
+    Ok(first.map(|v| v.as_bytes()))
+}
+
 /// Layer 1: Host, Origin, token.
 async fn check_guard(State(shared): State<Shared>, req: Request, next: Next) -> Response {
     let h = req.headers();
-    let host = h
-        .get(header::HOST)
-        .map(|v| v.as_bytes())
-        .or_else(|| req.uri().authority().map(|a| a.as_str().as_bytes()));
-    let checked = shared.guard.check(
-        host,
-        h.get(header::ORIGIN).map(|v| v.as_bytes()),
-        h.get(header::AUTHORIZATION).map(|v| v.as_bytes()),
-    );
+    let checked = single(h, &header::HOST, "Host").and_then(|host| {
+        let host = host.or_else(|| req.uri().authority().map(|a| a.as_str().as_bytes()));
+        let origin = single(h, &header::ORIGIN, "Origin")?;
+        shared.guard.check(
+            host,
+            origin,
+            h.get(header::AUTHORIZATION).map(|v| v.as_bytes()),
+        )
+    });
     match checked {
         Ok(()) => next.run(req).await,
         Err(refusal) => refusal_response(refusal),
