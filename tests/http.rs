@@ -909,3 +909,29 @@ fn two_host_or_two_origin_headers_are_refused_with_400() {
     assert!(r.header("mcp-session-id").is_none());
     assert_eq!(srv.post(None, &init, &[("Origin", &origin)]).status, 200);
 }
+
+#[test]
+fn a_100_mb_body_is_refused_by_default_with_413() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let s = srv.session();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nMcp-Session-Id: {}\r\nContent-Length: 100000000\r\n\
+         Connection: close\r\n\r\n{{\"jsonrpc\":",
+        srv.host(),
+        s.id
+    );
+    let mut conn = TcpStream::connect(srv.addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    conn.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = conn.read_to_end(&mut raw);
+    let r = Reply::parse(&raw);
+    assert_eq!(r.status, 413, "{}", r.text());
+    // The default: the 64 MiB write limit in base64 plus 1 MiB for the rest of the message.
+    let limit = (64u64 << 20).div_ceil(3) * 4 + (1 << 20);
+    assert_eq!(r.json()["error"]["data"]["limit_bytes"], limit);
+    assert!(limit < 100_000_000);
+}

@@ -52,7 +52,8 @@ fn too_large(limit: usize, received: Option<u64>) -> Response {
         format!(
             "request body exceeds the server's limit of {limit} bytes (--max-body-bytes); \
              nothing was applied. Send large files in pieces with rw_chunk_append and \
-             rw_chunk_compose"
+             rw_chunk_compose; text that JSON escaping inflates (control characters, \\u \
+             escapes) is smaller sent with encoding=base64"
         ),
         json!({"limit_bytes": limit, "content_length": received, "reason": "body_too_large"}),
     )
