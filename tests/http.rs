@@ -935,3 +935,108 @@ fn a_100_mb_body_is_refused_by_default_with_413() {
     assert_eq!(r.json()["error"]["data"]["limit_bytes"], limit);
     assert!(limit < 100_000_000);
 }
+
+/// Whether the server has closed `conn` (a read gives end of file or a reset).
+fn closed(conn: &mut TcpStream) -> bool {
+    conn.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 512];
+    let closed = match conn.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    conn.set_nonblocking(false).unwrap();
+    closed
+}
+
+#[test]
+fn slow_headers_are_cut_off_while_a_normal_client_is_served() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--header-timeout-secs", "1"], &[]);
+    const SLOW: usize = 150;
+    let start = Instant::now();
+    let mut slow: Vec<Option<TcpStream>> = (0..SLOW)
+        .map(|_| {
+            let mut c = TcpStream::connect(srv.addr).unwrap();
+            c.write_all(b"POST /mcp HTTP/1.1\r\n").unwrap();
+            Some(c)
+        })
+        .collect();
+    let served = std::thread::scope(|scope| {
+        let normal = scope.spawn(|| {
+            let begun = Instant::now();
+            let mut s = srv.session();
+            s.ok(
+                "rw_safe_write",
+                json!({"path": "n.txt", "content": "served"}),
+            );
+            begun.elapsed()
+        });
+        // One more header byte per connection every 100 ms, until the server hangs up.
+        let mut open = SLOW;
+        let mut first_closed = None;
+        while open > 0 && start.elapsed() < Duration::from_secs(10) {
+            for conn in slow.iter_mut() {
+                let Some(c) = conn else { continue };
+                if closed(c) || c.write_all(b"X").is_err() {
+                    *conn = None;
+                    open -= 1;
+                    first_closed.get_or_insert(start.elapsed());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let first_closed = first_closed.unwrap_or_default();
+        assert!(
+            first_closed >= Duration::from_millis(800),
+            "open and sending until the timeout: the first was closed after {first_closed:?}"
+        );
+        normal.join().unwrap()
+    });
+    let elapsed = start.elapsed();
+    assert!(
+        slow.iter().all(Option::is_none),
+        "every trickling connection was closed"
+    );
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "closed within the 1 s header timeout (and scheduling slack): {elapsed:?}"
+    );
+    assert!(
+        served < Duration::from_secs(3),
+        "the normal client was served while they trickled: {served:?}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.path("n.txt")).unwrap(), "served");
+}
+
+#[test]
+fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--header-timeout-secs", "1"], &[]);
+    let mut conn = TcpStream::connect(srv.addr).unwrap();
+    let head = format!("GET /nothing HTTP/1.1\r\nHost: {}\r\n\r\n", srv.host());
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before answering");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 404"), "{text}");
+    assert!(text.contains("content-length: 0") && !text.contains("connection: close"));
+    // Kept alive after the answer, then closed once idle for the timeout.
+    let answered = Instant::now();
+    assert!(!closed(&mut conn), "kept alive");
+    while !closed(&mut conn) {
+        assert!(
+            answered.elapsed() < Duration::from_secs(5),
+            "the idle connection stayed open"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(answered.elapsed() >= Duration::from_millis(500));
+}

@@ -42,11 +42,18 @@ pub struct ServeArgs {
     /// 64 MiB write limit). Larger files go in pieces with rw_chunk_append.
     #[arg(long, value_name = "BYTES")]
     pub max_body_bytes: Option<u64>,
+    /// Seconds a connection has to send a complete request head (request line and headers),
+    /// counted from when it opens or its previous response ends: slow or silent clients are
+    /// disconnected, and so are keep-alive connections idle for this long (http, sse).
+    #[arg(long, value_name = "SECS", default_value_t = HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_secs: u64,
     /// After SIGINT/SIGTERM (or stdin EOF), how long calls in flight may run on before the
     /// server exits.
     #[arg(long, value_name = "SECS", default_value_t = crate::transport::shutdown::DEFAULT_GRACE.as_secs())]
     pub shutdown_grace_secs: u64,
 }
+
+const HEADER_TIMEOUT: std::time::Duration = crate::transport::http::listen::DEFAULT_HEADER_TIMEOUT;
 
 impl Default for ServeArgs {
     fn default() -> ServeArgs {
@@ -58,6 +65,7 @@ impl Default for ServeArgs {
             allowed_origins: Vec::new(),
             auth_token_file: None,
             max_body_bytes: None,
+            header_timeout_secs: HEADER_TIMEOUT.as_secs(),
             shutdown_grace_secs: crate::transport::shutdown::DEFAULT_GRACE.as_secs(),
         }
     }
@@ -167,6 +175,7 @@ pub fn run(config: Config, args: ServeArgs) -> ExitCode {
         token,
         max_body_bytes: max_body,
         grace,
+        header_timeout: std::time::Duration::from_secs(args.header_timeout_secs),
     };
     let result = runtime.block_on(async move {
         let service = Service::start(config);

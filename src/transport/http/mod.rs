@@ -2,11 +2,14 @@
 //! exactly `/mcp` in axum, with stateful sessions (`Mcp-Session-Id`): each session gets its own
 //! [`McpServer`] over one shared [`Service`], whose pipeline locks already make concurrent
 //! writers safe. `serve --transport sse` is the legacy `GET /sse` + `POST /messages/` pair
-//! ([`sse`]). Both sit behind the same layers, outermost first: [`guard`] (Host, Origin,
-//! bearer token), the shutdown [`Drain`], and the body front door ([`body`]).
+//! ([`sse`]). Both sit behind the same layers, outermost first: [`guard`] (one Host, one
+//! Origin, both allowed; the bearer token), the shutdown [`Drain`], and the body front door
+//! ([`body`]). Connections are accepted by [`listen`], which bounds how long a request head
+//! may take.
 
 pub mod body;
 pub mod guard;
+pub mod listen;
 pub mod sse;
 
 use crate::dispatch::Service;
@@ -46,6 +49,9 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// How long in-flight calls may run on after a shutdown signal.
     pub grace: Duration,
+    /// How long a connection may take to send a request head (also: how long an idle
+    /// keep-alive connection stays open).
+    pub header_timeout: Duration,
 }
 
 /// What the layers share.
@@ -153,7 +159,7 @@ pub async fn serve(
         closer.cancel();
     });
     let started = shared.drain.clone();
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+    let server = listen::serve(listener, router, opts.header_timeout, async move {
         started.started().await;
     });
     // A client that never finishes its request must not hold the process past the grace
@@ -163,7 +169,7 @@ pub async fn serve(
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
     tokio::select! {
-        r = server => r.map_err(|e| format!("HTTP server failed: {e}")),
+        () = server => Ok(()),
         () = deadline => {
             tracing::warn!("connections still open after shutdown; closing them");
             Ok(())
