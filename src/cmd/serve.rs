@@ -47,6 +47,15 @@ pub struct ServeArgs {
     /// disconnected, and so are keep-alive connections idle for this long (http, sse).
     #[arg(long, value_name = "SECS", default_value_t = HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub header_timeout_secs: u64,
+    /// Seconds after which a Streamable HTTP session with no request, no call running and no
+    /// open event stream is closed; its client then gets 404 and initializes again.
+    #[arg(long, value_name = "SECS", default_value_t = SESSION_IDLE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_secs: u64,
+    /// Most Streamable HTTP sessions alive at once. At the limit, a new session closes the
+    /// longest-idle one (whose client gets 404 and initializes again); when every session is
+    /// in use, initialize gets 503.
+    #[arg(long, value_name = "N", default_value_t = SESSION_MAX, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: u64,
     /// After SIGINT/SIGTERM (or stdin EOF), how long calls in flight may run on before the
     /// server exits.
     #[arg(long, value_name = "SECS", default_value_t = crate::transport::shutdown::DEFAULT_GRACE.as_secs())]
@@ -54,6 +63,8 @@ pub struct ServeArgs {
 }
 
 const HEADER_TIMEOUT: std::time::Duration = crate::transport::http::listen::DEFAULT_HEADER_TIMEOUT;
+const SESSION_IDLE: std::time::Duration = crate::transport::http::sessions::DEFAULT_IDLE;
+const SESSION_MAX: u64 = crate::transport::http::sessions::DEFAULT_MAX as u64;
 
 impl Default for ServeArgs {
     fn default() -> ServeArgs {
@@ -66,6 +77,8 @@ impl Default for ServeArgs {
             auth_token_file: None,
             max_body_bytes: None,
             header_timeout_secs: HEADER_TIMEOUT.as_secs(),
+            session_idle_secs: SESSION_IDLE.as_secs(),
+            max_sessions: SESSION_MAX,
             shutdown_grace_secs: crate::transport::shutdown::DEFAULT_GRACE.as_secs(),
         }
     }
@@ -176,6 +189,10 @@ pub fn run(config: Config, args: ServeArgs) -> ExitCode {
         max_body_bytes: max_body,
         grace,
         header_timeout: std::time::Duration::from_secs(args.header_timeout_secs),
+        sessions: crate::transport::http::sessions::SessionLimits {
+            idle: std::time::Duration::from_secs(args.session_idle_secs),
+            max: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+        },
     };
     let result = runtime.block_on(async move {
         let service = Service::start(config);

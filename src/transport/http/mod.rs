@@ -1,15 +1,17 @@
 //! The HTTP transports. `serve --transport http` hosts rmcp's Streamable HTTP tower service at
-//! exactly `/mcp` in axum, with stateful sessions (`Mcp-Session-Id`): each session gets its own
-//! [`McpServer`] over one shared [`Service`], whose pipeline locks already make concurrent
-//! writers safe. `serve --transport sse` is the legacy `GET /sse` + `POST /messages/` pair
-//! ([`sse`]). Both sit behind the same layers, outermost first: [`guard`] (one Host, one
-//! Origin, both allowed; the bearer token), the shutdown [`Drain`], and the body front door
-//! ([`body`]). Connections are accepted by [`listen`], which bounds how long a request head
-//! may take.
+//! `/mcp` (and `/mcp/`) in axum, with stateful sessions (`Mcp-Session-Id`): each session gets
+//! its own [`McpServer`] over one shared [`Service`], whose pipeline locks already make
+//! concurrent writers safe. `serve --transport sse` is the legacy `GET /sse` +
+//! `POST /messages/` pair ([`sse`]). Both sit behind the same layers, outermost first:
+//! [`guard`] (one Host, one Origin, both allowed; the bearer token), the shutdown [`Drain`],
+//! and the body front door ([`body`]); Streamable HTTP adds the session layer ([`sessions`]:
+//! idle expiry, the session cap, 404 for unknown sessions, 200 for `DELETE`). Connections
+//! are accepted by [`listen`], which bounds how long a request head may take.
 
 pub mod body;
 pub mod guard;
 pub mod listen;
+pub mod sessions;
 pub mod sse;
 
 use crate::dispatch::Service;
@@ -23,9 +25,9 @@ use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
 use futures::StreamExt;
 use guard::{Guard, Refusal, Token};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
+use sessions::{SessionLimits, Sessions};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +54,8 @@ pub struct HttpOptions {
     /// How long a connection may take to send a request head (also: how long an idle
     /// keep-alive connection stays open).
     pub header_timeout: Duration,
+    /// Session idle expiry and cap (Streamable HTTP).
+    pub sessions: SessionLimits,
 }
 
 /// What the layers share.
@@ -122,16 +126,18 @@ pub async fn serve(
     } else {
         let prototype = McpServer::new(service);
         let factory = move || Ok(prototype.for_new_client());
-        let mcp = StreamableHttpService::new(
-            factory,
-            Arc::new(LocalSessionManager::default()),
-            rmcp_config,
-        );
-        // Layers run outermost (last added) first: guard, in-flight tracking, front door.
+        let sessions = Sessions::new(opts.sessions);
+        sessions.spawn_reaper(sessions_closed.clone());
+        let mcp = StreamableHttpService::new(factory, sessions.clone(), rmcp_config);
+        // Layers run outermost (last added) first: guard (added below), in-flight tracking,
+        // front door, sessions. `route_layer`: a request for another path is a plain 404.
+        // `/mcp/` is served like `/mcp`, never redirected (a redirected POST loses its body).
         let router = Router::new()
-            .route_service("/mcp", mcp)
-            .layer(from_fn_with_state(shared.clone(), front_door))
-            .layer(from_fn_with_state(shared.clone(), track_in_flight));
+            .route_service("/mcp", mcp.clone())
+            .route_service("/mcp/", mcp)
+            .route_layer(from_fn_with_state(sessions, sessions::gate))
+            .route_layer(from_fn_with_state(shared.clone(), front_door))
+            .route_layer(from_fn_with_state(shared.clone(), track_in_flight));
         (router, "/mcp")
     };
     let router = router.layer(from_fn_with_state(shared.clone(), check_guard));
@@ -291,16 +297,20 @@ async fn track_in_flight(State(shared): State<Shared>, req: Request, next: Next)
     Response::from_parts(parts, Body::from_stream(stream))
 }
 
-/// Layer 3: content type, size limit, JSON-RPC shape (see [`body`]).
+/// Layer 3: content type, size limit, JSON-RPC shape (see [`body`]); an `initialize` is
+/// marked for the session layer.
 async fn front_door(State(shared): State<Shared>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
         return next.run(req).await;
     }
     let (mut parts, incoming) = req.into_parts();
     match body::read_message(&parts.headers, incoming, shared.max_body).await {
-        Ok(bytes) => {
+        Ok(checked) => {
             parts.headers.remove(header::CONTENT_LENGTH);
-            next.run(Request::from_parts(parts, Body::from(bytes)))
+            if checked.initialize {
+                parts.extensions.insert(sessions::Initialize);
+            }
+            next.run(Request::from_parts(parts, Body::from(checked.bytes)))
                 .await
         }
         Err(refused) => refused,
