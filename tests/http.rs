@@ -1195,6 +1195,7 @@ fn quiet_sessions_cost_little_and_expired_ones_give_their_memory_back() {
     let first = round();
     let second = round();
     let third = round();
+    eprintln!("RSS KiB: base {base}, after rounds {first} {second} {third}");
     let per_session = (first.saturating_sub(base)) / N;
     // Each session used to build its own tool list (~720 KB); now ~60 KB.
     assert!(per_session < 250, "{per_session} KiB per idle session");
