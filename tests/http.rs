@@ -124,6 +124,16 @@ impl HttpServer {
 
     /// A POST of a JSON-RPC message with the usual MCP headers plus `extra`.
     fn post(&self, session: Option<&str>, message: &Value, extra: &[(&str, &str)]) -> Reply {
+        self.post_to("/mcp", session, message, extra)
+    }
+
+    fn post_to(
+        &self,
+        path: &str,
+        session: Option<&str>,
+        message: &Value,
+        extra: &[(&str, &str)],
+    ) -> Reply {
         let mut headers = vec![ACCEPT, JSON];
         let auth;
         if let Some(t) = &self.token {
@@ -134,14 +144,16 @@ impl HttpServer {
             headers.push(("Mcp-Session-Id", id));
         }
         headers.extend_from_slice(extra);
-        self.send("POST", "/mcp", &headers, message.to_string().as_bytes())
+        self.send("POST", path, &headers, message.to_string().as_bytes())
+    }
+
+    /// An `initialize` POST (not followed by `initialized`).
+    fn initialize(&self) -> Reply {
+        self.post(None, &initialize_message(), &[])
     }
 
     fn session(&self) -> Session<'_> {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "http-test", "version": "0"}}});
-        let r = self.post(None, &init, &[]);
+        let r = self.initialize();
         assert_eq!(r.status, 200, "initialize: {}", r.text());
         let id = r
             .header("mcp-session-id")
@@ -180,6 +192,12 @@ impl HttpServer {
         }
         panic!("the server did not exit within {within:?}");
     }
+}
+
+fn initialize_message() -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {},
+        "clientInfo": {"name": "http-test", "version": "0"}}})
 }
 
 /// An HTTP response with its body de-chunked.
@@ -871,5 +889,315 @@ fn logs_go_to_the_log_file_when_given_and_a_bad_level_is_refused() {
         Some(2),
         "{}",
         String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A `tools/list` POST on `session`: its status (200 live, 404 gone).
+fn list_status(srv: &HttpServer, session: &str) -> Reply {
+    let list = json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list"});
+    srv.post(Some(session), &list, &[])
+}
+
+fn assert_session_gone(r: &Reply) {
+    assert_eq!(r.status, 404, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["reason"], "session_not_found");
+}
+
+#[test]
+fn delete_answers_200_for_a_live_session_and_404_for_an_unknown_one() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let s = srv.session();
+    let sid = ("Mcp-Session-Id", s.id.as_str());
+    let r = srv.send("DELETE", "/mcp", &[sid], b"");
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_session_gone(&list_status(&srv, &s.id));
+    // Deleted already, or never existed: 404, the spec's answer for an unknown session.
+    assert_session_gone(&srv.send("DELETE", "/mcp", &[sid], b""));
+    assert_session_gone(&srv.send("DELETE", "/mcp", &[("Mcp-Session-Id", "nope")], b""));
+    assert_eq!(srv.send("DELETE", "/mcp", &[], b"").status, 400);
+}
+
+#[test]
+fn the_endpoint_with_a_trailing_slash_serves_like_mcp() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let r = srv.post_to("/mcp/", None, &initialize_message(), &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    let id = r.header("mcp-session-id").expect("session").to_string();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    assert_eq!(srv.post_to("/mcp/", Some(&id), &note, &[]).status, 202);
+    let call = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "rw_safe_write", "arguments": {"path": "slash.txt", "content": "/"}}});
+    let r = srv.post_to("/mcp/", Some(&id), &call, &[]);
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.rpc(1)["result"]["isError"], false);
+    // The same session at /mcp: one endpoint, two spellings.
+    assert_eq!(list_status(&srv, &id).status, 200);
+    assert_eq!(
+        srv.send("DELETE", "/mcp/", &[("Mcp-Session-Id", &id)], b"")
+            .status,
+        200
+    );
+    assert_eq!(
+        srv.send("POST", "/other", &[ACCEPT, JSON], b"{}").status,
+        404
+    );
+}
+
+#[test]
+fn two_host_or_two_origin_headers_are_refused_with_400() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let host = srv.host();
+    let init = initialize_message();
+    // Each value alone is allowed; together they are refused before anything else.
+    let r = srv.post(None, &init, &[("Host", &host), ("Host", &host)]);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["reason"], "duplicate_header");
+    assert_eq!(r.json()["error"]["data"]["header"], "Host");
+    let evil = format!("evil.example:{}", srv.addr.port());
+    assert_eq!(
+        srv.post(None, &init, &[("Host", &host), ("Host", &evil)])
+            .status,
+        400
+    );
+    let origin = format!("http://localhost:{}", srv.addr.port());
+    let r = srv.post(None, &init, &[("Origin", &origin), ("Origin", &origin)]);
+    assert_eq!(r.status, 400, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["header"], "Origin");
+    assert!(r.header("mcp-session-id").is_none());
+    assert_eq!(srv.post(None, &init, &[("Origin", &origin)]).status, 200);
+}
+
+/// Whether the server has closed `conn` (a read gives end of file or a reset).
+fn closed(conn: &mut TcpStream) -> bool {
+    conn.set_nonblocking(true).unwrap();
+    let mut buf = [0u8; 512];
+    let closed = match conn.read(&mut buf) {
+        Ok(0) => true,
+        Ok(_) => false,
+        Err(e) => e.kind() != std::io::ErrorKind::WouldBlock,
+    };
+    conn.set_nonblocking(false).unwrap();
+    closed
+}
+
+#[test]
+fn slow_headers_are_cut_off_while_a_normal_client_is_served() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--header-timeout-secs", "1"], &[]);
+    const SLOW: usize = 150;
+    let start = Instant::now();
+    let mut slow: Vec<Option<TcpStream>> = (0..SLOW)
+        .map(|_| {
+            let mut c = TcpStream::connect(srv.addr).unwrap();
+            c.write_all(b"POST /mcp HTTP/1.1\r\n").unwrap();
+            Some(c)
+        })
+        .collect();
+    let served = std::thread::scope(|scope| {
+        let normal = scope.spawn(|| {
+            let begun = Instant::now();
+            let mut s = srv.session();
+            s.ok(
+                "rw_safe_write",
+                json!({"path": "n.txt", "content": "served"}),
+            );
+            begun.elapsed()
+        });
+        // One more header byte per connection every 100 ms, until the server hangs up.
+        let mut open = SLOW;
+        let mut first_closed = None;
+        while open > 0 && start.elapsed() < Duration::from_secs(10) {
+            for conn in slow.iter_mut() {
+                let Some(c) = conn else { continue };
+                if closed(c) || c.write_all(b"X").is_err() {
+                    *conn = None;
+                    open -= 1;
+                    first_closed.get_or_insert(start.elapsed());
+                }
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        let first_closed = first_closed.unwrap_or_default();
+        assert!(
+            first_closed >= Duration::from_millis(800),
+            "open and sending until the timeout: the first was closed after {first_closed:?}"
+        );
+        normal.join().unwrap()
+    });
+    let elapsed = start.elapsed();
+    assert!(
+        slow.iter().all(Option::is_none),
+        "every trickling connection was closed"
+    );
+    assert!(
+        elapsed < Duration::from_secs(5),
+        "closed within the 1 s header timeout (and scheduling slack): {elapsed:?}"
+    );
+    assert!(
+        served < Duration::from_secs(3),
+        "the normal client was served while they trickled: {served:?}"
+    );
+    assert_eq!(std::fs::read_to_string(ws.path("n.txt")).unwrap(), "served");
+}
+
+#[test]
+fn an_idle_keep_alive_connection_is_closed_after_the_header_timeout() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--header-timeout-secs", "1"], &[]);
+    let mut conn = TcpStream::connect(srv.addr).unwrap();
+    let head = format!("GET /nothing HTTP/1.1\r\nHost: {}\r\n\r\n", srv.host());
+    conn.write_all(head.as_bytes()).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut got = Vec::new();
+    let mut buf = [0u8; 1024];
+    while !got.windows(4).any(|w| w == b"\r\n\r\n") {
+        let n = conn.read(&mut buf).unwrap();
+        assert!(n > 0, "closed before answering");
+        got.extend_from_slice(&buf[..n]);
+    }
+    let text = String::from_utf8_lossy(&got).to_ascii_lowercase();
+    assert!(text.starts_with("http/1.1 404"), "{text}");
+    assert!(text.contains("content-length: 0") && !text.contains("connection: close"));
+    // Kept alive after the answer, then closed once idle for the timeout.
+    let answered = Instant::now();
+    assert!(!closed(&mut conn), "kept alive");
+    while !closed(&mut conn) {
+        assert!(
+            answered.elapsed() < Duration::from_secs(5),
+            "the idle connection stayed open"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert!(answered.elapsed() >= Duration::from_millis(500));
+}
+
+#[test]
+fn idle_sessions_expire_and_get_404_but_one_listening_on_a_stream_lives() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--session-idle-secs", "1"], &[]);
+    let idle = srv.session();
+    let listening = srv.session();
+    let stream = EventStream::get(
+        &srv,
+        "/mcp",
+        &format!("Mcp-Session-Id: {}\r\n", listening.id),
+    );
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_session_gone(&list_status(&srv, &idle.id));
+    assert_eq!(list_status(&srv, &listening.id).status, 200);
+    // Once its stream is closed, it expires too (each look would count as use: look once).
+    drop(stream);
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_session_gone(&list_status(&srv, &listening.id));
+    // The client initializes again and is served.
+    let mut again = srv.session();
+    again.ok(
+        "rw_safe_write",
+        json!({"path": "a.txt", "content": "again"}),
+    );
+}
+
+#[test]
+fn at_the_session_cap_the_longest_idle_session_makes_room_and_busy_ones_get_503() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--max-sessions", "2"], &[]);
+    let first = srv.session();
+    let second = srv.session();
+    assert_eq!(list_status(&srv, &first.id).status, 200); // second is now the longest idle
+    let third = srv.session();
+    assert_session_gone(&list_status(&srv, &second.id));
+    assert_eq!(list_status(&srv, &first.id).status, 200);
+    assert_eq!(list_status(&srv, &third.id).status, 200);
+    // Both live sessions listening on a stream: nothing to close, so a new one is refused.
+    let a = EventStream::get(&srv, "/mcp", &format!("Mcp-Session-Id: {}\r\n", first.id));
+    let _b = EventStream::get(&srv, "/mcp", &format!("Mcp-Session-Id: {}\r\n", third.id));
+    let r = srv.initialize();
+    assert_eq!(r.status, 503, "{}", r.text());
+    assert_eq!(r.json()["error"]["data"]["reason"], "too_many_sessions");
+    assert_eq!(r.json()["error"]["data"]["max_sessions"], 2);
+    assert!(r.header("mcp-session-id").is_none());
+    // One stream closes: its session becomes the one to go.
+    drop(a);
+    let start = Instant::now();
+    let r = loop {
+        let r = srv.initialize();
+        if r.status != 503 || start.elapsed() > Duration::from_secs(10) {
+            break r;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_session_gone(&list_status(&srv, &first.id));
+    assert_eq!(list_status(&srv, &third.id).status, 200);
+}
+
+#[test]
+fn a_100_mb_body_is_refused_by_default_with_413() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let s = srv.session();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nMcp-Session-Id: {}\r\nContent-Length: 100000000\r\n\
+         Connection: close\r\n\r\n{{\"jsonrpc\":",
+        srv.host(),
+        s.id
+    );
+    let mut conn = TcpStream::connect(srv.addr).unwrap();
+    conn.set_read_timeout(Some(Duration::from_secs(30)))
+        .unwrap();
+    conn.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    let _ = conn.read_to_end(&mut raw);
+    let r = Reply::parse(&raw);
+    assert_eq!(r.status, 413, "{}", r.text());
+    // The default: the 64 MiB write limit in base64 plus 1 MiB for the rest of the message.
+    let limit = (64u64 << 20).div_ceil(3) * 4 + (1 << 20);
+    assert_eq!(r.json()["error"]["data"]["limit_bytes"], limit);
+    assert!(limit < 100_000_000);
+}
+
+/// The server's resident memory in KiB (Linux).
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmRSS")
+}
+
+#[test]
+#[cfg(target_os = "linux")]
+fn quiet_sessions_cost_little_and_expired_ones_give_their_memory_back() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--session-idle-secs", "1"], &[]);
+    const N: u64 = 250;
+    let round = || {
+        let ids: Vec<String> = (0..N).map(|_| srv.session().id).collect();
+        let rss = rss_kib(srv.child.id());
+        // Every one of them expires, and then answers 404.
+        std::thread::sleep(Duration::from_millis(2500));
+        assert_session_gone(&list_status(&srv, &ids[0]));
+        assert_session_gone(&list_status(&srv, &ids[ids.len() - 1]));
+        rss
+    };
+    let base = rss_kib(srv.child.id());
+    let first = round();
+    let second = round();
+    let third = round();
+    eprintln!("RSS KiB: base {base}, after rounds {first} {second} {third}");
+    let per_session = (first.saturating_sub(base)) / N;
+    // Each session used to build its own tool list (~720 KB); now ~60 KB.
+    assert!(per_session < 250, "{per_session} KiB per idle session");
+    // Expired sessions' memory is reused: later rounds add far less than the first.
+    let first_growth = first.saturating_sub(base);
+    assert!(
+        third.saturating_sub(first) < first_growth,
+        "base {base} KiB, rounds {first} {second} {third} KiB"
     );
 }

@@ -381,9 +381,21 @@ fn initialize_declares_logging_and_ping_answers() {
     assert_eq!(pong["result"], json!({}), "{pong}");
     let r = s.request("logging/setLevel", json!({"level": "debug"}));
     assert_eq!(r["result"], json!({}), "{r}");
-    // rmcp cannot parse an unknown level as logging/setLevel and answers "method not found".
+    // A known method with bad params is invalid params (-32602), naming what is wrong; an
+    // unknown method stays method-not-found (-32601).
     let bad = s.request("logging/setLevel", json!({"level": "loud"}));
-    assert!(bad["error"]["code"].is_i64(), "{bad}");
+    assert_eq!(bad["error"]["code"], -32602, "{bad}");
+    let message = bad["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("loud") && message.contains("warning"),
+        "{bad}"
+    );
+    let missing = s.request("logging/setLevel", json!({}));
+    assert_eq!(missing["error"]["code"], -32602, "{missing}");
+    let read = s.request("resources/read", json!({"uri": 5}));
+    assert_eq!(read["error"]["code"], -32602, "{read}");
+    let unknown = s.request("logging/setLevels", json!({"level": "debug"}));
+    assert_eq!(unknown["error"]["code"], -32601, "{unknown}");
     let pong = s.request("ping", json!({}));
     assert_eq!(pong["result"], json!({}), "{pong}");
 }

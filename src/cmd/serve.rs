@@ -36,15 +36,35 @@ pub struct ServeArgs {
     /// (`Authorization: Bearer <token>`). Also RW_AUTH_TOKEN (the token itself).
     #[arg(long, value_name = "FILE")]
     pub auth_token_file: Option<PathBuf>,
-    /// Largest HTTP request body accepted (413 beyond). Default: 6 x --max-write-bytes + 1 MiB,
-    /// the same cap as a stdio message (JSON escaping can grow content up to 6x).
+    /// Largest HTTP request body accepted (413 beyond). Default: --max-write-bytes in base64
+    /// (4/3 of it) + 1 MiB for the rest of the message, so content up to the write limit
+    /// always fits in one request sent with encoding=base64 (90.5 MB with the default
+    /// 64 MiB write limit). Larger files go in pieces with rw_chunk_append.
     #[arg(long, value_name = "BYTES")]
     pub max_body_bytes: Option<u64>,
+    /// Seconds a connection has to send a complete request head (request line and headers),
+    /// counted from when it opens or its previous response ends: slow or silent clients are
+    /// disconnected, and so are keep-alive connections idle for this long (http, sse).
+    #[arg(long, value_name = "SECS", default_value_t = HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub header_timeout_secs: u64,
+    /// Seconds after which a Streamable HTTP session with no request, no call running and no
+    /// open event stream is closed; its client then gets 404 and initializes again.
+    #[arg(long, value_name = "SECS", default_value_t = SESSION_IDLE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub session_idle_secs: u64,
+    /// Most Streamable HTTP sessions alive at once. At the limit, a new session closes the
+    /// longest-idle one (whose client gets 404 and initializes again); when every session is
+    /// in use, initialize gets 503.
+    #[arg(long, value_name = "N", default_value_t = SESSION_MAX, value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_sessions: u64,
     /// After SIGINT/SIGTERM (or stdin EOF), how long calls in flight may run on before the
     /// server exits.
     #[arg(long, value_name = "SECS", default_value_t = crate::transport::shutdown::DEFAULT_GRACE.as_secs())]
     pub shutdown_grace_secs: u64,
 }
+
+const HEADER_TIMEOUT: std::time::Duration = crate::transport::http::listen::DEFAULT_HEADER_TIMEOUT;
+const SESSION_IDLE: std::time::Duration = crate::transport::http::sessions::DEFAULT_IDLE;
+const SESSION_MAX: u64 = crate::transport::http::sessions::DEFAULT_MAX as u64;
 
 impl Default for ServeArgs {
     fn default() -> ServeArgs {
@@ -56,6 +76,9 @@ impl Default for ServeArgs {
             allowed_origins: Vec::new(),
             auth_token_file: None,
             max_body_bytes: None,
+            header_timeout_secs: HEADER_TIMEOUT.as_secs(),
+            session_idle_secs: SESSION_IDLE.as_secs(),
+            max_sessions: SESSION_MAX,
             shutdown_grace_secs: crate::transport::shutdown::DEFAULT_GRACE.as_secs(),
         }
     }
@@ -71,12 +94,29 @@ pub enum Transport {
     Sse,
 }
 
-/// The largest message a transport accepts for a given write cap: JSON escaping can grow
-/// content up to 6x, plus room for the envelope. Beyond it, stdio answers with a typed size
-/// error and HTTP with 413.
+/// Room in a message for everything but the content: the JSON-RPC frame, the tool name, the
+/// path and the other arguments.
+const ENVELOPE_BYTES: u64 = 1 << 20;
+
+/// The largest stdio message for a given write cap: JSON escaping can grow content up to 6x
+/// (`\u0000` for a control byte), plus the envelope. Beyond it, stdio answers with a typed
+/// size error. The pipe has one client, which the cap only protects from its own mistakes.
 pub fn message_cap(max_write_bytes: u64) -> usize {
-    let cap = max_write_bytes.saturating_mul(6).saturating_add(1 << 20);
+    let cap = max_write_bytes
+        .saturating_mul(6)
+        .saturating_add(ENVELOPE_BYTES);
     usize::try_from(cap).unwrap_or(usize::MAX)
+}
+
+/// The default HTTP body cap for a given write cap: the largest content a tool accepts,
+/// base64-encoded (4 characters per 3 bytes, none of which JSON escapes), plus the envelope.
+/// Every content the write limit allows fits in one request that way; text whose JSON
+/// escaping grows it by more than a third must be sent as base64 or in chunks. An HTTP
+/// server buffers a body per concurrent request from any number of clients, so its cap is
+/// the tightest that still serves every tool, not stdio's 6x.
+pub fn http_body_cap(max_write_bytes: u64) -> usize {
+    let base64 = max_write_bytes.div_ceil(3).saturating_mul(4);
+    usize::try_from(base64.saturating_add(ENVELOPE_BYTES)).unwrap_or(usize::MAX)
 }
 
 /// The bearer token from `--auth-token-file` or `RW_AUTH_TOKEN` (not both).
@@ -137,7 +177,7 @@ pub fn run(config: Config, args: ServeArgs) -> ExitCode {
     };
     let max_body = match args.max_body_bytes {
         Some(n) => usize::try_from(n).unwrap_or(usize::MAX),
-        None => message_cap(config.store.max_write_bytes),
+        None => http_body_cap(config.store.max_write_bytes),
     };
     let opts = HttpOptions {
         host: args.host,
@@ -148,6 +188,11 @@ pub fn run(config: Config, args: ServeArgs) -> ExitCode {
         token,
         max_body_bytes: max_body,
         grace,
+        header_timeout: std::time::Duration::from_secs(args.header_timeout_secs),
+        sessions: crate::transport::http::sessions::SessionLimits {
+            idle: std::time::Duration::from_secs(args.session_idle_secs),
+            max: usize::try_from(args.max_sessions).unwrap_or(usize::MAX),
+        },
     };
     let result = runtime.block_on(async move {
         let service = Service::start_checked(config)?;
@@ -217,5 +262,25 @@ async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, b
             let _ = waiting.await;
             (ExitCode::SUCCESS, false)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_http_body_cap_fits_the_write_limit_in_base64_and_refuses_100_mb() {
+        let default = crate::dispatch::DEFAULT_MAX_WRITE_BYTES;
+        let cap = http_body_cap(default) as u64;
+        assert_eq!(cap, 89_478_488 + (1 << 20));
+        assert!(cap < 100_000_000);
+        // One byte over a multiple of 3 still gets its whole base64 quantum.
+        assert_eq!(http_body_cap(4), 8 + (1 << 20));
+        assert!(
+            message_cap(default) as u64 > cap,
+            "stdio keeps the 6x escaping margin"
+        );
+        assert_eq!(http_body_cap(u64::MAX), usize::MAX);
     }
 }

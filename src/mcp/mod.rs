@@ -29,10 +29,10 @@ use logging::{DEFAULT_LOG_LEVEL, LogEvent};
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CompleteRequestParams, CompleteResult,
-    GetPromptRequestParams, GetPromptResponse, Implementation, InitializeRequestParams,
-    InitializeResult, ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult,
-    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse,
-    ServerCapabilities, Tool, ToolAnnotations,
+    CustomRequest, CustomResult, GetPromptRequestParams, GetPromptResponse, Implementation,
+    InitializeRequestParams, InitializeResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams,
+    ReadResourceResponse, ServerCapabilities, Tool, ToolAnnotations,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData as McpError, RoleServer, ServerHandler};
@@ -88,6 +88,18 @@ struct ClientState {
     notice_sink: OnceLock<Sink>,
 }
 
+impl ClientState {
+    fn new() -> ClientState {
+        ClientState {
+            roots: watch::Sender::new(RootsState::default()),
+            offers_roots: AtomicBool::new(false),
+            log_level: Arc::new(AtomicU8::new(DEFAULT_LOG_LEVEL)),
+            log_events: OnceLock::new(),
+            notice_sink: OnceLock::new(),
+        }
+    }
+}
+
 fn as_object(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
@@ -120,13 +132,18 @@ impl McpServer {
         McpServer {
             service,
             tools: Arc::new(tools),
-            client: Arc::new(ClientState {
-                roots: watch::Sender::new(RootsState::default()),
-                offers_roots: AtomicBool::new(false),
-                log_level: Arc::new(AtomicU8::new(DEFAULT_LOG_LEVEL)),
-                log_events: OnceLock::new(),
-                notice_sink: OnceLock::new(),
-            }),
+            client: Arc::new(ClientState::new()),
+        }
+    }
+
+    /// A server for another client over the same service: the tool list (schemas and all,
+    /// the bulk of a server's memory) is shared, the client's state is fresh. HTTP builds
+    /// one per session this way.
+    pub fn for_new_client(&self) -> McpServer {
+        McpServer {
+            service: self.service.clone(),
+            tools: self.tools.clone(),
+            client: Arc::new(ClientState::new()),
         }
     }
 
@@ -344,4 +361,49 @@ impl ServerHandler for McpServer {
     ) -> Result<ReadResourceResponse, McpError> {
         self.read_resource_uri(request, context).await
     }
+
+    /// rmcp hands over as "custom" both methods it does not know and standard methods whose
+    /// params do not parse (`logging/setLevel` with an unknown level): the first are
+    /// method-not-found, the second invalid params, as JSON-RPC asks.
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, McpError> {
+        Err(unparsed_request_error(&request.method, request.params))
+    }
+}
+
+/// Why the params of a standard MCP request did not parse: serde's message for the expected
+/// params type.
+fn params_problem<T: serde::de::DeserializeOwned>(params: Option<Value>) -> String {
+    match serde_json::from_value::<T>(params.unwrap_or(Value::Null)) {
+        Err(e) => e.to_string(),
+        Ok(_) => "the params do not match the method's schema".into(),
+    }
+}
+
+/// The error for a request rmcp could not route: -32602 (with the reason) for a standard
+/// method this server serves whose params are malformed, -32601 for any other method.
+#[allow(deprecated)] // SetLevelRequestParams: `logging` is deprecated upstream but served.
+fn unparsed_request_error(method: &str, params: Option<Value>) -> McpError {
+    let why = match method {
+        "logging/setLevel" => params_problem::<SetLevelRequestParams>(params),
+        "initialize" => params_problem::<InitializeRequestParams>(params),
+        "tools/call" => params_problem::<CallToolRequestParams>(params),
+        "resources/read" => params_problem::<ReadResourceRequestParams>(params),
+        "prompts/get" => params_problem::<GetPromptRequestParams>(params),
+        "completion/complete" => params_problem::<CompleteRequestParams>(params),
+        "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+            params_problem::<Option<PaginatedRequestParams>>(params)
+        }
+        _ => {
+            return McpError::new(
+                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
+                method.to_string(),
+                None,
+            );
+        }
+    };
+    McpError::invalid_params(format!("invalid params for {method}: {why}"), None)
 }

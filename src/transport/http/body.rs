@@ -11,7 +11,7 @@ use axum::body::{Body, Bytes};
 use axum::http::{HeaderMap, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
-use rmcp::model::ClientJsonRpcMessage;
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
 
 /// JSON-RPC: the body is not JSON.
@@ -52,7 +52,8 @@ fn too_large(limit: usize, received: Option<u64>) -> Response {
         format!(
             "request body exceeds the server's limit of {limit} bytes (--max-body-bytes); \
              nothing was applied. Send large files in pieces with rw_chunk_append and \
-             rw_chunk_compose"
+             rw_chunk_compose; text that JSON escaping inflates (control characters, \\u \
+             escapes) is smaller sent with encoding=base64"
         ),
         json!({"limit_bytes": limit, "content_length": received, "reason": "body_too_large"}),
     )
@@ -68,12 +69,21 @@ fn is_json(headers: &HeaderMap) -> bool {
         })
 }
 
-/// Read and check a POST body; on success, the (sanitised) bytes to hand on.
+/// A POST body that passed the checks.
+#[derive(Debug)]
+pub struct Checked {
+    /// The (sanitised) bytes to hand on.
+    pub bytes: Bytes,
+    /// The message is an `initialize` request.
+    pub initialize: bool,
+}
+
+/// Read and check a POST body.
 pub async fn read_message(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
-) -> Result<Bytes, Response> {
+) -> Result<Checked, Response> {
     if !is_json(headers) {
         let got = headers
             .get(header::CONTENT_TYPE)
@@ -109,32 +119,45 @@ pub async fn read_message(
         std::borrow::Cow::Borrowed(_) => bytes,
         std::borrow::Cow::Owned(clean) => Bytes::from(clean),
     };
-    if let Err(e) = serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
-        use serde_json::error::Category;
-        return Err(match e.classify() {
-            Category::Syntax | Category::Eof | Category::Io => rpc_error(
-                StatusCode::BAD_REQUEST,
-                PARSE_ERROR,
-                format!("Parse error: the body is not JSON ({e})"),
-                json!({"reason": "parse_error"}),
-            ),
-            Category::Data => {
-                let id = serde_json::from_slice::<Value>(&bytes)
-                    .ok()
-                    .and_then(|v| v.get("id").cloned())
-                    .filter(|id| id.is_string() || id.is_number())
-                    .unwrap_or(Value::Null);
-                rpc_error_with_id(
-                    StatusCode::BAD_REQUEST,
-                    id,
-                    INVALID_REQUEST,
-                    format!("Invalid Request: not a JSON-RPC 2.0 message ({e})"),
-                    json!({"reason": "invalid_request"}),
-                )
-            }
-        });
+    match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+        Ok(message) => {
+            let initialize = matches!(
+                &message,
+                ClientJsonRpcMessage::Request(r)
+                    if matches!(r.request, ClientRequest::InitializeRequest(_))
+            );
+            Ok(Checked { bytes, initialize })
+        }
+        Err(e) => Err(not_a_message(&bytes, &e)),
     }
-    Ok(bytes)
+}
+
+/// -32700 for a body that is not JSON, -32600 (with the request's id when it has one) for
+/// JSON that is not a JSON-RPC message.
+fn not_a_message(bytes: &[u8], e: &serde_json::Error) -> Response {
+    use serde_json::error::Category;
+    match e.classify() {
+        Category::Syntax | Category::Eof | Category::Io => rpc_error(
+            StatusCode::BAD_REQUEST,
+            PARSE_ERROR,
+            format!("Parse error: the body is not JSON ({e})"),
+            json!({"reason": "parse_error"}),
+        ),
+        Category::Data => {
+            let id = serde_json::from_slice::<Value>(bytes)
+                .ok()
+                .and_then(|v| v.get("id").cloned())
+                .filter(|id| id.is_string() || id.is_number())
+                .unwrap_or(Value::Null);
+            rpc_error_with_id(
+                StatusCode::BAD_REQUEST,
+                id,
+                INVALID_REQUEST,
+                format!("Invalid Request: not a JSON-RPC 2.0 message ({e})"),
+                json!({"reason": "invalid_request"}),
+            )
+        }
+    }
 }
 
 #[cfg(test)]
@@ -177,7 +200,17 @@ mod tests {
             (StatusCode::BAD_REQUEST, -32600)
         );
         let json_utf8 = headers("application/json; charset=utf-8");
-        let ok = read_message(&json_utf8, Body::from(ping), 1000).await;
-        assert_eq!(ok.unwrap(), Bytes::from(ping));
+        let ok = read_message(&json_utf8, Body::from(ping), 1000)
+            .await
+            .unwrap();
+        assert_eq!(ok.bytes, Bytes::from(ping));
+        assert!(!ok.initialize);
+        let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{
+            "protocolVersion":"2025-06-18","capabilities":{},
+            "clientInfo":{"name":"t","version":"0"}}}"#;
+        let ok = read_message(&json_utf8, Body::from(init), 1000)
+            .await
+            .unwrap();
+        assert!(ok.initialize);
     }
 }

@@ -1,4 +1,5 @@
-//! Who may talk to the HTTP server. Three checks, in this order, before any body is read:
+//! Who may talk to the HTTP server. Three checks, in this order, before any body is read
+//! (a request with two `Host` or two `Origin` headers is refused before any of them):
 //!
 //! 1. `Host` must name an allowed authority (DNS-rebinding defence: a page on
 //!    `evil.example` that rebinds its name to 127.0.0.1 still sends `Host: evil.example`).
@@ -93,6 +94,8 @@ pub struct Guard {
 /// Why a request was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
+    /// 400: a header that may appear once (`Host`, `Origin`) appears more often.
+    Duplicate(&'static str),
     /// 403: the `Host` is not allowed (or missing).
     Host(String),
     /// 403: a present `Origin` is not allowed.

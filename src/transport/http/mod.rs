@@ -1,12 +1,17 @@
 //! The HTTP transports. `serve --transport http` hosts rmcp's Streamable HTTP tower service at
-//! exactly `/mcp` in axum, with stateful sessions (`Mcp-Session-Id`): each session gets its own
-//! [`McpServer`] over one shared [`Service`], whose pipeline locks already make concurrent
-//! writers safe. `serve --transport sse` is the legacy `GET /sse` + `POST /messages/` pair
-//! ([`sse`]). Both sit behind the same layers, outermost first: [`guard`] (Host, Origin,
-//! bearer token), the shutdown [`Drain`], and the body front door ([`body`]).
+//! `/mcp` (and `/mcp/`) in axum, with stateful sessions (`Mcp-Session-Id`): each session gets
+//! its own [`McpServer`] over one shared [`Service`], whose pipeline locks already make
+//! concurrent writers safe. `serve --transport sse` is the legacy `GET /sse` +
+//! `POST /messages/` pair ([`sse`]). Both sit behind the same layers, outermost first:
+//! [`guard`] (one Host, one Origin, both allowed; the bearer token), the shutdown [`Drain`],
+//! and the body front door ([`body`]); Streamable HTTP adds the session layer ([`sessions`]:
+//! idle expiry, the session cap, 404 for unknown sessions, 200 for `DELETE`). Connections
+//! are accepted by [`listen`], which bounds how long a request head may take.
 
 pub mod body;
 pub mod guard;
+pub mod listen;
+pub mod sessions;
 pub mod sse;
 
 use crate::dispatch::Service;
@@ -20,9 +25,9 @@ use axum::middleware::{Next, from_fn_with_state};
 use axum::response::Response;
 use futures::StreamExt;
 use guard::{Guard, Refusal, Token};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
 use serde_json::json;
+use sessions::{SessionLimits, Sessions};
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -46,6 +51,11 @@ pub struct HttpOptions {
     pub max_body_bytes: usize,
     /// How long in-flight calls may run on after a shutdown signal.
     pub grace: Duration,
+    /// How long a connection may take to send a request head (also: how long an idle
+    /// keep-alive connection stays open).
+    pub header_timeout: Duration,
+    /// Session idle expiry and cap (Streamable HTTP).
+    pub sessions: SessionLimits,
 }
 
 /// What the layers share.
@@ -114,17 +124,20 @@ pub async fn serve(
         );
         (legacy.router(), "/sse")
     } else {
-        let factory = move || Ok(McpServer::new(service.clone()));
-        let mcp = StreamableHttpService::new(
-            factory,
-            Arc::new(LocalSessionManager::default()),
-            rmcp_config,
-        );
-        // Layers run outermost (last added) first: guard, in-flight tracking, front door.
+        let prototype = McpServer::new(service);
+        let factory = move || Ok(prototype.for_new_client());
+        let sessions = Sessions::new(opts.sessions);
+        sessions.spawn_reaper(sessions_closed.clone());
+        let mcp = StreamableHttpService::new(factory, sessions.clone(), rmcp_config);
+        // Layers run outermost (last added) first: guard (added below), in-flight tracking,
+        // front door, sessions. `route_layer`: a request for another path is a plain 404.
+        // `/mcp/` is served like `/mcp`, never redirected (a redirected POST loses its body).
         let router = Router::new()
-            .route_service("/mcp", mcp)
-            .layer(from_fn_with_state(shared.clone(), front_door))
-            .layer(from_fn_with_state(shared.clone(), track_in_flight));
+            .route_service("/mcp", mcp.clone())
+            .route_service("/mcp/", mcp)
+            .route_layer(from_fn_with_state(sessions, sessions::gate))
+            .route_layer(from_fn_with_state(shared.clone(), front_door))
+            .route_layer(from_fn_with_state(shared.clone(), track_in_flight));
         (router, "/mcp")
     };
     let router = router.layer(from_fn_with_state(shared.clone(), check_guard));
@@ -152,7 +165,7 @@ pub async fn serve(
         closer.cancel();
     });
     let started = shared.drain.clone();
-    let server = axum::serve(listener, router).with_graceful_shutdown(async move {
+    let server = listen::serve(listener, router, opts.header_timeout, async move {
         started.started().await;
     });
     // A client that never finishes its request must not hold the process past the grace
@@ -162,7 +175,7 @@ pub async fn serve(
         tokio::time::sleep(Duration::from_secs(1)).await;
     };
     tokio::select! {
-        r = server => r.map_err(|e| format!("HTTP server failed: {e}")),
+        () = server => Ok(()),
         () = deadline => {
             tracing::warn!("connections still open after shutdown; closing them");
             Ok(())
@@ -173,6 +186,18 @@ pub async fn serve(
 /// The answer to a refused request.
 fn refusal_response(refusal: Refusal) -> Response {
     match refusal {
+        Refusal::Duplicate(name) => {
+            tracing::warn!(
+                header = name,
+                "refused a request with two {name} headers (400)"
+            );
+            body::rpc_error(
+                StatusCode::BAD_REQUEST,
+                body::INVALID_REQUEST,
+                format!("Bad Request: more than one {name} header"),
+                json!({"reason": "duplicate_header", "header": name}),
+            )
+        }
         Refusal::Host(host) => {
             tracing::warn!(host, "refused a request for a foreign Host (403)");
             body::rpc_error(
@@ -210,18 +235,34 @@ fn refusal_response(refusal: Refusal) -> Response {
     }
 }
 
+/// The one value of a header that may appear at most once. Two `Host` or `Origin` values
+/// are refused rather than one of them checked: which one a proxy or framework further along
+/// would use is anyone's guess.
+fn single<'a>(
+    headers: &'a header::HeaderMap,
+    name: &header::HeaderName,
+    shown: &'static str,
+) -> Result<Option<&'a [u8]>, Refusal> {
+    let mut values = headers.get_all(name).iter();
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(Refusal::Duplicate(shown));
+    }
+    Ok(first.map(|v| v.as_bytes()))
+}
+
 /// Layer 1: Host, Origin, token.
 async fn check_guard(State(shared): State<Shared>, req: Request, next: Next) -> Response {
     let h = req.headers();
-    let host = h
-        .get(header::HOST)
-        .map(|v| v.as_bytes())
-        .or_else(|| req.uri().authority().map(|a| a.as_str().as_bytes()));
-    let checked = shared.guard.check(
-        host,
-        h.get(header::ORIGIN).map(|v| v.as_bytes()),
-        h.get(header::AUTHORIZATION).map(|v| v.as_bytes()),
-    );
+    let checked = single(h, &header::HOST, "Host").and_then(|host| {
+        let host = host.or_else(|| req.uri().authority().map(|a| a.as_str().as_bytes()));
+        let origin = single(h, &header::ORIGIN, "Origin")?;
+        shared.guard.check(
+            host,
+            origin,
+            h.get(header::AUTHORIZATION).map(|v| v.as_bytes()),
+        )
+    });
     match checked {
         Ok(()) => next.run(req).await,
         Err(refusal) => refusal_response(refusal),
@@ -256,16 +297,20 @@ async fn track_in_flight(State(shared): State<Shared>, req: Request, next: Next)
     Response::from_parts(parts, Body::from_stream(stream))
 }
 
-/// Layer 3: content type, size limit, JSON-RPC shape (see [`body`]).
+/// Layer 3: content type, size limit, JSON-RPC shape (see [`body`]); an `initialize` is
+/// marked for the session layer.
 async fn front_door(State(shared): State<Shared>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
         return next.run(req).await;
     }
     let (mut parts, incoming) = req.into_parts();
     match body::read_message(&parts.headers, incoming, shared.max_body).await {
-        Ok(bytes) => {
+        Ok(checked) => {
             parts.headers.remove(header::CONTENT_LENGTH);
-            next.run(Request::from_parts(parts, Body::from(bytes)))
+            if checked.initialize {
+                parts.extensions.insert(sessions::Initialize);
+            }
+            next.run(Request::from_parts(parts, Body::from(checked.bytes)))
                 .await
         }
         Err(refused) => refused,

@@ -7,7 +7,8 @@
 //! - `POST /messages/?session_id=<id>` delivers one client message to that session and is
 //!   answered `202 Accepted`; the answer travels on the event stream.
 //!
-//! Each session runs its own [`McpServer`] over the shared [`Service`], wrapped in
+//! Each session runs its own [`McpServer`] over the shared [`Service`] (sharing one tool
+//! list), wrapped in
 //! [`Tracked`] so that shutdown waits for its calls. Closing the event stream ends the session.
 
 use super::body;
@@ -38,7 +39,8 @@ type Sessions = Arc<Mutex<HashMap<String, tokio::sync::mpsc::Sender<ClientJsonRp
 /// The legacy transport's state.
 #[derive(Clone)]
 pub struct Legacy {
-    service: Arc<Service>,
+    /// Each session's server is made from this one ([`McpServer::for_new_client`]).
+    prototype: Arc<McpServer>,
     sessions: Sessions,
     drain: Drain,
     max_body: usize,
@@ -68,7 +70,7 @@ impl Legacy {
         closed: CancellationToken,
     ) -> Legacy {
         Legacy {
-            service,
+            prototype: Arc::new(McpServer::new(service)),
             sessions: Arc::default(),
             drain,
             max_body,
@@ -95,7 +97,7 @@ async fn open_session(State(legacy): State<Legacy>) -> Response {
     if let Ok(mut map) = legacy.sessions.lock() {
         map.insert(id.clone(), to_server);
     }
-    let server = Tracked::new(McpServer::new(legacy.service.clone()), legacy.drain.clone());
+    let server = Tracked::new(legacy.prototype.for_new_client(), legacy.drain.clone());
     let closed = legacy.closed.clone();
     let session = id.clone();
     tokio::spawn(async move {
@@ -164,7 +166,7 @@ async fn deliver(
         return unknown_session();
     };
     let bytes = match body::read_message(&headers, incoming, legacy.max_body).await {
-        Ok(b) => b,
+        Ok(checked) => checked.bytes,
         Err(refused) => return refused,
     };
     // read_message has checked that the bytes parse as exactly this type.
