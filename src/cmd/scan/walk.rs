@@ -78,7 +78,7 @@ pub struct Walked {
     pub errors: Vec<(String, String)>,
 }
 
-/// Walk `paths` (relative to `cwd`) and scan every text file.
+/// Walk `paths` (relative to `cwd`, the process's working directory) and scan every text file.
 pub fn walk(
     paths: &[PathBuf],
     cwd: &Path,
@@ -99,9 +99,11 @@ pub fn walk(
             errors: Vec::new(),
         };
     };
-    let mut builder = WalkBuilder::new(cwd.join(first));
+    // Paths as given (the process's working directory is `cwd`): shown paths read like
+    // ripgrep's (`scan .` shows `./src/a.py`).
+    let mut builder = WalkBuilder::new(first);
     for p in rest {
-        builder.add(cwd.join(p));
+        builder.add(p);
     }
     let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(12));
     builder
@@ -123,18 +125,14 @@ pub fn walk(
             .git_exclude(false)
             .parents(false);
     }
-    // Shown paths are as given (relative to the working directory), not cwd-joined.
     let shown_of = |p: &Path| -> String {
-        let rel = p.strip_prefix(cwd).unwrap_or(p);
-        let s = rel.to_string_lossy().into_owned();
-        let s = if s.is_empty() { ".".to_string() } else { s };
+        let s = p.to_string_lossy().into_owned();
         if opts.strip_dot {
             s.strip_prefix("./").map(str::to_string).unwrap_or(s)
         } else {
             s
         }
     };
-    // `cwd.join("./x")` keeps the `./`: shown paths of `scan .` read `./src/...` like ripgrep's.
     builder.build_parallel().run(|| {
         Box::new(|entry| {
             let entry = match entry {
