@@ -921,6 +921,17 @@ fn unquoted_env_password_is_found_when_the_next_line_also_has_a_keyword() {
 }
 
 #[test]
+fn builtin_rules_compile() {
+    // built-in regexes compile on first use: every one of them must compile
+    let c = super::Classifier::default();
+    for r in &c.rules {
+        if let Some(re) = &r.regex {
+            assert!(re.get().is_some(), "{} does not compile", r.name);
+        }
+    }
+}
+
+#[test]
 fn keyword_hit_filter_only_applies_where_the_keyword_starts_every_match() {
     use super::compile::keyword_starts_token;
     let rules = super::rules::builtin();
