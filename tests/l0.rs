@@ -461,12 +461,14 @@ fn scan_exits_0_when_nothing_reaches_fail_at() {
 }
 
 #[test]
-fn scan_walks_directories_skipping_git_target_and_node_modules() {
+fn scan_walks_directories_skipping_git_and_what_gitignore_names() {
     let ws = Workspace::new();
     for dir in ["src", ".git", "target", "node_modules"] {
         std::fs::create_dir_all(ws.path(dir)).unwrap();
         std::fs::write(ws.path(&format!("{dir}/k.pem")), private_key_block()).unwrap();
     }
+    // `.git` makes this a repository, so its .gitignore counts (as ripgrep's walk does)
+    std::fs::write(ws.path(".gitignore"), "target/\nnode_modules/\n").unwrap();
     let (code, out, _) = scan(&ws, &["--json", "."], None);
     assert_eq!(code, 1);
     let doc: Value = serde_json::from_str(&out).unwrap();

@@ -96,7 +96,8 @@ pub enum Command {
     Gc(GcArgs),
     /// Finish committed transactions and roll back abandoned ones (also done at every start).
     Recover,
-    /// Scan files for secrets and other content filters reject (usable as a pre-commit hook).
+    /// Scan files, the git index (--staged) or history (--git) for secrets and what content
+    /// filters reject; text, JSON or SARIF (a pre-commit hook and CI check).
     Scan(crate::cmd::scan::ScanArgs),
     /// Summarise the journal: writes, bytes, modes, callers, hot paths, sessions, velocity.
     Analytics(AnalyticsCliArgs),

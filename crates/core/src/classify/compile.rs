@@ -1,9 +1,13 @@
 //! Building a [`Classifier`]: the built-in rules minus the disabled families plus the operator's
-//! rules, each regex compiled once, every rule keyword in one Aho-Corasick automaton (with what a
+//! rules, each regex compiled once (the operator's when the policy loads, so a bad one is
+//! reported then; a built-in one on its first use, shared by clones: a scan of a few small files,
+//! the pre-commit path, wakes a handful of rules, and compiling every regex up front was most of
+//! its time), every rule keyword in one Aho-Corasick automaton (with what a
 //! keyword hit wakes up), the scanners and rules without keywords listed apart, and the family
 //! weights and verdict cut-offs. Everything here runs once per policy, never per draft.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, OnceLock};
 
 use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::bytes::{Regex, RegexBuilder};
@@ -19,10 +23,60 @@ pub(super) struct CompiledRule {
     pub(super) tier: Tier,
     pub(super) check: Check,
     pub(super) window: Window,
-    pub(super) regex: Option<Regex>,
-    pub(super) has_groups: bool,
+    pub(super) regex: Option<RuleRegex>,
     /// The regex needs an assignment operator (`=` or `:`) in the window.
     pub(super) needs_assign: bool,
+}
+
+/// A rule's regex, compiled on first use; clones share the compiled regex.
+#[derive(Clone)]
+pub(super) struct RuleRegex {
+    pattern: Arc<str>,
+    unicode: bool,
+    /// The regex and whether it has capture groups; `None` when it does not compile.
+    compiled: Arc<OnceLock<Option<(Regex, bool)>>>,
+}
+
+fn build_regex(pattern: &str, unicode: bool) -> Result<Regex, regex::Error> {
+    RegexBuilder::new(pattern)
+        .unicode(unicode)
+        .size_limit(1 << 23)
+        .dfa_size_limit(1 << 23)
+        .build()
+}
+
+impl RuleRegex {
+    fn lazy(pattern: &str, unicode: bool) -> RuleRegex {
+        RuleRegex {
+            pattern: pattern.into(),
+            unicode,
+            compiled: Arc::new(OnceLock::new()),
+        }
+    }
+
+    fn compiled(pattern: &str, unicode: bool, regex: Regex) -> RuleRegex {
+        let groups = regex.captures_len() > 1;
+        RuleRegex {
+            pattern: pattern.into(),
+            unicode,
+            compiled: Arc::new(OnceLock::from(Some((regex, groups)))),
+        }
+    }
+
+    /// The regex and whether it has capture groups, compiled now if it was not. `None` only for
+    /// a regex that does not compile: never a built-in one (`builtin_rules_compile`), and an
+    /// operator's is compiled when the policy loads.
+    pub(super) fn get(&self) -> Option<(&Regex, bool)> {
+        self.compiled
+            .get_or_init(|| {
+                build_regex(&self.pattern, self.unicode).ok().map(|r| {
+                    let groups = r.captures_len() > 1;
+                    (r, groups)
+                })
+            })
+            .as_ref()
+            .map(|(r, g)| (r, *g))
+    }
 }
 
 /// A rule a keyword hit wakes up.
@@ -136,30 +190,29 @@ impl Classifier {
                 None
             } else {
                 let custom = idx >= custom_start;
-                let built = RegexBuilder::new(&spec.regex)
-                    .unicode(custom)
-                    .size_limit(1 << 23)
-                    .dfa_size_limit(1 << 23)
-                    .build();
-                match built {
-                    Ok(r) => Some(r),
-                    Err(e) => {
-                        let line = extend_patterns
-                            .iter()
-                            .find(|p| p.name == spec.name)
-                            .and_then(|p| p.line)
-                            .unwrap_or(0);
-                        return Err(InvalidRule {
-                            line,
-                            name: spec.name,
-                            message: e
-                                .to_string()
-                                .lines()
-                                .last()
-                                .unwrap_or("")
-                                .trim()
-                                .to_string(),
-                        });
+                if !custom {
+                    Some(RuleRegex::lazy(&spec.regex, false))
+                } else {
+                    match build_regex(&spec.regex, true) {
+                        Ok(r) => Some(RuleRegex::compiled(&spec.regex, true, r)),
+                        Err(e) => {
+                            let line = extend_patterns
+                                .iter()
+                                .find(|p| p.name == spec.name)
+                                .and_then(|p| p.line)
+                                .unwrap_or(0);
+                            return Err(InvalidRule {
+                                line,
+                                name: spec.name,
+                                message: e
+                                    .to_string()
+                                    .lines()
+                                    .last()
+                                    .unwrap_or("")
+                                    .trim()
+                                    .to_string(),
+                            });
+                        }
                     }
                 }
             };
@@ -185,7 +238,6 @@ impl Classifier {
                     }
                 }
             }
-            let has_groups = regex.as_ref().is_some_and(|r| r.captures_len() > 1);
             let needs_assign = spec.regex.contains("(?::=|=>");
             rules.push(CompiledRule {
                 name: spec.name,
@@ -194,7 +246,6 @@ impl Classifier {
                 check: spec.check,
                 window: spec.window,
                 regex,
-                has_groups,
                 needs_assign,
             });
         }

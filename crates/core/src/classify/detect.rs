@@ -179,13 +179,19 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let mut raws: Vec<Raw> = Vec::new();
     let mut k8s_done = 0usize;
     for (ri, rule) in c.rules.iter().enumerate() {
-        let Some(re) = &rule.regex else { continue };
+        if wins[ri].is_empty() {
+            continue;
+        }
+        // compiled on first use: only rules something woke up
+        let Some((re, has_groups)) = rule.regex.as_ref().and_then(|r| r.get()) else {
+            continue;
+        };
         for &(s, e) in &wins[ri] {
             let hay = &bytes[s..e];
             if rule.needs_assign && !hay.iter().any(|&b| b == b'=' || b == b':') {
                 continue;
             }
-            if rule.has_groups {
+            if has_groups {
                 // Resume after the secret, not after the whole match: the trailing context byte
                 // a rule consumed may be the leading context of the next token.
                 let mut at = 0;

@@ -580,6 +580,34 @@ fn luhn_valid_card_is_found_and_invalid_is_not() {
 }
 
 #[test]
+fn a_luhn_valid_number_of_a_length_its_issuer_never_uses_is_not_a_card() {
+    // integer constants in code: a Mastercard prefix with 19 digits, a Visa prefix with 15 or 17
+    for (prefix, len) in [("55", 19), ("52", 17), ("4", 15), ("4", 17), ("37", 16)] {
+        let n = luhn_complete(prefix, len);
+        assert!(
+            patterns(&format!("pub const MAGIC: u64 = {n};\n")).is_empty(),
+            "{prefix} x {len}"
+        );
+    }
+    // the lengths each issuer does use are still cards
+    for (prefix, len) in [
+        ("4", 13),
+        ("4", 19),
+        ("2221", 16),
+        ("34", 15),
+        ("6011", 19),
+        ("36", 14),
+    ] {
+        let n = luhn_complete(prefix, len);
+        assert_eq!(
+            patterns(&format!("card {n}\n")),
+            vec!["credit_card_number"],
+            "{prefix} x {len}"
+        );
+    }
+}
+
+#[test]
 fn grouped_card_number_is_found() {
     let c = luhn_complete("51", 16);
     let grouped = format!("{} {} {} {}", &c[0..4], &c[4..8], &c[8..12], &c[12..16]);
@@ -927,6 +955,17 @@ fn unquoted_env_password_is_found_when_the_next_line_also_has_a_keyword() {
         synth("", ALNUM, 14)
     );
     assert_eq!(patterns(&s), vec!["password_assignment"]);
+}
+
+#[test]
+fn builtin_rules_compile() {
+    // built-in regexes compile on first use: every one of them must compile
+    let c = super::Classifier::default();
+    for r in &c.rules {
+        if let Some(re) = &r.regex {
+            assert!(re.get().is_some(), "{} does not compile", r.name);
+        }
+    }
 }
 
 #[test]

@@ -1,0 +1,207 @@
+//! The work-tree walk: ripgrep's rules through its `ignore` crate, in parallel. `.gitignore`
+//! (inside a git repository), `.ignore`, `.git/info/exclude` and the global excludes file are
+//! honoured and hidden files skipped, as ripgrep does; `--hidden` scans hidden files,
+//! `--no-ignore` scans everything (ignore files off, hidden files in). `.git` and the state
+//! directory `.resilient_write` (scratch blobs hold redacted secrets on purpose) are never
+//! entered. Symlinks are not followed. A file named on the command line is scanned even when an
+//! ignore rule matches it (pre-commit passes file names). Files that look binary (a NUL byte in
+//! the first 8 KiB) are skipped.
+
+use super::report::{Filters, Scanned, Source, scan_text};
+use crate::classify::Classifier;
+use ignore::{WalkBuilder, WalkState};
+use std::path::{Component, Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+
+/// How much of a file is looked at to decide it is binary.
+const BINARY_SNIFF: usize = 8192;
+/// Directory names never entered.
+const NEVER_ENTERED: &[&str] = &[".git", ".resilient_write"];
+
+pub fn looks_binary(bytes: &[u8]) -> bool {
+    memchr_nul(&bytes[..bytes.len().min(BINARY_SNIFF)])
+}
+
+fn memchr_nul(b: &[u8]) -> bool {
+    b.contains(&0)
+}
+
+/// How to walk.
+pub struct WalkOptions {
+    pub hidden: bool,
+    pub no_ignore: bool,
+    /// Strip a leading `./` from shown paths (no path was given).
+    pub strip_dot: bool,
+}
+
+/// Totals of a walk.
+#[derive(Debug, Default)]
+pub struct Totals {
+    pub files: usize,
+    pub bytes: u64,
+    pub skipped_binary: usize,
+}
+
+/// `p` made absolute against `cwd` and normalised without touching the filesystem.
+pub fn lexical_absolute(cwd: &Path, p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in cwd.join(p).components() {
+        match c {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other.as_os_str()),
+        }
+    }
+    out
+}
+
+/// `p` relative to `root`, `/`-separated (absolute when outside it).
+pub fn root_relative(root: &Path, cwd: &Path, p: &Path) -> String {
+    let abs = lexical_absolute(cwd, p);
+    match abs.strip_prefix(root) {
+        Ok(rel) => rel
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/"),
+        Err(_) => abs.to_string_lossy().into_owned(),
+    }
+}
+
+/// Everything a walk found: per-text results, totals, and the paths it could not read.
+pub struct Walked {
+    pub scanned: Vec<Scanned>,
+    pub totals: Totals,
+    pub errors: Vec<(String, String)>,
+}
+
+/// Walk `paths` (relative to `cwd`, the process's working directory) and scan every text file.
+pub fn walk(
+    paths: &[PathBuf],
+    cwd: &Path,
+    root: &Path,
+    opts: &WalkOptions,
+    classifier: &Classifier,
+    filters: &Filters,
+) -> Walked {
+    let results: Mutex<Vec<Scanned>> = Mutex::new(Vec::new());
+    let errors: Mutex<Vec<(String, String)>> = Mutex::new(Vec::new());
+    let files = AtomicUsize::new(0);
+    let bytes = AtomicU64::new(0);
+    let binary = AtomicUsize::new(0);
+    let Some((first, rest)) = paths.split_first() else {
+        return Walked {
+            scanned: Vec::new(),
+            totals: Totals::default(),
+            errors: Vec::new(),
+        };
+    };
+    // Paths as given (the process's working directory is `cwd`): shown paths read like
+    // ripgrep's (`scan .` shows `./src/a.py`).
+    let mut builder = WalkBuilder::new(first);
+    for p in rest {
+        builder.add(p);
+    }
+    let threads = std::thread::available_parallelism().map_or(2, |n| n.get().min(12));
+    builder
+        .threads(threads)
+        .hidden(!(opts.hidden || opts.no_ignore))
+        .follow_links(false)
+        .filter_entry(|e| {
+            !(e.depth() > 0
+                && e.file_type().is_some_and(|t| t.is_dir())
+                && e.file_name()
+                    .to_str()
+                    .is_some_and(|n| NEVER_ENTERED.contains(&n)))
+        });
+    if opts.no_ignore {
+        builder
+            .ignore(false)
+            .git_ignore(false)
+            .git_global(false)
+            .git_exclude(false)
+            .parents(false);
+    }
+    let shown_of = |p: &Path| -> String {
+        let s = p.to_string_lossy().into_owned();
+        if opts.strip_dot {
+            s.strip_prefix("./").map(str::to_string).unwrap_or(s)
+        } else {
+            s
+        }
+    };
+    builder.build_parallel().run(|| {
+        Box::new(|entry| {
+            let entry = match entry {
+                Ok(e) => e,
+                Err(err) => {
+                    let path = match &err {
+                        ignore::Error::WithPath { path, .. } => shown_of(path),
+                        _ => String::new(),
+                    };
+                    if let Ok(mut e) = errors.lock() {
+                        e.push((path, io_message(&err)));
+                    }
+                    return WalkState::Continue;
+                }
+            };
+            if !entry.file_type().is_some_and(|t| t.is_file()) {
+                return WalkState::Continue;
+            }
+            let path = entry.path();
+            let data = match std::fs::read(path) {
+                Ok(d) => d,
+                Err(err) => {
+                    if let Ok(mut e) = errors.lock() {
+                        e.push((shown_of(path), err.to_string()));
+                    }
+                    return WalkState::Continue;
+                }
+            };
+            if looks_binary(&data) {
+                binary.fetch_add(1, Ordering::Relaxed);
+                return WalkState::Continue;
+            }
+            files.fetch_add(1, Ordering::Relaxed);
+            bytes.fetch_add(data.len() as u64, Ordering::Relaxed);
+            let text = String::from_utf8_lossy(&data);
+            let source = Source {
+                shown: shown_of(path),
+                rel: root_relative(root, cwd, path),
+                commit: None,
+            };
+            let scanned = scan_text(&text, source, classifier, filters, None);
+            if (scanned.report.is_some()
+                || !scanned.for_baseline.is_empty()
+                || scanned.suppressed.inline > 0
+                || scanned.suppressed.ignore_file > 0)
+                && let Ok(mut r) = results.lock()
+            {
+                r.push(scanned);
+            }
+            WalkState::Continue
+        })
+    });
+    Walked {
+        scanned: results.into_inner().unwrap_or_default(),
+        totals: Totals {
+            files: files.into_inner(),
+            bytes: bytes.into_inner(),
+            skipped_binary: binary.into_inner(),
+        },
+        errors: errors.into_inner().unwrap_or_default(),
+    }
+}
+
+/// The message of a walk error without the path (shown separately).
+fn io_message(err: &ignore::Error) -> String {
+    match err {
+        ignore::Error::WithPath { err, .. } => io_message(err),
+        ignore::Error::WithDepth { err, .. } => io_message(err),
+        ignore::Error::WithLineNumber { err, .. } => io_message(err),
+        other => other.to_string(),
+    }
+}
