@@ -95,6 +95,11 @@ fn a_fifo_for_the_journal_is_a_typed_error_not_a_hang() {
     for (tool, args) in [
         ("rw_journal_tail", json!({})),
         ("rw_analytics", json!({})),
+        ("rw_history", json!({"path": "a.txt"})),
+        (
+            "rw_restore",
+            json!({"path": "a.txt", "to_sha256": "0123456789abcdef"}),
+        ),
         (
             "rw_safe_write",
             json!({"path": "b.txt", "content": "two\n"}),
@@ -102,6 +107,20 @@ fn a_fifo_for_the_journal_is_a_typed_error_not_a_hang() {
     ] {
         refused_naming(answered(&mut c, tool, args), "journal.jsonl", tool);
     }
+    // A transaction stages without the journal; its commit needs it and is refused whole.
+    let tx = c.call("rw_tx_begin", json!({})).unwrap();
+    let tx_id = tx["tx_id"].as_str().unwrap().to_string();
+    c.call(
+        "rw_tx_write",
+        json!({"tx_id": tx_id, "path": "c.txt", "content": "three\n"}),
+    )
+    .unwrap();
+    refused_naming(
+        answered(&mut c, "rw_tx_commit", json!({"tx_id": tx_id})),
+        "journal.jsonl",
+        "tx_commit",
+    );
+    assert!(!ws.path("c.txt").exists());
     // The refused write left no file behind.
     assert!(!ws.path("b.txt").exists());
     drop(c);
@@ -405,4 +424,53 @@ fn a_scratch_index_line_over_the_cap_is_reported_not_parsed() {
             .contains("longer than"),
         "{r}"
     );
+}
+
+#[test]
+fn a_fifo_for_a_stored_version_or_a_scratch_blob_is_a_typed_error() {
+    let ws = Workspace::new();
+    let mut c = client(&ws.root);
+    let one = c
+        .call(
+            "rw_safe_write",
+            json!({"path": "a.txt", "content": "one\n"}),
+        )
+        .unwrap();
+    let one_sha = one["sha256"].as_str().unwrap().to_string();
+    c.call(
+        "rw_safe_write",
+        json!({"path": "a.txt", "content": "two\n", "mode": "overwrite"}),
+    )
+    .unwrap();
+    let object = ws
+        .path(".resilient_write/objects")
+        .join(&one_sha[..2])
+        .join(&one_sha);
+    assert!(object.is_file(), "the pre-image is stored at {object:?}");
+    std::fs::remove_file(&object).unwrap();
+    mkfifo(&object);
+    refused_naming(
+        answered(
+            &mut c,
+            "rw_restore",
+            json!({"path": "a.txt", "to_sha256": one_sha}),
+        ),
+        &one_sha,
+        "restore from a planted object",
+    );
+    assert_eq!(std::fs::read_to_string(ws.path("a.txt")).unwrap(), "two\n");
+
+    let put = c
+        .call("rw_scratch_put", json!({"content": "kept", "label": "k"}))
+        .unwrap();
+    let sha = put["sha256"].as_str().unwrap().to_string();
+    let blob = ws.path(&format!(".resilient_write/scratch/{sha}.bin"));
+    std::fs::remove_file(&blob).unwrap();
+    mkfifo(&blob);
+    refused_naming(
+        answered(&mut c, "rw_scratch_get", json!({"sha256": sha})),
+        &sha,
+        "scratch_get of a planted blob",
+    );
+    still_serving(&mut c);
 }
