@@ -474,3 +474,25 @@ fn a_fifo_for_a_stored_version_or_a_scratch_blob_is_a_typed_error() {
     );
     still_serving(&mut c);
 }
+
+#[test]
+fn a_fifo_for_the_result_log_refuses_keyed_calls_only() {
+    let ws = Workspace::new();
+    let mut c = client(&ws.root);
+    c.call("rw_checkpoint", json!({"name": "cp", "data": {"a": 1}}))
+        .unwrap();
+    mkfifo(&ws.path(".resilient_write/idempotency.jsonl"));
+    refused_naming(
+        answered(
+            &mut c,
+            "rw_checkpoint",
+            json!({"name": "cp2", "data": {"b": 2}, "idempotency_key": "k-1"}),
+        ),
+        "idempotency.jsonl",
+        "keyed checkpoint",
+    );
+    // A call without a key never reads the result log.
+    c.call("rw_checkpoint", json!({"name": "cp3", "data": {"c": 3}}))
+        .expect("an unkeyed call is served");
+    still_serving(&mut c);
+}

@@ -27,9 +27,9 @@ use crate::retry::canonical_json;
 use rustix::fs::FlockOperation;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::io::{self, Write};
-use std::os::unix::fs::{FileExt, OpenOptionsExt};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
 
 /// File name of the result log inside the state directory.
@@ -153,12 +153,12 @@ impl ResultLog {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)?;
         }
-        let file = OpenOptions::new()
-            .append(true)
-            .read(true)
-            .create(true)
-            .mode(0o600)
-            .open(path)?;
+        // Never blocks and must be a regular file: a pipe planted here is a typed error.
+        let file = crate::util::statefile::open_with(
+            path,
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::APPEND | rustix::fs::OFlags::CREATE,
+            0o600,
+        )?;
         rustix::fs::flock(&file, FlockOperation::LockExclusive)?;
         Ok(HeldResultLog { file })
     }
