@@ -14,6 +14,7 @@ mod common;
 use common::{Workspace, bin};
 use resilient_write::client::{ClientError, Launch, McpClient};
 use serde_json::{Value, json};
+use std::os::unix::fs::FileTypeExt;
 use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -495,4 +496,70 @@ fn a_fifo_for_the_result_log_refuses_keyed_calls_only() {
     c.call("rw_checkpoint", json!({"name": "cp3", "data": {"c": 3}}))
         .expect("an unkeyed call is served");
     still_serving(&mut c);
+}
+
+/// `run`, killing the process if it has not exited within `secs` (a hang fails the test
+/// instead of holding the suite).
+fn run_within(root: &Path, args: &[&str], secs: u64) -> (i32, String) {
+    let mut child = Command::new(bin())
+        .args(args)
+        .current_dir(root)
+        .env_remove("RW_WORKSPACE")
+        .env_remove("RW_STATE_DIR")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(secs);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            let mut out = String::new();
+            std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut out).unwrap();
+            return (status.code().unwrap_or(-1), out);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{args:?} did not finish within {secs}s");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn doctor_reports_each_planted_pipe_without_hanging() {
+    let ws = Workspace::new();
+    let mut c = client(&ws.root);
+    c.call("rw_scratch_put", json!({"content": "x", "label": "l"}))
+        .unwrap();
+    drop(c);
+    for f in ["journal.jsonl", "scratch/index.jsonl", "idempotency.jsonl"] {
+        let p = ws.path(&format!(".resilient_write/{f}"));
+        let _ = std::fs::remove_file(&p);
+        mkfifo(&p);
+    }
+    let (code, out) = run_within(&ws.root, &["doctor"], 20);
+    assert_eq!(code, 1, "doctor: {out}");
+    for f in ["journal.jsonl", "index.jsonl", "idempotency.jsonl"] {
+        assert!(
+            out.lines()
+                .any(|l| l.starts_with("PROBLEM") && l.contains(f) && l.contains("named pipe")),
+            "doctor names the pipe {f}: {out}"
+        );
+    }
+    assert!(out.contains("fix: remove it by hand"), "doctor: {out}");
+    assert!(
+        !out.contains("permissions"),
+        "a pipe is no permission problem: {out}"
+    );
+    let (code, _) = run_within(&ws.root, &["doctor", "--fix"], 20);
+    assert_eq!(code, 1, "--fix leaves a planted pipe to the user");
+    assert!(
+        std::fs::symlink_metadata(ws.path(".resilient_write/journal.jsonl"))
+            .unwrap()
+            .file_type()
+            .is_fifo(),
+        "--fix does not remove what it did not make"
+    );
 }

@@ -21,6 +21,16 @@ fn lines(v: &[usize]) -> String {
     list(&as_u64)
 }
 
+/// The fix for a state file that cannot be read: a planted pipe, socket or device
+/// (`statefile::not_regular`) is removed by hand; anything else gets `otherwise`.
+fn fix_for(error: &str, otherwise: &str) -> String {
+    if error.contains("not a regular file") {
+        "remove it by hand (the server never makes one; it may have been planted)".into()
+    } else {
+        otherwise.into()
+    }
+}
+
 /// Every check, in order; writes nothing.
 pub fn check(svc: &Store, progress: &mut Progress) -> Vec<Finding> {
     let mut out = Vec::new();
@@ -31,6 +41,7 @@ pub fn check(svc: &Store, progress: &mut Progress) -> Vec<Finding> {
         check_gitignore(svc, &mut out);
         return out;
     }
+    check_results(svc, &mut out);
     check_journal(svc, progress, &mut out);
     check_temps(svc, progress, &mut out);
     check_chunks(svc, &mut out);
@@ -52,6 +63,25 @@ pub fn check_state_dir(svc: &Store, out: &mut Vec<Finding>) -> bool {
         ));
     }
     !svc.state_refused().is_empty()
+}
+
+/// The idempotency result log, when present, is a regular file (a planted pipe, socket or
+/// symlink would refuse every keyed call).
+pub fn check_results(svc: &Store, out: &mut Vec<Finding>) {
+    let path = svc
+        .state_dir()
+        .join(crate::write::idempotency::RESULTS_FILE);
+    let Ok(meta) = std::fs::symlink_metadata(&path) else {
+        return;
+    };
+    if !meta.file_type().is_file() {
+        let kind = rustix::fs::FileType::from_raw_mode(std::os::unix::fs::MetadataExt::mode(&meta));
+        out.push(Finding::problem(
+            "idempotency",
+            crate::util::statefile::not_regular(&path, kind).to_string(),
+            "remove it by hand: keyed calls are refused until then".into(),
+        ));
+    }
 }
 
 pub fn check_config(svc: &Store, out: &mut Vec<Finding>) {
@@ -126,7 +156,7 @@ pub fn check_journal(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding
         Err(e) => out.push(Finding::problem(
             "journal",
             format!("{shown} cannot be read: {e}"),
-            "check its permissions".into(),
+            fix_for(&e.to_string(), "check its permissions"),
         )),
         Ok(c) => {
             if let Some(n) = c.torn_tail {
@@ -307,7 +337,7 @@ pub fn check_scratch(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding
             out.push(Finding::problem(
                 "scratch",
                 format!("the scratch index cannot be read: {f}"),
-                "check the scratch directory's permissions".into(),
+                fix_for(&f.to_string(), "check the scratch directory's permissions"),
             ));
             return;
         }
@@ -465,7 +495,7 @@ pub fn check_objects(svc: &Store, out: &mut Vec<Finding>) {
         Err(e) => out.push(Finding::problem(
             "objects",
             format!("the object store cannot be listed: {e}"),
-            "check its permissions".into(),
+            fix_for(&e.to_string(), "check its permissions"),
         )),
     }
 }
