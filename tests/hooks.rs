@@ -378,6 +378,15 @@ fn the_policy_sets_the_reject_level_of_native_writes() {
     );
     // One credential is `medium`: under `reject_at: high` it passes.
     assert_eq!(hook("claude-code", "PreToolUse", &p).stdout, "");
+    // A bad value lets nothing more through: the default, and one line saying so.
+    std::fs::write(
+        ws.path(".resilient_write/policy.yaml"),
+        "version: 1\nhooks:\n  reject_at: never\n",
+    )
+    .unwrap();
+    let r = hook("claude-code", "PreToolUse", &p);
+    assert!(r.stdout.contains("\"deny\""), "{}", r.stdout);
+    assert!(r.stderr.contains("hooks.reject_at"), "{}", r.stderr);
 }
 
 #[test]
@@ -419,4 +428,95 @@ fn concurrent_hooks_and_a_server_never_interleave_a_row() {
     let native = rows.iter().filter(|r| r["tool"] == "native:Write").count();
     assert_eq!(native, 20);
     assert_eq!(rows.len(), 30);
+}
+
+#[test]
+fn init_hooks_installs_beside_other_settings_idempotently_and_removes_only_ours() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path(".claude")).unwrap();
+    let theirs = json!({
+        "permissions": {"allow": ["Bash(ls)"]},
+        "hooks": {"PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "audit.sh"}]}]},
+    });
+    std::fs::write(ws.path(".claude/settings.json"), theirs.to_string()).unwrap();
+    let init = |extra: &[&str]| {
+        let out = Command::new(bin())
+            .args(["init", "--hooks", "--command", "/opt/rw/resilient-write"])
+            .args(extra)
+            .current_dir(&ws.root)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let read = |rel: &str| std::fs::read_to_string(ws.path(rel)).unwrap();
+    init(&[]);
+    let claude: Value = serde_json::from_str(&read(".claude/settings.json")).unwrap();
+    assert_eq!(claude["permissions"], theirs["permissions"]);
+    let post = claude["hooks"]["PostToolUse"].as_array().unwrap();
+    assert_eq!(post[0], theirs["hooks"]["PostToolUse"][0]);
+    assert_eq!(
+        post[1],
+        json!({"matcher": "Write|Edit|MultiEdit", "hooks": [{"type": "command",
+            "command": "/opt/rw/resilient-write hook claude-code PostToolUse"}]})
+    );
+    assert_eq!(
+        claude["hooks"]["PreToolUse"][0]["hooks"][0]["command"],
+        "/opt/rw/resilient-write hook claude-code PreToolUse"
+    );
+    let gemini: Value = serde_json::from_str(&read(".gemini/settings.json")).unwrap();
+    assert_eq!(
+        gemini["hooks"]["BeforeTool"][0]["matcher"],
+        "write_file|replace"
+    );
+    let cursor: Value = serde_json::from_str(&read(".cursor/hooks.json")).unwrap();
+    assert_eq!(
+        cursor,
+        json!({"version": 1, "hooks": {"afterFileEdit": [
+            {"command": "/opt/rw/resilient-write hook cursor afterFileEdit"}]}})
+    );
+    // Again: nothing changes, byte for byte.
+    let files = [
+        ".claude/settings.json",
+        ".gemini/settings.json",
+        ".cursor/hooks.json",
+    ];
+    let before: Vec<String> = files.iter().map(|f| read(f)).collect();
+    let out = init(&[]);
+    assert_eq!(out.matches("unchanged").count(), 3, "{out}");
+    assert_eq!(before, files.iter().map(|f| read(f)).collect::<Vec<_>>());
+    // Remove: only ours go.
+    init(&["--remove"]);
+    let claude: Value = serde_json::from_str(&read(".claude/settings.json")).unwrap();
+    assert_eq!(claude, theirs);
+    let cursor: Value = serde_json::from_str(&read(".cursor/hooks.json")).unwrap();
+    assert_eq!(cursor, json!({"version": 1}));
+}
+
+#[test]
+fn init_hooks_refuses_a_malformed_settings_file_and_writes_nothing() {
+    let ws = Workspace::new();
+    std::fs::create_dir_all(ws.path(".gemini")).unwrap();
+    std::fs::write(ws.path(".gemini/settings.json"), "{ \"hooks\": [ }").unwrap();
+    let out = Command::new(bin())
+        .args(["init", "--hooks"])
+        .current_dir(&ws.root)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains(".gemini/settings.json") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert!(!ws.path(".claude/settings.json").exists());
+    assert!(!ws.path(".cursor/hooks.json").exists());
+    assert_eq!(
+        std::fs::read_to_string(ws.path(".gemini/settings.json")).unwrap(),
+        "{ \"hooks\": [ }"
+    );
 }

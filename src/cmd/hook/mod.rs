@@ -269,12 +269,24 @@ fn before(ws: &NativeWorkspace, write: &NativeWrite, call: &NativeCall<'_>) -> A
 /// credential). Stricter than the tools' `classify_reject_at` default (`high`): a native write
 /// has no opt-in `classify` flag, and screening secrets is the hook's reason to exist.
 fn reject_at(ws: &NativeWorkspace) -> RejectAt {
-    ws.policy()
+    let set = ws
+        .policy()
         .policy()
         .and_then(|p| p.hooks.as_ref())
-        .and_then(|h| h.get("reject_at"))
-        .and_then(|v| serde_json::from_value::<RejectAt>(v.clone()).ok())
-        .unwrap_or(RejectAt::Medium)
+        .and_then(|h| h.get("reject_at"));
+    match set.map(|v| serde_json::from_value::<RejectAt>(v.clone())) {
+        None => RejectAt::Medium,
+        Some(Ok(level)) => level,
+        Some(Err(_)) => {
+            // Not a reason to let more through: the default, and say so.
+            eprintln!(
+                "resilient-write hook: {}: hooks.reject_at must be high, medium or low; \
+                 using medium",
+                ws.policy().path.display()
+            );
+            RejectAt::Medium
+        }
+    }
 }
 
 /// L0 on what the change produces: the denial's reason, or `None` to allow.
