@@ -7,6 +7,7 @@
 # Builds the release binary, makes a scratch workspace with a 100 KB source file, and times,
 # alternately and RUNS times each (median and 90th percentile): `true` (the harness's own cost
 # of starting a process and piping stdin), `resilient-write --version` (start-up alone), and the
+# floor of one durable 100 KB write (write, fsync, directory fsync, in-process), and the
 # hook for a Claude Code PreToolUse Write of 100 KB (L0 over the new content, the pre-image
 # stored), a PreToolUse Edit of the 100 KB file (edit applied, L0 on before and after), a
 # PostToolUse (journal row), a denied Write (a generated credential) and a Cursor afterFileEdit.
@@ -61,9 +62,20 @@ payloads = {
                                          "file_path": path, "edits": []}).encode()),
 }
 times = {k: [] for k in payloads}
+times["fsync floor (100 KB file + dir)"] = []
+def fsync_floor(i):
+    # what durably storing one pre-image must cost at least: write, fsync file, fsync dir
+    t = time.perf_counter()
+    fn = os.path.join(work, f"floor-{i}")
+    with open(fn, "wb") as f:
+        f.write(src.encode()); f.flush(); os.fsync(f.fileno())
+    d = os.open(work, os.O_RDONLY); os.fsync(d); os.close(d)
+    times["fsync floor (100 KB file + dir)"].append((time.perf_counter() - t) * 1000)
+    os.unlink(fn)
 env = {k: v for k, v in os.environ.items() if not k.startswith("RW_")}
 for i in range(runs):
     open(path, "w").write(src + f"# run {i}\n")
+    fsync_floor(i)
     for k, (argv, data) in payloads.items():
         if k.startswith("PostToolUse") or k.startswith("Cursor"):
             # the agent's tool ran: a change for the after-hook to record
@@ -80,8 +92,9 @@ for i in range(runs):
 rows = sum(1 for _ in open(os.path.join(ws, ".resilient_write/journal.jsonl")))
 floor = sorted(times["true (harness floor)"])[runs // 2]
 print(f"{runs} runs each, 100 KB file, journal rows at the end: {rows}")
-print(f"{'what':<28} {'median ms':>10} {'p90 ms':>8} {'minus floor':>12}")
+print(f"{'what':<31} {'median ms':>10} {'p90 ms':>8} {'minus floor':>12}")
 for k, v in times.items():
     v.sort(); med, p90 = v[runs // 2], v[int(runs * 0.9)]
-    print(f"{k:<28} {med:>10.2f} {p90:>8.2f} {med - floor:>12.2f}")
+    minus = "(in-process)" if k.startswith("fsync") else f"{med - floor:.2f}"
+    print(f"{k:<31} {med:>10.2f} {p90:>8.2f} {minus:>12}")
 PY
