@@ -354,6 +354,10 @@ fn malformed_stdin_is_one_stderr_line_and_an_allow() {
             assert!(r.stderr.contains("allowed"), "{}", r.stderr);
         }
     }
+    // A bad environment is not a reason to block (exit 2 would): the defaults, one line.
+    let r = hook_raw("claude-code", "PreToolUse", b"{}", &[("RW_WORKSPACE", "[")]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""), "{}", r.stderr);
+    assert!(r.stderr.contains("using the defaults"), "{}", r.stderr);
     let r = hook_raw("gemini", "PreToolUse", b"{}", &[]);
     assert_eq!((r.code, r.stdout.trim()), (0, "{}"));
     assert!(r.stderr.contains("BeforeTool or AfterTool"), "{}", r.stderr);

@@ -163,12 +163,21 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // An agent reads exit status 2 of a hook as "block": `hook` never fails on configuration
+    // (one stderr line, then the defaults), so a bad environment cannot stop an agent's edits.
+    let hook = matches!(cli.command, Some(Command::Hook(_)));
     if let Err(e) = logging::init(&cli.global.log_level, cli.global.log_file.as_deref()) {
         eprintln!("resilient-write: {e}");
-        return ExitCode::from(2);
+        if !hook {
+            return ExitCode::from(2);
+        }
     }
     let config = match config_from(&cli.global) {
         Ok(c) => c,
+        Err(e) if hook => {
+            eprintln!("resilient-write hook: {e}; using the defaults");
+            Config::new(std::env::temp_dir())
+        }
         Err(e) => {
             eprintln!("resilient-write: {e}");
             return ExitCode::from(2);
