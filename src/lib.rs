@@ -7,7 +7,7 @@
 // The core's modules under their old paths, for the adapters and the integration tests.
 pub use resilient_write_core::{
     analytics, checkpoint, chunks, classify, edit, envelope, handoff, hash, history, journal,
-    layout, maint, notices, objects, pipeline, policy, preflight, progress, retry, scratch,
+    layout, maint, native, notices, objects, pipeline, policy, preflight, progress, retry, scratch,
     session, startup, state, store, tx, validate, workspace, write,
 };
 

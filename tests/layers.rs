@@ -25,6 +25,7 @@ const CORE: &[&str] = &[
     "journal",
     "layout",
     "maint",
+    "native",
     "notices",
     "objects",
     "pipeline",

@@ -81,8 +81,15 @@ pub fn history(mut config: Config, args: HistoryCliArgs) -> ExitCode {
     );
     for r in v["versions"].as_array().into_iter().flatten() {
         let s = |k: &str| r[k].as_str().unwrap_or("").to_string();
+        // A native edit (an agent's own tool, journaled by its hook) says so, and says when
+        // the content it replaced was not kept.
+        let native = match (r["native_tool"].as_str(), r["pre_image"].as_bool()) {
+            (Some(t), Some(false)) => format!("  {t}: no pre-image (no before-edit hook)"),
+            (Some(t), _) => format!("  {t}"),
+            _ => String::new(),
+        };
         println!(
-            "{:<27} {:<9} {:>10} {:<16} {:<7} {:<32} {}",
+            "{:<27} {:<9} {:>10} {:<16} {:<7} {:<32} {}{native}",
             s("ts"),
             s("mode"),
             r["bytes"].as_u64().unwrap_or(0),

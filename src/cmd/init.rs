@@ -54,6 +54,13 @@ pub struct InitArgs {
     /// use the pre-commit framework; with it, use the repository's .pre-commit-hooks.yaml).
     #[arg(long, conflicts_with_all = ["clients", "write_global"])]
     pub pre_commit: bool,
+    /// Only install the agents' native-edit hooks (`resilient-write hook`): Claude Code
+    /// .claude/settings.json, Cursor .cursor/hooks.json, Gemini CLI .gemini/settings.json.
+    #[arg(long, conflicts_with_all = ["clients", "write_global", "pre_commit"])]
+    pub hooks: bool,
+    /// With --hooks: remove those hook entries instead (other hooks are kept).
+    #[arg(long, requires = "hooks")]
+    pub remove: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -574,6 +581,9 @@ pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
     let command = args.command.clone().unwrap_or_else(default_command);
     if args.pre_commit {
         return install_hook(&project, &command, args.print);
+    }
+    if args.hooks {
+        return crate::cmd::hook::install::run(config, &project, &command, args.remove, args.print);
     }
     let plan = match plan(
         &project,

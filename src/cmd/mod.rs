@@ -1,7 +1,8 @@
 //! The command line, and the only place that reads the environment: `resilient-write [serve]`
 //! runs the MCP server over stdio, `serve --transport http|sse` over HTTP ([`serve`]); the
 //! other subcommands are for people (`demo`, `init`, `doctor`, `validate`, `scan`, `journal`,
-//! `analytics`, `history`, `restore`, `gc`, `recover`), one file each. Flags and environment
+//! `analytics`, `history`, `restore`, `gc`, `recover`), one file each, and `hook` is for the
+//! agents' own hooks. Flags and environment
 //! variables are resolved here into a [`Config`]; nothing below reads the environment for
 //! configuration.
 
@@ -16,6 +17,7 @@ pub mod analytics;
 pub mod demo;
 pub mod doctor;
 pub mod history;
+pub mod hook;
 pub mod init;
 pub mod journal;
 pub mod logging;
@@ -110,6 +112,9 @@ pub enum Command {
     /// Check the configuration and the state directory; print each problem with its fix;
     /// repair what is safe with --fix. Exit 0 healthy, 1 problems remain.
     Doctor(crate::cmd::doctor::DoctorArgs),
+    /// The agents' hook command: screen (L0), journal and keep the pre-image of the agents'
+    /// own Write/Edit tools. Reads the hook JSON on stdin, answers in the agent's format.
+    Hook(crate::cmd::hook::HookArgs),
     /// Check files' syntax (json, jsonl, yaml, toml, python, latex, markdown, xml, html):
     /// each error with line:col; exit 1 when any file is invalid.
     Validate(crate::cmd::validate::ValidateArgs),
@@ -158,12 +163,21 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
+    // An agent reads exit status 2 of a hook as "block": `hook` never fails on configuration
+    // (one stderr line, then the defaults), so a bad environment cannot stop an agent's edits.
+    let hook = matches!(cli.command, Some(Command::Hook(_)));
     if let Err(e) = logging::init(&cli.global.log_level, cli.global.log_file.as_deref()) {
         eprintln!("resilient-write: {e}");
-        return ExitCode::from(2);
+        if !hook {
+            return ExitCode::from(2);
+        }
     }
     let config = match config_from(&cli.global) {
         Ok(c) => c,
+        Err(e) if hook => {
+            eprintln!("resilient-write hook: {e}; using the defaults");
+            Config::new(std::env::temp_dir())
+        }
         Err(e) => {
             eprintln!("resilient-write: {e}");
             return ExitCode::from(2);
@@ -183,5 +197,6 @@ pub fn main() -> ExitCode {
         Some(Command::Init(args)) => crate::cmd::init::run(&config, &args),
         Some(Command::Doctor(args)) => crate::cmd::doctor::run(&config, &args),
         Some(Command::Validate(args)) => crate::cmd::validate::run(&args),
+        Some(Command::Hook(args)) => crate::cmd::hook::run(&config, &args),
     }
 }

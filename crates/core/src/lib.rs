@@ -15,6 +15,7 @@ pub mod history;
 pub mod journal;
 pub mod layout;
 pub mod maint;
+pub mod native;
 pub mod notices;
 pub mod objects;
 pub mod policy;

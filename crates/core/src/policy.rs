@@ -4,7 +4,7 @@
 //!
 //! A policy merges over the defaults: `extend_patterns` adds rules, `disable_families` switches
 //! whole families off, `thresholds` moves the verdict cut-offs and `retry_budget.default` sets the
-//! start value of the L3 retry budget. The sections `history` and `limits` belong to other layers and
+//! start value of the L3 retry budget. The sections `history`, `limits` and `hooks` belong to other layers and
 //! are kept as raw values for them. Any other key is an error.
 //!
 //! Guarantees: a bad policy is never a silent fallback to the defaults. Malformed YAML, an unknown
@@ -63,6 +63,9 @@ pub struct Policy {
     /// Raw `limits` section, interpreted by the transport and write layers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<serde_json::Value>,
+    /// Raw `hooks` section, interpreted by the agents' hooks (`reject_at`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hooks: Option<serde_json::Value>,
 }
 
 impl Default for Policy {
@@ -75,6 +78,7 @@ impl Default for Policy {
             retry_budget: RetryBudget::default(),
             history: None,
             limits: None,
+            hooks: None,
         }
     }
 }
@@ -134,6 +138,7 @@ struct PolicyFile {
     retry_budget: Option<RetryBudgetFile>,
     history: Option<serde_json::Value>,
     limits: Option<serde_json::Value>,
+    hooks: Option<serde_json::Value>,
 }
 
 #[derive(Deserialize)]
@@ -329,6 +334,7 @@ impl Policy {
         }
         policy.history = file.history;
         policy.limits = file.limits;
+        policy.hooks = file.hooks;
         Ok(policy)
     }
 }

@@ -57,6 +57,7 @@ const RANKS: &[(&str, u32)] = &[
     ("history", 7),
     ("startup", 7),
     ("maint", 8),
+    ("native", 8),
 ];
 
 /// Old paths kept by `pub use` in lib.rs, and what they name.

@@ -45,6 +45,14 @@ pub struct Version {
     pub tx_id: Option<String>,
     /// Whether this version's content can be restored (stored, or the current content).
     pub stored: bool,
+    /// Only on versions an agent's own tool wrote (`native:<tool>` rows, `resilient-write
+    /// hook`): whether the content this version replaced was kept. `false` when the agent has
+    /// no hook before its edits (Cursor): that earlier content cannot be restored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pre_image: Option<bool>,
+    /// The agent's tool that wrote a native version, e.g. `native:Edit`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub native_tool: Option<String>,
 }
 
 /// Scan the journal backwards for rows containing the string `value` (JSON-encoded, so a
@@ -105,6 +113,10 @@ struct VersionRow<'a> {
     mode: Cow<'a, str>,
     #[serde(borrow, default)]
     tx_id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool: Option<Cow<'a, str>>,
+    #[serde(default)]
+    pre_image: Option<bool>,
 }
 
 fn s(row: &Row, k: &str) -> String {
@@ -145,6 +157,11 @@ pub fn versions(
             tx_id: row.tx_id.map(Cow::into_owned),
             sha256,
             stored: is_stored,
+            pre_image: row.pre_image,
+            native_tool: row
+                .tool
+                .filter(|t| t.starts_with("native:"))
+                .map(Cow::into_owned),
         });
         out.len() < limit
     })?;

@@ -1,0 +1,479 @@
+//! Native edits (beyond the paper): writes an agent makes with its own Write and Edit tools,
+//! which never pass through this server. The agents' hooks (`resilient-write hook`) call this
+//! module before such a write (compute the resulting content to screen it, keep the current
+//! content as a pre-image) and after it (journal the new content), so `history`, `restore`,
+//! `journal_tail` and `analytics` cover native edits too.
+//!
+//! Guarantees:
+//! - Files are named through [`Workspaces::resolve`], like every tool path: a path outside the
+//!   workspace (or in the state directory) is `None`, and the hook lets it through untouched.
+//! - The pre-image goes to the same object store, under the same retention (`gc`), as the
+//!   pipeline's; it is durable ([`ObjectStore::put`]) before the hook answers, so before the
+//!   agent's tool replaces the file.
+//! - The journal row is appended with [`Journal::append`] (one `write(2)` under `flock`,
+//!   `fdatasync`ed) while holding the same directory lock the pipeline takes, so a running
+//!   server and concurrent hooks never interleave a row, and the file read for the row's
+//!   `sha256` is not being replaced by the server meanwhile.
+//! - What links the two hook calls is a small record in `.resilient_write/hooks/` (the
+//!   previous sha256 of one path). It is not fsynced: losing it (a crash between the two
+//!   calls) loses only the row's `prev_sha256`, which then falls back to the path's newest
+//!   journaled version. A row says whether the content it replaced is in the object store
+//!   (`pre_image`); Cursor has no before-edit hook, so its rows say `false`.
+//! - Rows carry hashes, sizes and names only, never content.
+
+use crate::hash::sha256_hex;
+use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
+use crate::objects::ObjectStore;
+use crate::pipeline::{Existing, read_existing};
+use crate::preflight::ActivePolicy;
+use crate::workspace::{Target, Workspaces};
+use rustix::fs::{FlockOperation, Mode, OFlags};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use std::collections::BTreeMap;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// Directory of the before/after records inside the state directory.
+pub const HOOKS_DIR: &str = "hooks";
+
+/// One exact-match replacement of an agent's edit tool.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replacement {
+    pub old: String,
+    pub new: String,
+    /// Replace every occurrence (Claude Code `replace_all`, Gemini CLI `allow_multiple` or
+    /// `expected_replacements` above 1); otherwise `old` must occur exactly once.
+    pub all: bool,
+}
+
+/// The content `edits` produce from `current`, applied in order as the agents apply them
+/// (each edit sees the result of the previous one). An empty `old` on a missing or empty file
+/// creates it with `new`. `None` when an edit does not apply (`old` missing, or not unique
+/// without `all`): the agent's tool will fail the same way.
+pub fn apply(current: Option<&str>, edits: &[Replacement]) -> Option<String> {
+    let mut text = current.unwrap_or("").to_string();
+    for e in edits {
+        if e.old.is_empty() {
+            if !text.is_empty() {
+                return None;
+            }
+            text = e.new.clone();
+            continue;
+        }
+        let n = text.matches(e.old.as_str()).count();
+        if n == 0 || (n > 1 && !e.all) {
+            return None;
+        }
+        text = text.replace(e.old.as_str(), &e.new);
+    }
+    Some(text)
+}
+
+/// What the before-hook left for the after-hook of one path.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+struct Pending {
+    /// The content's sha256 before the edit (`None`: the file did not exist).
+    prev_sha256: Option<String>,
+    /// The agent's id of the tool call, when it gives one (matches the after-hook's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    call_id: Option<String>,
+}
+
+/// Who made a native edit, for its journal row.
+#[derive(Debug, Clone)]
+pub struct NativeCall<'a> {
+    /// The agent (`claude-code`, `cursor`, `gemini`): the row's `caller`.
+    pub agent: &'a str,
+    /// The agent's tool name: the row's `tool` is `native:<tool>`.
+    pub tool: &'a str,
+    /// The agent's session (conversation) id: the row's `agent_session`.
+    pub session: Option<&'a str>,
+    /// The agent's id of this tool call, linking the before and after hooks.
+    pub call_id: Option<&'a str>,
+    /// The row's mode when the file existed before (`overwrite` or `replace`).
+    pub replacing: &'a str,
+}
+
+/// A workspace as the hooks see it: its roots, state directory, journal, objects and policy.
+pub struct NativeWorkspace {
+    workspaces: Workspaces,
+    state_dir: PathBuf,
+    journal: Journal,
+    objects: ObjectStore,
+    policy: ActivePolicy,
+    /// Why the state directory must not be used (`state::planted`).
+    planted: Vec<String>,
+}
+
+impl NativeWorkspace {
+    /// The workspace rooted at `root` (the agent's `cwd`), its state under `state_root`
+    /// (default: `root`), its policy from `policy_file` (as `RW_POLICY_FILE`). `home` itself
+    /// is never a workspace. Reads nothing but the policy file.
+    pub fn open(
+        root: &Path,
+        state_root: Option<&Path>,
+        policy_file: Option<&Path>,
+        home: Option<&Path>,
+    ) -> NativeWorkspace {
+        let mut workspaces = Workspaces::new(&[root.to_path_buf()], root, home);
+        let explicit = state_root.is_some();
+        let state_root = state_root.unwrap_or(root);
+        let state_root = state_root
+            .canonicalize()
+            .unwrap_or_else(|_| state_root.to_path_buf());
+        let state_dir = state_root.join(crate::layout::STATE_DIR_NAME);
+        workspaces.set_state_dir(&state_dir);
+        let planted = crate::state::planted(&state_dir, explicit);
+        let policy_path = ActivePolicy::path_for(policy_file, &state_root);
+        let policy = if planted.is_empty() || !policy_path.starts_with(&state_dir) {
+            ActivePolicy::load(policy_path)
+        } else {
+            ActivePolicy::defaults(policy_path)
+        };
+        NativeWorkspace {
+            workspaces,
+            journal: Journal::new(&state_dir),
+            objects: ObjectStore::new(&state_dir),
+            state_dir,
+            policy,
+            planted,
+        }
+    }
+
+    pub fn policy(&self) -> &ActivePolicy {
+        &self.policy
+    }
+
+    pub fn state_dir(&self) -> &Path {
+        &self.state_dir
+    }
+
+    /// Why the state directory must not be used; empty when it may.
+    pub fn state_refused(&self) -> &[String] {
+        &self.planted
+    }
+
+    /// Whether the workspace has an accepted root (`$HOME` or `/` are refused).
+    pub fn has_root(&self) -> bool {
+        self.workspaces.roots().next().is_some()
+    }
+
+    /// Whether `path` (absolute, or relative to the workspace root) lies beneath the
+    /// workspace: symlinks of its existing ancestors followed, `..` taken lexically. A path
+    /// outside it is let through untouched by every hook.
+    pub fn inside(&self, path: &str) -> bool {
+        let p = Path::new(path);
+        let abs = if p.is_absolute() {
+            p.to_path_buf()
+        } else {
+            self.workspaces.cwd().join(p)
+        };
+        let mut lexical = PathBuf::new();
+        for c in abs.components() {
+            match c {
+                std::path::Component::ParentDir => {
+                    lexical.pop();
+                }
+                std::path::Component::CurDir => {}
+                other => lexical.push(other),
+            }
+        }
+        // The deepest existing ancestor, canonical, then the rest as given.
+        let mut existing = lexical.as_path();
+        let mut rest = Vec::new();
+        let canonical = loop {
+            if let Ok(c) = existing.canonicalize() {
+                break rest.iter().rev().fold(c, |acc: PathBuf, n| acc.join(n));
+            }
+            match (existing.parent(), existing.file_name()) {
+                (Some(parent), Some(name)) => {
+                    rest.push(name.to_os_string());
+                    existing = parent;
+                }
+                _ => break lexical.clone(),
+            }
+        };
+        self.workspaces.roots().any(|r| canonical.starts_with(r))
+    }
+
+    /// The file `path` names beneath the workspace, or `None` when it is outside it, in the
+    /// state directory, or its directory does not exist yet (it is not created here: the
+    /// agent's call may still be refused).
+    pub fn resolve(&self, path: &str) -> Option<Target> {
+        if !self.inside(path) {
+            return None;
+        }
+        self.workspaces.resolve(path, false).ok()
+    }
+
+    /// The current content of `target` (`None`: it does not exist).
+    pub fn current(&self, target: &Target) -> io::Result<Option<Existing>> {
+        read_existing(&target.dir, &target.name)
+    }
+
+    /// Before a native write of `target`: keep `existing` (its current content) in the object
+    /// store and leave the record the after-hook reads. Returns the pre-image's sha256.
+    pub fn keep_pre_image(
+        &self,
+        target: &Target,
+        existing: Option<&Existing>,
+        call: &NativeCall<'_>,
+    ) -> io::Result<Option<String>> {
+        self.usable()?;
+        if let Some(e) = existing {
+            self.objects.put(&e.bytes, &e.sha256)?;
+        }
+        let pending = Pending {
+            prev_sha256: existing.map(|e| e.sha256.clone()),
+            call_id: call.call_id.map(str::to_string),
+        };
+        self.write_pending(target, &pending)?;
+        Ok(pending.prev_sha256)
+    }
+
+    /// After a native write of `target`: append its journal row (`None`: the content did not
+    /// change, or the file is gone, and nothing is recorded). The previous version is the
+    /// before-hook's record when there is one for this call, else the path's newest journaled
+    /// version; `pre_image` says whether its content is in the object store.
+    pub fn record(&self, target: &Target, call: &NativeCall<'_>) -> io::Result<Option<JournalRow>> {
+        self.usable()?;
+        // The pipeline's directory lock: no server write into this directory meanwhile.
+        rustix::fs::flock(&target.dir, FlockOperation::LockExclusive).map_err(io::Error::from)?;
+        let result = self.record_locked(target, call);
+        let _ = rustix::fs::flock(&target.dir, FlockOperation::Unlock);
+        result
+    }
+
+    fn record_locked(
+        &self,
+        target: &Target,
+        call: &NativeCall<'_>,
+    ) -> io::Result<Option<JournalRow>> {
+        let pending = self.take_pending(target)?;
+        let Some(now) = self.current(target)? else {
+            return Ok(None);
+        };
+        let (prev, known) = match pending {
+            Some(p)
+                if p.call_id.is_none()
+                    || call.call_id.is_none()
+                    || p.call_id.as_deref() == call.call_id =>
+            {
+                (p.prev_sha256, true)
+            }
+            _ => (self.newest_version(target)?, false),
+        };
+        if prev.as_deref() == Some(now.sha256.as_str()) {
+            return Ok(None);
+        }
+        let pre_image = match &prev {
+            Some(h) => self.objects.contains(h),
+            // Known absent before: a created file has nothing to keep.
+            None => known,
+        };
+        let mode = if known && prev.is_none() {
+            "create"
+        } else {
+            call.replacing
+        };
+        let mut extra: BTreeMap<String, Value> = BTreeMap::new();
+        if let Some(root) = &target.row_path.root {
+            extra.insert("root".into(), Value::from(root.clone()));
+        }
+        if let Some(s) = call.session {
+            extra.insert("agent_session".into(), Value::from(s));
+        }
+        extra.insert("pre_image".into(), Value::from(pre_image));
+        let row = JournalRow {
+            journal_id: new_journal_id(),
+            ts: now_rfc3339(),
+            path: target.row_path.path.clone(),
+            sha256: now.sha256.clone(),
+            prev_sha256: prev,
+            bytes: now.bytes.len() as u64,
+            mode: mode.to_string(),
+            caller: call.agent.to_string(),
+            tool: format!("native:{}", call.tool),
+            extra,
+        };
+        self.journal.append(&row)?.commit();
+        Ok(Some(row))
+    }
+
+    /// The sha256 of the newest journaled version of `target`.
+    fn newest_version(&self, target: &Target) -> io::Result<Option<String>> {
+        let paths = self.workspaces.journal_paths();
+        let v = crate::history::versions(&self.journal, None, &paths, &target.abs_path, None, 1)?;
+        Ok(v.into_iter().next().map(|v| v.sha256))
+    }
+
+    fn usable(&self) -> io::Result<()> {
+        match self.planted.first() {
+            None => Ok(()),
+            Some(p) => Err(io::Error::other(format!("state directory refused: {p}"))),
+        }
+    }
+
+    fn pending_name(target: &Target) -> String {
+        let key = format!(
+            "{}\0{}",
+            target.row_path.root.as_deref().unwrap_or(""),
+            target.row_path.path
+        );
+        format!("{}.json", sha256_hex(key.as_bytes()))
+    }
+
+    fn write_pending(&self, target: &Target, pending: &Pending) -> io::Result<()> {
+        let dir = crate::state::open_subdir(&self.state_dir, &[HOOKS_DIR], 0o700, true)
+            .map_err(|f| io::Error::other(f.to_string()))?
+            .ok_or_else(|| io::Error::other("hooks directory could not be created"))?;
+        let name = Self::pending_name(target);
+        let tmp = format!(".{name}.tmp-{}", std::process::id());
+        let body = serde_json::to_vec(pending).map_err(io::Error::other)?;
+        let fd = rustix::fs::openat(
+            &dir.dir,
+            tmp.as_str(),
+            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+            Mode::from_raw_mode(0o600),
+        )?;
+        let mut f = std::fs::File::from(fd);
+        let written = f.write_all(&body);
+        drop(f);
+        let renamed = written.and_then(|()| {
+            rustix::fs::renameat(&dir.dir, tmp.as_str(), &dir.dir, name.as_str())
+                .map_err(io::Error::from)
+        });
+        if renamed.is_err() {
+            let _ = rustix::fs::unlinkat(&dir.dir, tmp.as_str(), rustix::fs::AtFlags::empty());
+        }
+        renamed
+    }
+
+    /// Read and remove the record of `target`'s before-hook.
+    fn take_pending(&self, target: &Target) -> io::Result<Option<Pending>> {
+        let dir = match crate::state::open_subdir(&self.state_dir, &[HOOKS_DIR], 0o700, false) {
+            Ok(Some(d)) => d,
+            Ok(None) => return Ok(None),
+            Err(f) => return Err(io::Error::other(f.to_string())),
+        };
+        let name = Self::pending_name(target);
+        let file = match crate::util::statefile::open_read_at(
+            &dir.dir,
+            Path::new(&name),
+            &dir.path.join(&name),
+        ) {
+            Ok(f) => f,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(e),
+        };
+        let mut body = Vec::new();
+        io::Read::read_to_end(&mut io::Read::take(file, 64 * 1024), &mut body)?;
+        let _ = rustix::fs::unlinkat(&dir.dir, name.as_str(), rustix::fs::AtFlags::empty());
+        Ok(serde_json::from_slice(&body).ok())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(old: &str, new: &str, all: bool) -> Replacement {
+        Replacement {
+            old: old.into(),
+            new: new.into(),
+            all,
+        }
+    }
+
+    #[test]
+    fn edits_apply_in_order_and_refuse_what_the_agent_would() {
+        let text = "a b a";
+        assert_eq!(
+            apply(Some(text), &[r("b", "c", false)]).as_deref(),
+            Some("a c a")
+        );
+        assert_eq!(apply(Some(text), &[r("a", "x", false)]), None, "not unique");
+        assert_eq!(
+            apply(Some(text), &[r("a", "x", true)]).as_deref(),
+            Some("x b x")
+        );
+        assert_eq!(apply(Some(text), &[r("zz", "x", false)]), None, "missing");
+        // Each edit sees the previous one's result.
+        assert_eq!(
+            apply(Some(text), &[r("b", "c", false), r("c a", "done", false)]).as_deref(),
+            Some("a done")
+        );
+        assert_eq!(apply(None, &[r("", "new", false)]).as_deref(), Some("new"));
+        assert_eq!(apply(Some("x"), &[r("", "new", false)]), None);
+    }
+
+    fn ws() -> (tempfile::TempDir, NativeWorkspace) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let w = NativeWorkspace::open(&root, None, None, None);
+        (t, w)
+    }
+
+    fn call<'a>(id: Option<&'a str>) -> NativeCall<'a> {
+        NativeCall {
+            agent: "claude-code",
+            tool: "Edit",
+            session: Some("s1"),
+            call_id: id,
+            replacing: "replace",
+        }
+    }
+
+    #[test]
+    fn a_native_edit_is_journaled_with_its_pre_image() {
+        let (t, w) = ws();
+        let file = t.path().join("f.txt");
+        std::fs::write(&file, "old").unwrap();
+        let target = w.resolve(file.to_str().unwrap()).unwrap();
+        let existing = w.current(&target).unwrap();
+        let prev = w
+            .keep_pre_image(&target, existing.as_ref(), &call(Some("t1")))
+            .unwrap();
+        assert_eq!(prev.as_deref(), Some(sha256_hex(b"old").as_str()));
+        std::fs::write(&file, "new").unwrap();
+        let row = w.record(&target, &call(Some("t1"))).unwrap().unwrap();
+        assert_eq!(row.sha256, sha256_hex(b"new"));
+        assert_eq!(row.prev_sha256, prev);
+        assert_eq!(row.tool, "native:Edit");
+        assert_eq!(row.extra["pre_image"], Value::Bool(true));
+        assert_eq!(row.path, "f.txt");
+        assert_eq!(w.objects.get(&sha256_hex(b"old")).unwrap().unwrap(), b"old");
+        // Nothing changed since: no second row.
+        assert!(w.record(&target, &call(None)).unwrap().is_none());
+    }
+
+    #[test]
+    fn without_a_before_hook_the_row_says_no_pre_image() {
+        let (t, w) = ws();
+        let file = t.path().join("g.txt");
+        std::fs::write(&file, "v1").unwrap();
+        let target = w.resolve(file.to_str().unwrap()).unwrap();
+        let row = w.record(&target, &call(None)).unwrap().unwrap();
+        assert_eq!(row.prev_sha256, None);
+        assert_eq!(row.extra["pre_image"], Value::Bool(false));
+        std::fs::write(&file, "v2").unwrap();
+        let row = w.record(&target, &call(None)).unwrap().unwrap();
+        // The newest journaled version is the previous one; its content is gone.
+        assert_eq!(row.prev_sha256.as_deref(), Some(sha256_hex(b"v1").as_str()));
+        assert_eq!(row.extra["pre_image"], Value::Bool(false));
+    }
+
+    #[test]
+    fn paths_outside_the_workspace_or_in_its_state_are_not_resolved() {
+        let (t, w) = ws();
+        let other = tempfile::tempdir().unwrap();
+        assert!(
+            w.resolve(other.path().join("x").to_str().unwrap())
+                .is_none()
+        );
+        let state = t.path().join(".resilient_write/journal.jsonl");
+        assert!(w.resolve(state.to_str().unwrap()).is_none());
+        assert!(w.resolve("/etc/passwd").is_none());
+    }
+}

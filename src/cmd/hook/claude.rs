@@ -1,0 +1,65 @@
+//! Claude Code's hook format (hooks reference, `PreToolUse` and `PostToolUse`).
+//!
+//! Payload: `session_id`, `transcript_path`, `cwd`, `hook_event_name`, `tool_name`,
+//! `tool_input`, `tool_use_id` (and `tool_response` after the call). The file tools:
+//! `Write {file_path, content}`, `Edit {file_path, old_string, new_string, replace_all}`,
+//! `MultiEdit {file_path, edits: [{old_string, new_string, replace_all}]}`.
+//!
+//! Answer: nothing on stdout lets the call go on through the normal permission flow (the hook
+//! never answers `allow`, which would skip the user's permission prompt). A denial is exit 0
+//! with `{"hookSpecificOutput": {"hookEventName": "PreToolUse", "permissionDecision": "deny",
+//! "permissionDecisionReason": ...}}`; the reason is shown to the model.
+
+use super::{Answer, Change, Format, NativeWrite, Phase, edits_of, required, str_field};
+use crate::native::Replacement;
+use serde_json::{Value, json};
+use std::path::PathBuf;
+
+pub struct Claude;
+
+impl Format for Claude {
+    fn parse(payload: &Value, phase: Phase) -> Result<Option<NativeWrite>, String> {
+        let tool = required(payload, "tool_name")?;
+        if !matches!(tool.as_str(), "Write" | "Edit" | "MultiEdit") {
+            return Ok(None);
+        }
+        let input = payload.get("tool_input").ok_or("`tool_input` is missing")?;
+        let change = match (phase, tool.as_str()) {
+            (Phase::After, _) => None,
+            (Phase::Before, "Write") => Some(Change::Write(required(input, "content")?)),
+            (Phase::Before, "Edit") => Some(Change::Edit(vec![Replacement {
+                old: required(input, "old_string")?,
+                new: required(input, "new_string")?,
+                all: input
+                    .get("replace_all")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+            }])),
+            (Phase::Before, _) => Some(Change::Edit(edits_of(
+                input.get("edits").unwrap_or(&Value::Null),
+            )?)),
+        };
+        Ok(Some(NativeWrite {
+            workspace: PathBuf::from(required(payload, "cwd")?),
+            file_path: required(input, "file_path")?,
+            tool,
+            change,
+            session: str_field(payload, "session_id"),
+            call_id: str_field(payload, "tool_use_id"),
+        }))
+    }
+
+    fn answer(event: &str, answer: &Answer) -> String {
+        match answer {
+            Answer::Allow => String::new(),
+            Answer::Deny(reason) => json!({
+                "hookSpecificOutput": {
+                    "hookEventName": event,
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": reason,
+                }
+            })
+            .to_string(),
+        }
+    }
+}

@@ -1,0 +1,302 @@
+//! `init --hooks [--remove]`: the hook entries in each agent's project settings, beside the
+//! MCP entry `init` writes. Claude Code: `.claude/settings.json` (`PreToolUse` and
+//! `PostToolUse` on `Write|Edit|MultiEdit`); Cursor: `.cursor/hooks.json` (`afterFileEdit`);
+//! Gemini CLI: `.gemini/settings.json` (`BeforeTool` and `AfterTool` on `write_file|replace`).
+//!
+//! Idempotent: an entry is ours when its command ends with `hook <agent> <event>` and names
+//! resilient-write (or is the command given); installing replaces ours and keeps every other
+//! hook and key, and a file already holding exactly our entries is left byte for byte.
+//! `--remove` takes ours out and leaves the rest. Files are written through the pipeline
+//! (atomic, journaled), like the rest of `init`.
+
+use super::Agent;
+use serde_json::{Map, Value, json};
+use std::path::{Path, PathBuf};
+
+/// The settings file of `agent` in `project`, relative.
+pub fn settings_file(agent: Agent) -> &'static str {
+    match agent {
+        Agent::ClaudeCode => ".claude/settings.json",
+        Agent::Cursor => ".cursor/hooks.json",
+        Agent::Gemini => ".gemini/settings.json",
+    }
+}
+
+/// The tools each matcher covers (Cursor's `afterFileEdit` has no matcher).
+fn matcher(agent: Agent) -> Option<&'static str> {
+    match agent {
+        Agent::ClaudeCode => Some("Write|Edit|MultiEdit"),
+        Agent::Cursor => None,
+        Agent::Gemini => Some("write_file|replace"),
+    }
+}
+
+fn shell_quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"/._-+:=@".contains(&b))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The command line of one hook.
+pub fn hook_command(command: &str, agent: Agent, event: &str) -> String {
+    format!("{} hook {} {event}", shell_quote(command), agent.name())
+}
+
+/// Whether hook entry `h` (an object with `command`) is ours for `agent` and `event`.
+fn is_ours(h: &Value, command: &str, agent: Agent, event: &str) -> bool {
+    let Some(c) = h.get("command").and_then(Value::as_str) else {
+        return false;
+    };
+    let tail = format!(" hook {} {event}", agent.name());
+    c.trim_end().ends_with(&tail) && (c.contains("resilient-write") || c.starts_with(command))
+}
+
+/// Our entry for `event` in the agent's format.
+fn entry(command: &str, agent: Agent, event: &str) -> Value {
+    let cmd = hook_command(command, agent, event);
+    match agent {
+        Agent::Cursor => json!({"command": cmd}),
+        _ => json!({
+            "matcher": matcher(agent),
+            "hooks": [{"type": "command", "command": cmd}],
+        }),
+    }
+}
+
+/// `text` (a settings file, `None` when missing) with our hook entries for `agent` installed,
+/// or with them removed when `remove`. `Ok(None)`: nothing to change.
+pub fn edit(
+    text: Option<&str>,
+    agent: Agent,
+    command: &str,
+    remove: bool,
+) -> Result<Option<String>, String> {
+    let mut root = match text {
+        None if remove => return Ok(None),
+        None => Value::Object(Map::new()),
+        Some(t) if t.trim().is_empty() => Value::Object(Map::new()),
+        Some(t) => serde_json::from_str::<Value>(t)
+            .map_err(|e| format!("is not valid JSON ({e}; comments are not supported)"))?,
+    };
+    let before = root.clone();
+    let Some(obj) = root.as_object_mut() else {
+        return Err("is not a JSON object".into());
+    };
+    if agent == Agent::Cursor && !remove {
+        obj.entry("version").or_insert(json!(1));
+    }
+    let hooks = obj
+        .entry("hooks".to_string())
+        .or_insert_with(|| Value::Object(Map::new()));
+    let Some(hooks) = hooks.as_object_mut() else {
+        return Err("has a `hooks` that is not an object".into());
+    };
+    for event in agent.events() {
+        let list = hooks
+            .entry(event.to_string())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        let Some(list) = list.as_array_mut() else {
+            return Err(format!("has a `hooks.{event}` that is not an array"));
+        };
+        // Take ours out: whole Cursor entries; Claude/Gemini hooks inside their groups, and
+        // the groups left empty.
+        list.retain_mut(|item| match agent {
+            Agent::Cursor => !is_ours(item, command, agent, event),
+            _ => match item.get_mut("hooks").and_then(Value::as_array_mut) {
+                Some(inner) => {
+                    let had = inner.len();
+                    inner.retain(|h| !is_ours(h, command, agent, event));
+                    !(had > 0 && inner.is_empty())
+                }
+                None => true,
+            },
+        });
+        if !remove {
+            list.push(entry(command, agent, event));
+        }
+        if list.is_empty() {
+            hooks.remove(*event);
+        }
+    }
+    if hooks.is_empty() {
+        obj.remove("hooks");
+    }
+    if root == before && text.is_some() {
+        return Ok(None);
+    }
+    let mut out = serde_json::to_string_pretty(&root).map_err(|e| e.to_string())?;
+    out.push('\n');
+    Ok(Some(out))
+}
+
+/// One settings file `init --hooks` would write.
+pub struct HookFile {
+    pub agent: Agent,
+    pub path: PathBuf,
+    pub shown: &'static str,
+    pub old: Option<String>,
+    /// `None`: unchanged.
+    pub new: Option<String>,
+}
+
+/// What `init --hooks` would write for `agents` in `project`.
+pub fn plan(
+    project: &Path,
+    agents: &[Agent],
+    command: &str,
+    remove: bool,
+) -> Result<Vec<HookFile>, String> {
+    let mut out = Vec::new();
+    for &agent in agents {
+        let shown = settings_file(agent);
+        let path = project.join(shown);
+        let old = match std::fs::read(&path) {
+            Ok(b) => Some(String::from_utf8(b).map_err(|_| format!("{shown}: is not UTF-8"))?),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(format!("cannot read {shown}: {e}")),
+        };
+        let new =
+            edit(old.as_deref(), agent, command, remove).map_err(|e| format!("{shown}: {e}"))?;
+        out.push(HookFile {
+            agent,
+            path,
+            shown,
+            old,
+            new,
+        });
+    }
+    Ok(out)
+}
+
+/// Run `init --hooks` in `project` (already canonical) for every agent with hooks: print the
+/// diffs with `print`, else write the files that change. Exit 0, 1 when a file is malformed
+/// or cannot be written (nothing is written when any file is malformed).
+pub fn run(
+    config: &crate::dispatch::Config,
+    project: &Path,
+    command: &str,
+    remove: bool,
+    print: bool,
+) -> std::process::ExitCode {
+    use std::process::ExitCode;
+    let agents = [Agent::ClaudeCode, Agent::Cursor, Agent::Gemini];
+    let files = match plan(project, &agents, command, remove) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!(
+                "resilient-write init: {e}; fix or remove it and run init again (nothing was written)"
+            );
+            return ExitCode::FAILURE;
+        }
+    };
+    let label = |f: &HookFile| match (&f.old, &f.new) {
+        (_, None) => "unchanged",
+        (None, Some(_)) => "created",
+        (Some(_), Some(_)) => "updated",
+    };
+    if print {
+        for f in &files {
+            println!("{:<10} {}", label(f), f.shown);
+            if let Some(new) = &f.new {
+                let old = f.old.as_deref().unwrap_or("");
+                print!(
+                    "{}",
+                    similar::TextDiff::from_lines(old, new.as_str())
+                        .unified_diff()
+                        .context_radius(2)
+                        .header(&format!("a/{}", f.shown), &format!("b/{}", f.shown))
+                );
+            }
+        }
+        return ExitCode::SUCCESS;
+    }
+    let mut cfg = config.clone();
+    cfg.store.cwd = project.to_path_buf();
+    cfg.store.workspaces = vec![project.to_path_buf()];
+    if cfg.store.state_root.is_none() {
+        cfg.store.state_root = Some(project.to_path_buf());
+    }
+    cfg.store.sweep_on_start = false;
+    let Some(service) = crate::cmd::service(cfg) else {
+        return ExitCode::from(2);
+    };
+    for f in &files {
+        if let Some(new) = &f.new
+            && let Err(e) =
+                crate::maint::gitignore::write_text(&service, &f.path, f.old.as_deref(), new)
+        {
+            eprintln!("resilient-write init: writing {} failed: {e}", f.shown);
+            return ExitCode::FAILURE;
+        }
+        println!("{:<10} {}", label(f), f.shown);
+    }
+    if !remove {
+        println!(
+            "\nThe agents' own Write/Edit tools now run `{command} hook ...` before and after each \
+             edit (Gemini CLI: hooks must be enabled in its settings). Undo with `init --hooks --remove`."
+        );
+    }
+    ExitCode::SUCCESS
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn install_is_idempotent_keeps_other_hooks_and_remove_takes_only_ours() {
+        let theirs = r#"{"model": "x", "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "lint.sh"}]}]}}"#;
+        let once = edit(Some(theirs), Agent::ClaudeCode, "resilient-write", false)
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(&once).unwrap();
+        assert_eq!(v["model"], "x");
+        assert_eq!(v["hooks"]["PreToolUse"].as_array().unwrap().len(), 2);
+        assert_eq!(
+            v["hooks"]["PostToolUse"][0]["hooks"][0]["command"],
+            "resilient-write hook claude-code PostToolUse"
+        );
+        assert_eq!(
+            v["hooks"]["PreToolUse"][1]["matcher"],
+            "Write|Edit|MultiEdit"
+        );
+        assert_eq!(
+            edit(Some(&once), Agent::ClaudeCode, "resilient-write", false).unwrap(),
+            None
+        );
+        let removed = edit(Some(&once), Agent::ClaudeCode, "resilient-write", true)
+            .unwrap()
+            .unwrap();
+        let r: Value = serde_json::from_str(&removed).unwrap();
+        assert_eq!(r, serde_json::from_str::<Value>(theirs).unwrap());
+        assert_eq!(edit(None, Agent::Gemini, "rw", true).unwrap(), None);
+    }
+
+    #[test]
+    fn a_moved_binary_replaces_the_old_entry() {
+        let old = edit(None, Agent::Cursor, "/old/bin/resilient-write", false)
+            .unwrap()
+            .unwrap();
+        let new = edit(Some(&old), Agent::Cursor, "/new/resilient-write", false)
+            .unwrap()
+            .unwrap();
+        let v: Value = serde_json::from_str(&new).unwrap();
+        assert_eq!(v["version"], 1);
+        assert_eq!(
+            v["hooks"]["afterFileEdit"],
+            json!([{"command": "/new/resilient-write hook cursor afterFileEdit"}])
+        );
+    }
+
+    #[test]
+    fn malformed_settings_are_refused() {
+        assert!(edit(Some("{,"), Agent::Gemini, "rw", false).is_err());
+        assert!(edit(Some("[]"), Agent::Gemini, "rw", false).is_err());
+        assert!(edit(Some(r#"{"hooks": []}"#), Agent::Gemini, "rw", false).is_err());
+    }
+}
