@@ -390,6 +390,7 @@ fn the_subdirectory_list_names_every_state_directory() {
         resilient_write::chunks::CHUNKS_DIR,
         resilient_write::checkpoint::doc::CHECKPOINT_DIR,
         resilient_write::handoff::store::ARCHIVE_DIR,
+        resilient_write::native::HOOKS_DIR,
     ];
     known.sort();
     let mut listed = resilient_write::layout::STATE_SUBDIRS.to_vec();

@@ -14,6 +14,7 @@ pub const STATE_SUBDIRS: &[&str] = &[
     "chunks",
     "checkpoints",
     "handoffs",
+    "hooks",
 ];
 
 /// Default cap on one write's content: big enough for any source file, small enough that a
