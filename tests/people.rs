@@ -549,6 +549,46 @@ fn doctor_on_a_fresh_project_is_healthy() {
 }
 
 #[test]
+fn doctor_honours_the_global_excludes_file_and_patterns() {
+    let ws = Workspace::new();
+    let h = home();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws.root)
+        .output()
+        .expect("git");
+    assert!(git.status.success());
+    let home_s = h.path().to_str().unwrap();
+    let xdg = h.path().join("xdg");
+    let env = [("HOME", home_s), ("XDG_CONFIG_HOME", xdg.to_str().unwrap())];
+    // Not ignored anywhere: a problem.
+    let o = run(&ws.root, &["doctor"], &env);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(
+        out(&o).matches("is not git-ignored").count(),
+        1,
+        "{}",
+        out(&o)
+    );
+    // Ignored by the user's global excludes file (core.excludesFile): healthy.
+    let excludes = h.path().join("my-ignores");
+    std::fs::write(&excludes, ".resilient_write/\n").unwrap();
+    std::fs::write(
+        h.path().join(".gitconfig"),
+        format!("[core]\n\texcludesFile = {}\n", excludes.display()),
+    )
+    .unwrap();
+    let o = run(&ws.root, &["doctor"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    // By a pattern in the project's .gitignore: healthy too.
+    std::fs::remove_file(h.path().join(".gitconfig")).unwrap();
+    std::fs::write(ws.path(".gitignore"), ".resilient_*\n").unwrap();
+    let o = run(&ws.root, &["doctor"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(!ws.path(".resilient_write").exists());
+}
+
+#[test]
 fn doctor_reports_each_kind_of_damage_fix_repairs_it_and_the_next_check_is_clean() {
     let ws = Workspace::new();
     project_with_state(&ws);

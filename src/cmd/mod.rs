@@ -158,7 +158,13 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
     let cli = Cli::parse();
-    if let Err(e) = logging::init(&cli.global.log_level, cli.global.log_file.as_deref()) {
+    // doctor reports what the start-up notices say (an unignored state directory, a bad
+    // policy) as findings; logged at the default level too, each was printed twice.
+    let level = match cli.command {
+        Some(Command::Doctor(_)) if cli.global.log_level == "warn" => "error",
+        _ => cli.global.log_level.as_str(),
+    };
+    if let Err(e) = logging::init(level, cli.global.log_file.as_deref()) {
         eprintln!("resilient-write: {e}");
         return ExitCode::from(2);
     }
