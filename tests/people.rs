@@ -589,6 +589,66 @@ fn doctor_honours_the_global_excludes_file_and_patterns() {
 }
 
 #[test]
+fn doctor_reports_a_client_whose_server_binary_is_missing() {
+    let ws = Workspace::new();
+    let h = home();
+    let env = [("HOME", h.path().to_str().unwrap())];
+    let gone = h.path().join("old-build/resilient-write");
+    let o = run(
+        &ws.root,
+        &[
+            "init",
+            "--client",
+            "claude",
+            "--client",
+            "codex",
+            "--write-global",
+            "--command",
+            gone.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    let o = run(&ws.root, &["doctor", "--json"], &env);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let clients: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "clients")
+        .collect();
+    assert_eq!(clients.len(), 2, "{doc}");
+    assert!(clients.iter().all(|f| f["severity"] == "problem"), "{doc}");
+    assert!(
+        clients[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Claude Code"),
+        "{doc}"
+    );
+    assert!(
+        clients[1]["message"].as_str().unwrap().contains("Codex"),
+        "{doc}"
+    );
+    // Registered with this binary: healthy.
+    let exe = common::bin();
+    let args = [
+        "init",
+        "--client",
+        "claude",
+        "--client",
+        "codex",
+        "--write-global",
+        "--command",
+        exe.to_str().unwrap(),
+    ];
+    assert!(run(&ws.root, &args, &env).status.success());
+    let o = run(&ws.root, &["doctor"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+}
+
+#[test]
 fn doctor_reports_each_kind_of_damage_fix_repairs_it_and_the_next_check_is_clean() {
     let ws = Workspace::new();
     project_with_state(&ws);

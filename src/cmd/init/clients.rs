@@ -196,3 +196,65 @@ pub fn config_path(client: &Client, project: &Path, home: Option<&Path>) -> Opti
         Scope::User => home.map(|h| h.join((client.file)())),
     }
 }
+
+/// A client config that registers the server: which client, the file, the command it runs.
+#[derive(Debug, Clone)]
+pub struct Registered {
+    pub label: &'static str,
+    pub kind: ClientKind,
+    pub file: PathBuf,
+    pub command: String,
+}
+
+/// The command each client config found registers for the server (files that are missing,
+/// unreadable or malformed are skipped: `init` reports those).
+pub fn registered(project: &Path, home: Option<&Path>) -> Vec<Registered> {
+    let mut out = Vec::new();
+    for client in CLIENTS {
+        let Some(file) = config_path(client, project, home) else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        let command = match client.format {
+            Format::Json(keys) => jsonc_parser::cst::CstRootNode::parse(&text, &Default::default())
+                .ok()
+                .and_then(|root| root.to_serde_value())
+                .and_then(|mut v| {
+                    for k in keys.iter().chain([&super::SERVER_NAME, &"command"]) {
+                        v = v.get(*k)?.clone();
+                    }
+                    v.as_str().map(String::from)
+                }),
+            Format::CodexToml => text.parse::<toml_edit::DocumentMut>().ok().and_then(|d| {
+                d.get("mcp_servers")?
+                    .get(super::SERVER_NAME)?
+                    .get("command")?
+                    .as_str()
+                    .map(String::from)
+            }),
+        };
+        if let Some(command) = command {
+            out.push(Registered {
+                label: client.label,
+                kind: client.kind,
+                file,
+                command,
+            });
+        }
+    }
+    out
+}
+
+/// Whether `command` names an executable file: a path as it is, a bare name on `path_var`.
+pub fn command_exists(command: &str, path_var: Option<&std::ffi::OsStr>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let runnable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if command.contains('/') {
+        return runnable(Path::new(command));
+    }
+    path_var.is_some_and(|paths| std::env::split_paths(paths).any(|d| runnable(&d.join(command))))
+}
