@@ -576,6 +576,6 @@ mod tests {
             Some(false),
             "deeper negation"
         );
-        assert_eq!(gitignore_note(&nested).is_some(), true);
+        assert!(gitignore_note(&nested).is_some());
     }
 }
