@@ -4,6 +4,11 @@
 //! JSON arguments to a result or an envelope), the tools as thin adapters, the MCP handler,
 //! the transports and the subcommands for people. See `docs/ARCHITECTURE.md`.
 
+// Durability rests on POSIX semantics (rename over a file, fsync of a directory, O_NOFOLLOW,
+// file modes): Linux and macOS only. Elsewhere the build stops here with the reason.
+#[cfg(not(unix))]
+compile_error!("resilient-write supports Linux and macOS only; on Windows run it under WSL2");
+
 // The core's modules under their old paths, for the adapters and the integration tests.
 pub use resilient_write_core::{
     analytics, checkpoint, chunks, classify, edit, envelope, handoff, hash, history, journal,

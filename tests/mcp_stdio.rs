@@ -739,3 +739,51 @@ fn a_message_over_the_transport_cap_is_answered_not_dropped() {
         json!({"path": "small.txt", "content": "ok"}),
     );
 }
+
+#[test]
+fn stdin_ending_before_any_client_spoke_exits_cleanly_without_an_error() {
+    let ws = Workspace::new();
+    let o = std::process::Command::new(common::bin())
+        .current_dir(&ws.root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("ERROR"), "{err}");
+    // Not a terminal: no hint, and stdout stays for the protocol.
+    assert!(!err.contains("Try `resilient-write demo`"), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn run_bare_in_a_terminal_it_says_what_it_is_in_one_line_and_exits_on_eof() {
+    // util-linux `script` gives the server a pseudo-terminal; its stdin's EOF becomes Ctrl-D.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        common::missing_prerequisite("`script` (util-linux) for a pseudo-terminal");
+        return;
+    }
+    let ws = Workspace::new();
+    let o = std::process::Command::new("script")
+        .args(["-qec", &common::bin().display().to_string(), "/dev/null"])
+        .current_dir(&ws.root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let hints: Vec<&str> = text.lines().filter(|l| l.contains("MCP server")).collect();
+    assert_eq!(hints.len(), 1, "{text}");
+    for part in [
+        "stdin/stdout",
+        "resilient-write demo",
+        "resilient-write init",
+    ] {
+        assert!(hints[0].contains(part), "{part}: {text}");
+    }
+    assert!(!text.contains("ERROR"), "{text}");
+}

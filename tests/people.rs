@@ -69,9 +69,11 @@ fn init_twice_writes_every_file_once_and_the_second_run_changes_nothing() {
     for f in [
         "CLAUDE.md",
         "AGENTS.md",
+        "GEMINI.md",
         ".mcp.json",
         ".cursor/mcp.json",
         ".vscode/mcp.json",
+        ".gemini/settings.json",
         ".gitignore",
     ] {
         assert!(
@@ -80,7 +82,7 @@ fn init_twice_writes_every_file_once_and_the_second_run_changes_nothing() {
             "{f} not created:\n{text}"
         );
     }
-    assert!(text.contains("[mcp_servers.resilient-write]"), "{text}");
+    assert!(text.contains("+[mcp_servers.resilient-write]"), "{text}");
     assert!(
         !h.path().join(".codex").exists(),
         "the user's Codex config was touched"
@@ -106,7 +108,7 @@ fn init_twice_writes_every_file_once_and_the_second_run_changes_nothing() {
             .unwrap();
     assert_eq!(vscode["servers"]["resilient-write"]["type"], "stdio");
     // Through the write pipeline: one journal row per file.
-    assert_eq!(journal_rows(&ws.root).len(), 6);
+    assert_eq!(journal_rows(&ws.root).len(), 8);
 
     let before = snapshot(&ws.root);
     let second = run(&ws.root, &args, &env);
@@ -114,15 +116,19 @@ fn init_twice_writes_every_file_once_and_the_second_run_changes_nothing() {
     assert!(second.status.success(), "{text}");
     let reported: Vec<&str> = text
         .lines()
-        .filter(|l| l.ends_with(".md") || l.ends_with(".json") || l.ends_with(".gitignore"))
+        .filter(|l| {
+            ["created", "updated", "unchanged"]
+                .iter()
+                .any(|w| l.starts_with(w))
+        })
         .collect();
-    assert_eq!(reported.len(), 6, "{text}");
+    assert_eq!(reported.len(), 8, "{text}");
     assert!(
         reported.iter().all(|l| l.starts_with("unchanged")),
         "{text}"
     );
     assert_eq!(snapshot(&ws.root), before, "the second run changed a file");
-    assert_eq!(journal_rows(&ws.root).len(), 6, "the second run wrote");
+    assert_eq!(journal_rows(&ws.root).len(), 8, "the second run wrote");
 }
 
 #[test]
@@ -219,12 +225,14 @@ fn init_print_shows_diffs_and_writes_nothing() {
 }
 
 #[test]
-fn init_write_global_adds_the_codex_server_once_keeping_the_users_settings() {
+fn init_write_global_adds_the_codex_server_with_its_workspace_keeping_the_users_settings() {
     let ws = Workspace::new();
     let h = home();
     let codex = h.path().join(".codex");
     std::fs::create_dir(&codex).unwrap();
-    std::fs::write(codex.join("config.toml"), "model = \"m\"\n").unwrap();
+    // An entry from an older init: no workspace, so it failed when Codex started in $HOME.
+    let before = "# mine\nmodel = \"m\"\n\n[mcp_servers.resilient-write]\ncommand = \"rw\"\nargs = [\"serve\"]\n";
+    std::fs::write(codex.join("config.toml"), before).unwrap();
     let env = [("HOME", h.path().to_str().unwrap())];
     let args = [
         "init",
@@ -237,14 +245,25 @@ fn init_write_global_adds_the_codex_server_once_keeping_the_users_settings() {
     let o = run(&ws.root, &args, &env);
     assert!(o.status.success(), "{}", out(&o));
     let text = std::fs::read_to_string(codex.join("config.toml")).unwrap();
-    assert!(
-        text.starts_with("model = \"m\"\n\n[mcp_servers.resilient-write]\n"),
-        "{text}"
+    assert!(text.starts_with("# mine\nmodel = \"m\"\n"), "{text}");
+    let t: toml::Table = toml::from_str(&text).unwrap();
+    let server = &t["mcp_servers"]["resilient-write"];
+    assert_eq!(server["command"].as_str(), Some("/opt/rw"));
+    let project = ws.root.canonicalize().unwrap();
+    let project = project.to_str().unwrap();
+    let args_written: Vec<&str> = server["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_str().unwrap())
+        .collect();
+    assert_eq!(
+        args_written,
+        ["serve", "-w", project, "--state-dir", project]
     );
-    assert!(text.contains("command = \"/opt/rw\""), "{text}");
     let o = run(&ws.root, &args, &env);
     assert!(
-        out(&o).contains("already defines [mcp_servers.resilient-write]"),
+        out(&o).contains("unchanged  ") && out(&o).contains(".codex/config.toml"),
         "{}",
         out(&o)
     );
@@ -252,6 +271,223 @@ fn init_write_global_adds_the_codex_server_once_keeping_the_users_settings() {
         std::fs::read_to_string(codex.join("config.toml")).unwrap(),
         text
     );
+}
+
+/// The value under `keys` in a JSON(C) file (comments and trailing commas allowed).
+fn entry(path: &Path, keys: &[&str]) -> Value {
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut v = jsonc_parser::cst::CstRootNode::parse(&text, &Default::default())
+        .unwrap_or_else(|e| panic!("{e}: {text}"))
+        .to_serde_value()
+        .unwrap();
+    for k in keys {
+        v = v[k].clone();
+    }
+    v
+}
+
+#[test]
+fn init_sets_up_every_client_keeping_comments_and_other_servers() {
+    let ws = Workspace::new();
+    let h = home();
+    let project = ws.root.canonicalize().unwrap();
+    let project_s = project.to_str().unwrap().to_string();
+    // (client, file, base, keys to the servers object, existing text with a comment and another server)
+    let jsonc = |key: &str| {
+        format!(
+            "// settings of mine\n{{\n  \"theme\": \"dark\", // keep\n  \"{key}\": {{\n    \"other\": {{ \"command\": \"other-server\" }},\n  }},\n  \"z_last\": 1\n}}\n"
+        )
+    };
+    let desktop = if cfg!(target_os = "macos") {
+        "Library/Application Support/Claude/claude_desktop_config.json"
+    } else {
+        ".config/Claude/claude_desktop_config.json"
+    };
+    let cases: Vec<(&str, PathBuf, &str, bool)> = vec![
+        ("claude", project.join(".mcp.json"), "mcpServers", false),
+        (
+            "claude-desktop",
+            h.path().join(desktop),
+            "mcpServers",
+            false,
+        ),
+        (
+            "cursor",
+            project.join(".cursor/mcp.json"),
+            "mcpServers",
+            true,
+        ),
+        ("vscode", project.join(".vscode/mcp.json"), "servers", true),
+        (
+            "windsurf",
+            h.path().join(".codeium/windsurf/mcp_config.json"),
+            "mcpServers",
+            false,
+        ),
+        (
+            "zed",
+            h.path().join(".config/zed/settings.json"),
+            "context_servers",
+            false,
+        ),
+        (
+            "gemini",
+            project.join(".gemini/settings.json"),
+            "mcpServers",
+            false,
+        ),
+    ];
+    for (_, file, key, _) in &cases {
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, jsonc(key)).unwrap();
+    }
+    let env = [("HOME", h.path().to_str().unwrap())];
+    let mut args = vec!["init", "--write-global", "--command", "/opt/bin/rw"];
+    for (client, ..) in &cases {
+        args.extend(["--client", client]);
+    }
+    args.extend(["--client", "codex"]);
+    let o = run(&ws.root, &args, &env);
+    let text = out(&o);
+    assert!(o.status.success(), "{text}");
+    for (client, file, key, folder) in &cases {
+        let written = std::fs::read_to_string(file).unwrap();
+        for kept in [
+            "// settings of mine",
+            "\"theme\": \"dark\", // keep",
+            "\"z_last\": 1",
+        ] {
+            assert!(written.contains(kept), "{client}: {kept} lost:\n{written}");
+        }
+        assert!(
+            written.find("\"theme\"").unwrap() < written.find(key).unwrap()
+                && written.find(key).unwrap() < written.find("\"z_last\"").unwrap(),
+            "{client}: keys reordered:\n{written}"
+        );
+        let servers = entry(file, &[key]);
+        assert_eq!(servers["other"]["command"], "other-server", "{client}");
+        let ours = &servers["resilient-write"];
+        assert_eq!(ours["command"], "/opt/bin/rw", "{client}: {written}");
+        let w = if *folder {
+            "${workspaceFolder}"
+        } else {
+            project_s.as_str()
+        };
+        assert_eq!(
+            ours["args"],
+            json!(["serve", "-w", w, "--state-dir", w]),
+            "{client}"
+        );
+        let shown = file
+            .strip_prefix(&project)
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        assert_eq!(
+            text.lines().filter(|l| l.ends_with(&shown)).count(),
+            1,
+            "{client}: {shown} reported other than once:\n{text}"
+        );
+    }
+    assert_eq!(
+        entry(
+            &project.join(".vscode/mcp.json"),
+            &["servers", "resilient-write", "type"]
+        ),
+        "stdio"
+    );
+    assert_eq!(
+        entry(
+            &project.join(".mcp.json"),
+            &["mcpServers", "resilient-write", "type"]
+        ),
+        "stdio"
+    );
+    assert_eq!(
+        entry(
+            &h.path().join(".config/zed/settings.json"),
+            &["context_servers", "resilient-write", "source"]
+        ),
+        "custom"
+    );
+    for f in ["CLAUDE.md", "AGENTS.md", "GEMINI.md"] {
+        let t = std::fs::read_to_string(project.join(f)).unwrap();
+        assert_eq!(t.matches("resilient-write:begin").count(), 1, "{f}");
+    }
+    // Nothing printed twice.
+    let mut lines: Vec<&str> = text.lines().filter(|l| !l.is_empty()).collect();
+    let n = lines.len();
+    lines.sort();
+    lines.dedup();
+    assert_eq!(lines.len(), n, "a line printed twice:\n{text}");
+    // A second run changes nothing.
+    let before = (snapshot(&ws.root), snapshot(h.path()));
+    let o = run(&ws.root, &args, &env);
+    assert!(o.status.success(), "{}", out(&o));
+    assert!(
+        out(&o).lines().all(|l| l.starts_with("unchanged")),
+        "{}",
+        out(&o)
+    );
+    assert_eq!((snapshot(&ws.root), snapshot(h.path())), before);
+}
+
+#[test]
+fn init_shows_the_users_files_as_diffs_without_write_global_and_dry_run_writes_nothing() {
+    let ws = Workspace::new();
+    let h = home();
+    let env = [("HOME", h.path().to_str().unwrap())];
+    let o = run(
+        &ws.root,
+        &["init", "--client", "zed", "--command", "/opt/rw"],
+        &env,
+    );
+    let text = out(&o);
+    assert!(o.status.success(), "{text}");
+    assert!(text.contains("Zed reads"), "{text}");
+    assert!(text.contains("+  \"context_servers\": {"), "{text}");
+    assert_eq!(
+        std::fs::read_dir(h.path()).unwrap().count(),
+        0,
+        "HOME touched"
+    );
+    let ws2 = Workspace::new();
+    let o = run(
+        &ws2.root,
+        &[
+            "init",
+            "--dry-run",
+            "--write-global",
+            "--client",
+            "all",
+            "--command",
+            "/opt/rw",
+        ],
+        &env,
+    );
+    let text = out(&o);
+    assert!(o.status.success(), "{text}");
+    assert!(
+        text.contains("would be created  .gemini/settings.json"),
+        "{text}"
+    );
+    assert!(text.contains("+[mcp_servers.resilient-write]"), "{text}");
+    assert_eq!(std::fs::read_dir(&ws2.root).unwrap().count(), 0);
+    assert_eq!(std::fs::read_dir(h.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn init_without_command_names_this_binary_by_absolute_path() {
+    let ws = Workspace::new();
+    let o = run(&ws.root, &["init"], &[]);
+    assert!(o.status.success(), "{}", out(&o));
+    let cmd = entry(
+        &ws.path(".mcp.json"),
+        &["mcpServers", "resilient-write", "command"],
+    );
+    let cmd = PathBuf::from(cmd.as_str().unwrap());
+    assert!(cmd.is_absolute(), "{}", cmd.display());
+    assert_eq!(cmd, common::bin().canonicalize().unwrap());
 }
 
 // ---------------------------------------------------------------- doctor
@@ -310,6 +546,106 @@ fn doctor_on_a_fresh_project_is_healthy() {
         !ws.path(".resilient_write").exists(),
         "doctor created state"
     );
+}
+
+#[test]
+fn doctor_honours_the_global_excludes_file_and_patterns() {
+    let ws = Workspace::new();
+    let h = home();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws.root)
+        .output()
+        .expect("git");
+    assert!(git.status.success());
+    let home_s = h.path().to_str().unwrap();
+    let xdg = h.path().join("xdg");
+    let env = [("HOME", home_s), ("XDG_CONFIG_HOME", xdg.to_str().unwrap())];
+    // Not ignored anywhere: a problem.
+    let o = run(&ws.root, &["doctor"], &env);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    assert_eq!(
+        out(&o).matches("is not git-ignored").count(),
+        1,
+        "{}",
+        out(&o)
+    );
+    // Ignored by the user's global excludes file (core.excludesFile): healthy.
+    let excludes = h.path().join("my-ignores");
+    std::fs::write(&excludes, ".resilient_write/\n").unwrap();
+    std::fs::write(
+        h.path().join(".gitconfig"),
+        format!("[core]\n\texcludesFile = {}\n", excludes.display()),
+    )
+    .unwrap();
+    let o = run(&ws.root, &["doctor"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    // By a pattern in the project's .gitignore: healthy too.
+    std::fs::remove_file(h.path().join(".gitconfig")).unwrap();
+    std::fs::write(ws.path(".gitignore"), ".resilient_*\n").unwrap();
+    let o = run(&ws.root, &["doctor"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
+    assert!(!ws.path(".resilient_write").exists());
+}
+
+#[test]
+fn doctor_reports_a_client_whose_server_binary_is_missing() {
+    let ws = Workspace::new();
+    let h = home();
+    let env = [("HOME", h.path().to_str().unwrap())];
+    let gone = h.path().join("old-build/resilient-write");
+    let o = run(
+        &ws.root,
+        &[
+            "init",
+            "--client",
+            "claude",
+            "--client",
+            "codex",
+            "--write-global",
+            "--command",
+            gone.to_str().unwrap(),
+        ],
+        &env,
+    );
+    assert!(o.status.success(), "{}", out(&o));
+    let o = run(&ws.root, &["doctor", "--json"], &env);
+    assert_eq!(o.status.code(), Some(1), "{}", out(&o));
+    let doc: Value = serde_json::from_slice(&o.stdout).unwrap();
+    let clients: Vec<&Value> = doc["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "clients")
+        .collect();
+    assert_eq!(clients.len(), 2, "{doc}");
+    assert!(clients.iter().all(|f| f["severity"] == "problem"), "{doc}");
+    assert!(
+        clients[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("Claude Code"),
+        "{doc}"
+    );
+    assert!(
+        clients[1]["message"].as_str().unwrap().contains("Codex"),
+        "{doc}"
+    );
+    // Registered with this binary: healthy.
+    let exe = common::bin();
+    let args = [
+        "init",
+        "--client",
+        "claude",
+        "--client",
+        "codex",
+        "--write-global",
+        "--command",
+        exe.to_str().unwrap(),
+    ];
+    assert!(run(&ws.root, &args, &env).status.success());
+    let o = run(&ws.root, &["doctor"], &env);
+    assert_eq!(o.status.code(), Some(0), "{}", out(&o));
 }
 
 #[test]

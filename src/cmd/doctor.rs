@@ -67,13 +67,53 @@ impl Progress {
     }
 }
 
-/// Every check, in order ([`crate::maint::check`]), with progress on stderr.
-fn check(svc: &Service, progress: &mut Progress) -> Vec<Finding> {
-    let findings = crate::maint::check(svc, &mut |what, done, total| {
+/// Every check, in order ([`crate::maint::check`]), with progress on stderr, then the
+/// client configs; each finding once.
+fn check(svc: &Service, config: &Config, progress: &mut Progress) -> Vec<Finding> {
+    let mut findings = crate::maint::check(svc, &mut |what, done, total| {
         progress.tick(what, done, total)
     });
     progress.clear();
+    if let Some(project) = svc.state_dir().parent() {
+        let path_var = std::env::var_os("PATH");
+        findings.extend(client_findings(
+            project,
+            config.store.home.as_deref(),
+            path_var.as_deref(),
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    findings.retain(|f| seen.insert((f.check, f.message.clone())));
     findings
+}
+
+/// A PROBLEM for each client config whose server command does not exist: the client would
+/// fail to start the server while everything here looks healthy.
+pub fn client_findings(
+    project: &std::path::Path,
+    home: Option<&std::path::Path>,
+    path_var: Option<&std::ffi::OsStr>,
+) -> Vec<Finding> {
+    use crate::cmd::init::clients;
+    clients::registered(project, home)
+        .into_iter()
+        .filter(|r| !clients::command_exists(&r.command, path_var))
+        .map(|r| {
+            let kind = clap::ValueEnum::to_possible_value(&r.kind)
+                .map(|v| v.get_name().to_string())
+                .unwrap_or_default();
+            Finding::problem(
+                "clients",
+                format!(
+                    "{} ({}) starts `{}`, which does not exist or is not executable",
+                    r.label,
+                    r.file.display(),
+                    r.command
+                ),
+                format!("run `resilient-write init --client {kind}` again (it writes this binary's path)"),
+            )
+        })
+        .collect()
 }
 
 fn start(config: &Config) -> Arc<Service> {
@@ -105,7 +145,7 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
     let svc = start(config);
     let state_dir = svc.state_dir().display().to_string();
     let mut progress = Progress::new(args.json);
-    let findings = check(&svc, &mut progress);
+    let findings = check(&svc, config, &mut progress);
     let mut fixed: Vec<(usize, Result<(), String>)> = Vec::new();
     let mut done: Vec<Repair> = Vec::new();
     if args.fix {
@@ -129,7 +169,7 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
         // Check again with a fresh service: what remains is what the exit status reports.
         drop(svc);
         let svc = start(config);
-        Some(check(&svc, &mut progress))
+        Some(check(&svc, config, &mut progress))
     } else {
         None
     };

@@ -166,7 +166,13 @@ pub fn main() -> ExitCode {
     // An agent reads exit status 2 of a hook as "block": `hook` never fails on configuration
     // (one stderr line, then the defaults), so a bad environment cannot stop an agent's edits.
     let hook = matches!(cli.command, Some(Command::Hook(_)));
-    if let Err(e) = logging::init(&cli.global.log_level, cli.global.log_file.as_deref()) {
+    // doctor reports what the start-up notices say (an unignored state directory, a bad
+    // policy) as findings; logged at the default level too, each was printed twice.
+    let level = match cli.command {
+        Some(Command::Doctor(_)) if cli.global.log_level == "warn" => "error",
+        _ => cli.global.log_level.as_str(),
+    };
+    if let Err(e) = logging::init(level, cli.global.log_file.as_deref()) {
         eprintln!("resilient-write: {e}");
         if !hook {
             return ExitCode::from(2);

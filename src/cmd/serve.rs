@@ -156,6 +156,10 @@ pub fn run(config: Config, args: ServeArgs) -> ExitCode {
         }
     };
     if args.transport == Transport::Stdio {
+        if std::io::IsTerminal::is_terminal(&std::io::stdin()) {
+            // A person ran it bare: say what it is (stderr; stdout carries only MCP).
+            eprintln!("{}", terminal_hint());
+        }
         let (code, stdin_closed) = runtime.block_on(serve_stdio(config, grace));
         if stdin_closed {
             // Writes whose handler rmcp dropped at EOF still run on blocking threads.
@@ -209,6 +213,15 @@ pub fn run(config: Config, args: ServeArgs) -> ExitCode {
     }
 }
 
+/// The one line shown when stdin is a terminal.
+pub fn terminal_hint() -> String {
+    format!(
+        "resilient-write {}: an MCP server speaking JSON-RPC on stdin/stdout, waiting for a \
+         client. Try `resilient-write demo`; register it with `resilient-write init`; Ctrl-D exits.",
+        env!("CARGO_PKG_VERSION")
+    )
+}
+
 /// MCP over stdio until stdin closes or a signal arrives. Returns the exit code and whether
 /// stdin reached its end (rather than a signal stopping the server).
 async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, bool) {
@@ -229,6 +242,11 @@ async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, b
     let running = tokio::select! {
         r = server.serve(transport) => match r {
             Ok(r) => r,
+            // stdin ended before any client spoke (Ctrl-D in a terminal, `< /dev/null`):
+            // nothing went wrong.
+            Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => {
+                return (ExitCode::SUCCESS, true);
+            }
             Err(e) => {
                 tracing::error!("MCP initialisation failed: {e}");
                 return (ExitCode::FAILURE, true);

@@ -3,6 +3,11 @@
 //! the CLI (the `resilient-write` crate) are thin front ends over [`store::Store`]. See
 //! `docs/ARCHITECTURE.md` for the code map and the rules of which module may import which.
 
+// Durability rests on POSIX semantics (rename over a file, fsync of a directory, O_NOFOLLOW,
+// file modes): Linux and macOS only. Elsewhere the build stops here with the reason.
+#[cfg(not(unix))]
+compile_error!("resilient-write supports Linux and macOS only; on Windows run it under WSL2");
+
 pub mod analytics;
 pub mod checkpoint;
 pub mod chunks;

@@ -430,28 +430,41 @@ fn ignores_state_at(gitignore: &str, rel: &str) -> bool {
 }
 
 /// Whether git ignores `state_root`'s `.resilient_write/`: `None` outside a git work tree;
-/// else whether a `.gitignore` in the state root or an ancestor up to the work tree's root, or
-/// the repository's `info/exclude`, ignores it.
+/// else what git's rules say, matched with the `ignore` crate's gitignore matcher (globs,
+/// anchoring, negations, ignored parent directories): the `.gitignore` of the state root and
+/// of each ancestor up to the work tree's root (deeper first), the repository's
+/// `info/exclude`, then the global excludes file (`core.excludesFile`, else
+/// `$XDG_CONFIG_HOME/git/ignore`). The first source with a verdict wins, as in git.
 pub fn state_dir_git_ignored(state_root: &Path) -> Option<bool> {
-    let read = |p: &Path| crate::util::statefile::read_to_string_following(p).unwrap_or_default();
-    for dir in state_root.ancestors() {
-        let rel = state_root
-            .strip_prefix(dir)
-            .ok()?
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/");
-        if ignores_state_at(&read(&dir.join(".gitignore")), &rel) {
+    let top = state_root.ancestors().find(|d| d.join(".git").exists())?;
+    let target = state_root.join(STATE_DIR_NAME);
+    let matcher = |root: &Path, file: PathBuf| {
+        let mut b = ignore::gitignore::GitignoreBuilder::new(root);
+        // A file that cannot be read or holds a bad glob adds what it can, as git does.
+        let _ = b.add(file);
+        b.build().ok()
+    };
+    let mut sources: Vec<ignore::gitignore::Gitignore> = state_root
+        .ancestors()
+        .take_while(|d| d.starts_with(top))
+        .filter_map(|d| matcher(d, d.join(".gitignore")))
+        .collect();
+    if top.join(".git").is_dir() {
+        sources.extend(matcher(top, top.join(".git").join("info").join("exclude")));
+    }
+    if let Some(global) = ignore::gitignore::gitconfig_excludes_path() {
+        sources.extend(matcher(top, global));
+    }
+    for source in &sources {
+        let m = source.matched_path_or_any_parents(&target, true);
+        if m.is_ignore() {
             return Some(true);
         }
-        let git = dir.join(".git");
-        if git.exists() {
-            let exclude = read(&git.join("info").join("exclude"));
-            return Some(ignores_state_at(&exclude, &rel));
+        if m.is_whitelist() {
+            return Some(false);
         }
     }
-    None
+    Some(false)
 }
 
 /// A warning when `.resilient_write/` would be committed: the state root is in a git work
@@ -535,5 +548,34 @@ mod tests {
         std::fs::write(root.join(".gitignore"), ".resilient_write/\n").unwrap();
         assert_eq!(state_dir_git_ignored(&inner), Some(false));
         assert_eq!(state_dir_git_ignored(root), Some(true));
+    }
+
+    #[test]
+    fn git_rules_decide_patterns_negations_and_ignored_parents() {
+        let repo = tempfile::tempdir().unwrap();
+        let root = repo.path();
+        let nested = root.join("a").join("b");
+        std::fs::create_dir_all(&nested).unwrap();
+        std::fs::create_dir_all(root.join(".git")).unwrap();
+        let set = |text: &str| std::fs::write(root.join(".gitignore"), text).unwrap();
+        set(".resilient_*/\n");
+        assert_eq!(state_dir_git_ignored(&nested), Some(true), "a glob");
+        set(".resilient_write/\n!.resilient_write/\n");
+        assert_eq!(state_dir_git_ignored(&nested), Some(false), "a negation");
+        set("a/\n");
+        assert_eq!(
+            state_dir_git_ignored(&nested),
+            Some(true),
+            "an ignored parent"
+        );
+        // A deeper .gitignore's negation wins over the root's rule.
+        set(".resilient_write/\n");
+        std::fs::write(nested.join(".gitignore"), "!.resilient_write/\n").unwrap();
+        assert_eq!(
+            state_dir_git_ignored(&nested),
+            Some(false),
+            "deeper negation"
+        );
+        assert!(gitignore_note(&nested).is_some());
     }
 }
