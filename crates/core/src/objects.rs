@@ -32,6 +32,26 @@ pub const OBJECTS_DIR: &str = "objects";
 
 static OBJ_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// A pre-image just linked into the store ([`ObjectStore::link_from`]).
+#[derive(Debug)]
+pub struct Linked {
+    /// The object's path.
+    pub path: PathBuf,
+    /// The directories whose fsync makes the link durable.
+    dirs: Vec<PathBuf>,
+}
+
+impl Linked {
+    /// Make the link durable: fsync of the fan-out directory (and of the directories created
+    /// for it).
+    pub fn sync(&self) -> io::Result<()> {
+        for d in &self.dirs {
+            File::open(d)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
+
 /// One stored object, as listed by [`ObjectStore::list`].
 #[derive(Debug, Clone)]
 pub struct ObjectInfo {
@@ -104,9 +124,11 @@ impl ObjectStore {
     /// rename another file over `name` (so the object's inode is reachable through the store
     /// alone) and the file has no other hard link; `inode` is the `(st_dev, st_ino)` the
     /// caller hashed, and a link that landed on another inode (the name was swapped since)
-    /// is taken back and refused. The link and the inode's data are durable on return.
+    /// is taken back and refused. The inode's data is durable on return; the link itself
+    /// once the caller has called [`Linked::sync`] (left to the caller so that the fsync of
+    /// the caller's own file, in between, can carry the link on filesystems with a journal).
     /// Returns `Ok(None)` when the object was already stored (nothing linked),
-    /// `Ok(Some(path))` for a new link, which the caller removes with
+    /// `Ok(Some(linked))` for a new link, which the caller removes with
     /// [`ObjectStore::unlink_new`] if its write does not happen.
     pub fn link_from(
         &self,
@@ -114,7 +136,7 @@ impl ObjectStore {
         name: &std::ffi::OsStr,
         sha256: &str,
         inode: (u64, u64),
-    ) -> io::Result<Option<PathBuf>> {
+    ) -> io::Result<Option<Linked>> {
         let (final_path, fan_dir, new_dirs) = match self.prepare(sha256)? {
             Some(p) => p,
             None => return Ok(None),
@@ -138,16 +160,18 @@ impl ObjectStore {
                     "the file changed or gained a hard link while it was being kept",
                 ));
             }
-            // The data of a file another program wrote may not be on disk yet.
-            f.sync_all()?;
-            File::open(&fan_dir)?.sync_all()?;
-            for d in &new_dirs {
-                File::open(d)?.sync_all()?;
-            }
+            // The data of a file another program wrote may not be on disk yet (fdatasync:
+            // the new link is made durable by the directory's fsync, not the inode's).
+            f.sync_data()?;
             Ok(())
         })();
+        let mut dirs = vec![fan_dir];
+        dirs.extend(new_dirs);
         match checked {
-            Ok(()) => Ok(Some(final_path)),
+            Ok(()) => Ok(Some(Linked {
+                path: final_path,
+                dirs,
+            })),
             Err(e) => {
                 let _ = fs::remove_file(&final_path);
                 Err(e)

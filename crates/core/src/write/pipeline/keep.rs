@@ -35,14 +35,13 @@ use super::fault;
 use super::retention::{Retention, Sweep, gc_with};
 use crate::journal::Journal;
 use crate::journal::paths::JournalPaths;
-use crate::objects::ObjectStore;
+use crate::objects::{Linked, ObjectStore};
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
 use rustix::fs::{Mode, OFlags};
 use std::collections::HashMap;
 use std::fs::File;
 use std::io;
-use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
@@ -63,7 +62,9 @@ pub(crate) struct Kept {
     /// The object it was kept as (pinned until [`Pipeline::settle`](super::Pipeline)).
     pub sha256: Option<String>,
     /// A new hard link, taken back if the write does not happen.
-    pub linked: Option<PathBuf>,
+    pub linked: Option<Linked>,
+    /// A new object of another kind (clone, copy), removed if the write does not happen.
+    pub new_object: bool,
     /// Bytes this write added to the store.
     pub added: u64,
     /// Why the pre-image was not kept.
@@ -179,9 +180,6 @@ impl AutoRetention {
                 .unwrap_or_default(),
             keep_last: None,
         };
-        if fault("crash_in_auto_gc") {
-            std::process::abort();
-        }
         let report = gc_with(
             journal,
             &self.paths,
@@ -241,6 +239,7 @@ impl super::Pipeline {
         match keep(store, target, old) {
             Ok((linked, new)) => Kept {
                 sha256: Some(old.sha256.clone()),
+                new_object: new && linked.is_none(),
                 linked,
                 added: if new { old.size } else { 0 },
                 not_kept: None,
@@ -255,8 +254,21 @@ impl super::Pipeline {
         }
     }
 
+    /// Make a new link durable, once the write's own temp file is synced (on a journaling
+    /// filesystem that fsync has usually committed the link already, so this one finds
+    /// nothing left to do). A link that cannot be made durable is taken back and the
+    /// pre-image reported as not kept.
+    pub(super) fn sync_kept(&self, kept: &mut Kept) {
+        let Some(linked) = &kept.linked else { return };
+        if let Err(e) = linked.sync() {
+            self.settle(kept, false);
+            *kept = Kept::not_kept(e.to_string());
+        }
+    }
+
     /// After the rename (`applied`) or a failure: a linked object now counts its age from
-    /// this write (or is taken back when the write did not happen), and is unpinned.
+    /// this write (or is taken back when the write did not happen, as is a new object of
+    /// another kind), and is unpinned.
     pub(super) fn settle(&self, kept: &Kept, applied: bool) {
         let (Some(store), Some(sha)) = (&self.objects, &kept.sha256) else {
             return;
@@ -267,8 +279,10 @@ impl super::Pipeline {
                     tracing::warn!("object {sha}: mtime not set: {e}");
                 }
             } else {
-                store.unlink_new(linked);
+                store.unlink_new(&linked.path);
             }
+        } else if kept.new_object && !applied {
+            let _ = store.remove(sha);
         }
         if let Some(auto) = &self.auto {
             auto.unpin(sha);
@@ -346,13 +360,13 @@ fn keep(
     store: &ObjectStore,
     target: &Target,
     old: &Existing,
-) -> io::Result<(Option<PathBuf>, bool)> {
+) -> io::Result<(Option<Linked>, bool)> {
     if fault("enospc_object") {
         return Err(errno_io(rustix::io::Errno::NOSPC));
     }
     if let (1, Some(inode)) = (old.nlink, old.inode) {
         match store.link_from(&target.dir, &target.name, &old.sha256, inode) {
-            Ok(Some(path)) => return Ok((Some(path), true)),
+            Ok(Some(linked)) => return Ok((Some(linked), true)),
             Ok(None) => return already(store, &old.sha256),
             Err(e) => tracing::debug!("pre-image not linked ({e}); cloning or copying"),
         }
@@ -393,7 +407,7 @@ fn keep(
 }
 
 /// The object was stored already: it counts its age from this write.
-fn already(store: &ObjectStore, sha256: &str) -> io::Result<(Option<PathBuf>, bool)> {
+fn already(store: &ObjectStore, sha256: &str) -> io::Result<(Option<Linked>, bool)> {
     if let Err(e) = store.touch(sha256) {
         tracing::warn!("object {sha256}: mtime not set: {e}");
     }
@@ -409,7 +423,7 @@ mod tests {
     use crate::workspace::Workspaces;
     use std::collections::BTreeMap;
     use std::os::unix::fs::MetadataExt;
-    use std::path::Path;
+    use std::path::{Path, PathBuf};
 
     struct Fixture {
         _t: tempfile::TempDir,

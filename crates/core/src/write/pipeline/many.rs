@@ -110,10 +110,13 @@ impl Pipeline {
             let actual = w.read_back()?;
             staged.push((i, w.verify(actual)?, plan));
         }
-        let kept: Vec<Kept> = staged
+        let mut kept: Vec<Kept> = staged
             .iter()
             .map(|(i, _, _)| self.preserve(targets[*i], existing[*i].as_ref()))
             .collect();
+        for k in &mut kept {
+            self.sync_kept(k);
+        }
         let settle_all = |from: usize, applied: bool| {
             for k in &kept[from..] {
                 self.settle(k, applied);

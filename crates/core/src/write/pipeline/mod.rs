@@ -19,10 +19,11 @@
 //!    written deletes it and fails with `write_corruption`. The target is untouched. (For a
 //!    large file the read-back runs while its fsync does: both finish before step 6.)
 //!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced
-//!    is kept there (durably, deduplicated by SHA-256; a hard link of the old inode where it
-//!    can, see `keep.rs`) now, after the new content is verified and before the journal row
-//!    and the rename, so every acknowledged write whose row names a pre-image keeps it, and a
-//!    refused or failed write keeps nothing. Keeping it never fails the write: a pre-image
+//!    is kept there (deduplicated by SHA-256; a hard link of the old inode where it can, see
+//!    `keep.rs`), just before step 3, so that on a journaling filesystem the temp file's
+//!    fsync commits the link too; the link's own directory fsync follows the read-back, before
+//!    the journal row and the rename. So every acknowledged write whose row names a pre-image
+//!    keeps it, durably, and a write that fails takes its new object back. Keeping it never fails the write: a pre-image
 //!    that cannot be kept is named in the row and the result (`history_not_kept`).
 //! 5. Journal: the row is appended and `fdatasync`ed, and the journal stays locked.
 //! 6. Rename: `renameat2(RENAME_NOREPLACE)` for create (a file that appeared meanwhile is never
@@ -433,9 +434,17 @@ impl Pipeline {
             Body::Bytes(b) => self.make_room(target, b.len() as u64),
             _ => None,
         };
-        let mut staged = stage(target, existing.as_ref(), plan.body, plan.new_file_mode)?;
+        // The pre-image first: its link then rides on the temp file's fsync (see keep.rs).
+        let mut kept = self.preserve(target, existing.as_ref());
+        let mut staged = match stage(target, existing.as_ref(), plan.body, plan.new_file_mode) {
+            Ok(s) => s,
+            Err(e) => {
+                self.settle(&kept, false);
+                return Err(e);
+            }
+        };
+        self.sync_kept(&mut kept);
         staged.warnings.extend(pruned);
-        let kept = self.preserve(target, existing.as_ref());
         let mut extra = plan.extra;
         if let Some(reason) = &kept.not_kept {
             extra.insert(NOT_KEPT_FIELD.into(), Value::from(reason.clone()));
