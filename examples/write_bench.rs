@@ -1,11 +1,15 @@
 //! Benchmark of the foundation's performance goals, as ratios measured in one run:
 //!
-//! - `safe_write` of 1 KB over stdio (a real client round trip to the release binary) against
-//!   the syscall floor: a bare loop doing the same temp write / fsync / rename / dir fsync;
+//! - `safe_write` over stdio (a real client round trip to the release binary) against the
+//!   syscall floor, a bare loop doing the same temp write / fsync / rename / dir fsync, per
+//!   call, for `create` (a new file each call) and `overwrite` (history on: every overwrite
+//!   keeps its pre-image) at 1 KB, 64 KB and 1 MB; each call's content differs, so no
+//!   pre-image is found already stored;
 //! - start to initialized (spawn + `initialize` answered);
 //! - idle RSS of the server after the handshake.
 //!
 //! Run: `cargo build --release && cargo run --release --example write_bench [ITERATIONS]`
+//! (ITERATIONS per case, default 300; 1 MB cases run a fifth of them, at least 30)
 //! (the directory used is `$RW_BENCH_DIR`, default a temp dir on the same disk as /tmp).
 
 use resilient_write::client::{Launch, McpClient};
@@ -28,25 +32,87 @@ fn binary() -> PathBuf {
     target.join("release/resilient-write")
 }
 
-/// The floor: what any correct atomic writer must do per call (one call, timed).
-fn syscall_floor_once(dir: &Path, dir_handle: &File, payload: &[u8], i: usize) -> Duration {
-    let target = dir.join("floor.txt");
-    {
+/// The floor: what any correct atomic writer must do per call (one call, timed): temp file,
+/// write, fsync, rename over `name`, fsync of the directory.
+fn syscall_floor_once(
+    dir: &Path,
+    dir_handle: &File,
+    name: &str,
+    payload: &[u8],
+    i: usize,
+) -> Duration {
+    let target = dir.join(name);
+    let t = Instant::now();
+    let tmp = dir.join(format!(".floor.tmp{i}"));
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&tmp)
+        .expect("create temp");
+    f.write_all(payload).expect("write");
+    f.sync_all().expect("fsync");
+    drop(f);
+    std::fs::rename(&tmp, &target).expect("rename");
+    dir_handle.sync_all().expect("fsync dir");
+    t.elapsed()
+}
+
+/// Content of `len` bytes, different for each `i`.
+fn content(len: usize, i: usize) -> String {
+    let mut s = format!("{i:>12}\n");
+    s.extend((s.len()..len).map(|k| (b'a' + ((k + i) % 26) as u8) as char));
+    s.truncate(len);
+    s
+}
+
+/// Medians of the floor and of safe_write for one case (`create`: a new file per call, removed
+/// untimed afterwards on both sides; else overwrites of one file).
+fn case(
+    client: &mut McpClient,
+    root: &Path,
+    dir_handle: &File,
+    mode: &str,
+    len: usize,
+    iterations: usize,
+) -> (Duration, Duration) {
+    // The two sides alternate call by call, so background load hits both alike; the first 20
+    // rounds warm up the disk and the page cache and are not counted.
+    let mut times = Vec::with_capacity(iterations);
+    let mut floor_times = Vec::with_capacity(iterations);
+    let create = mode == "create";
+    for i in 0..iterations + 20 {
+        let body = content(len, i);
+        let name = if create {
+            format!("floor-{len}-{i}.txt")
+        } else {
+            format!("floor-{len}.txt")
+        };
+        let floor_once = syscall_floor_once(root, dir_handle, &name, body.as_bytes(), i);
+        let path = if create {
+            format!("bench-{len}-{i}.txt")
+        } else {
+            format!("bench-{len}.txt")
+        };
         let t = Instant::now();
-        let tmp = dir.join(format!(".floor.tmp{i}"));
-        let mut f = OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o644)
-            .open(&tmp)
-            .expect("create temp");
-        f.write_all(payload).expect("write");
-        f.sync_all().expect("fsync");
-        drop(f);
-        std::fs::rename(&tmp, &target).expect("rename");
-        dir_handle.sync_all().expect("fsync dir");
-        t.elapsed()
+        let r = client.call(
+            "rw_safe_write",
+            json!({"path": path, "content": body, "mode": if create { "create" } else { "overwrite" }}),
+        );
+        let elapsed = t.elapsed();
+        if let Err(e) = r {
+            panic!("safe_write failed: {e}");
+        }
+        if create {
+            let _ = std::fs::remove_file(root.join(&name));
+            let _ = std::fs::remove_file(root.join(&path));
+        }
+        if i >= 20 {
+            times.push(elapsed);
+            floor_times.push(floor_once);
+        }
     }
+    (median(floor_times), median(times))
 }
 
 /// Start the release server in `dir` and time spawn + `initialize` answered.
@@ -84,33 +150,20 @@ fn main() {
         .tempdir_in(&base)
         .expect("bench dir");
     let root = dir.path().canonicalize().expect("canonical");
-    let payload: Vec<u8> = (0..1024).map(|i| b'a' + (i % 26) as u8).collect();
-    let content = String::from_utf8(payload.clone()).expect("ascii");
-
-    // The two sides alternate call by call, so background load hits both alike; the first 20
-    // rounds warm up the disk and the page cache and are not counted.
     let dir_handle = File::open(&root).expect("open dir");
     let (mut client, _) = start(&root);
-    let mut times = Vec::with_capacity(iterations);
-    let mut floor_times = Vec::with_capacity(iterations);
-    for i in 0..iterations + 20 {
-        let floor_once = syscall_floor_once(&root, &dir_handle, &payload, i);
-        let t = Instant::now();
-        let r = client.call(
-            "rw_safe_write",
-            json!({"path": "bench.txt", "content": content, "mode": "overwrite"}),
-        );
-        let elapsed = t.elapsed();
-        if let Err(e) = r {
-            panic!("safe_write failed: {e}");
-        }
-        if i >= 20 {
-            times.push(elapsed);
-            floor_times.push(floor_once);
+    let mut results = Vec::new();
+    for mode in ["create", "overwrite"] {
+        for (label, len) in [("1 KB", 1024), ("64 KB", 64 * 1024), ("1 MB", 1024 * 1024)] {
+            let n = if len >= 1 << 20 {
+                (iterations / 5).max(30)
+            } else {
+                iterations
+            };
+            let (floor, write) = case(&mut client, &root, &dir_handle, mode, len, n);
+            results.push((mode, label, n, floor, write));
         }
     }
-    let write = median(times);
-    let floor = median(floor_times);
     drop(client);
 
     let mut starts = Vec::new();
@@ -124,21 +177,21 @@ fn main() {
     rss.sort();
 
     println!(
-        "resilient-write write benchmark ({iterations} iterations, 1 KB, dir {})",
+        "resilient-write write benchmark (safe_write over stdio vs syscall floor, per call, \
+         median; dir {})",
         base.display()
     );
-    println!(
-        "  syscall floor (temp+fsync+rename+dir fsync): median {:>9.3} ms",
-        floor.as_secs_f64() * 1e3
-    );
-    println!(
-        "  safe_write over stdio (client round trip):   median {:>9.3} ms",
-        write.as_secs_f64() * 1e3
-    );
-    println!(
-        "  ratio safe_write / floor:                     {:>9.2}x (goal <= 1.5x)",
-        write.as_secs_f64() / floor.as_secs_f64()
-    );
+    println!("  case               calls   floor ms   safe_write ms   ratio  goal");
+    for (mode, label, n, floor, write) in &results {
+        let goal = if *mode == "create" { 1.3 } else { 1.5 };
+        let ratio = write.as_secs_f64() / floor.as_secs_f64();
+        println!(
+            "  {mode:<9} {label:<6} {n:>7} {:>10.3} {:>15.3} {ratio:>6.2}x  <= {goal}x{}",
+            floor.as_secs_f64() * 1e3,
+            write.as_secs_f64() * 1e3,
+            if ratio <= goal { "" } else { "  (not met)" }
+        );
+    }
     println!(
         "  start to initialized:                         median {:>9.3} ms (goal < 20 ms)",
         median(starts).as_secs_f64() * 1e3

@@ -98,14 +98,26 @@ impl Service {
             return Err(Failure::UnknownTool { name: name.into() }.envelope(name, 0));
         };
         let shown = tools::listed_name(spec.name, self.tool_names);
-        let mut key = RetryBudgets::key(spec.name, &args);
-        // A client's roots are part of what a call means: once they change, a call refused
-        // outside every root may succeed, so it counts against a budget of its own.
-        if let Some(ws) = crate::session::current().and_then(|s| s.workspaces.clone()) {
-            let roots: Vec<String> = ws.roots().map(|r| r.display().to_string()).collect();
-            key = crate::hash::sha256_hex(format!("{key}\0{}", roots.join("\0")).as_bytes());
-        }
-        if self.budgets.exhausted(&key) {
+        let key_of = |args: &Value| {
+            let mut key = RetryBudgets::key(spec.name, args);
+            // A client's roots are part of what a call means: once they change, a call refused
+            // outside every root may succeed, so it counts against a budget of its own.
+            if let Some(ws) = crate::session::current().and_then(|s| s.workspaces.clone()) {
+                let roots: Vec<String> = ws.roots().map(|r| r.display().to_string()).collect();
+                key = crate::hash::sha256_hex(format!("{key}\0{}", roots.join("\0")).as_bytes());
+            }
+            key
+        };
+        // The key hashes the canonical form of every argument (a whole file's content): only
+        // computed when some failure is counted, else only if this call fails.
+        let (key, args_for_key) = if self.budgets.is_empty() {
+            (None, Some(args.clone()))
+        } else {
+            (Some(key_of(&args)), None)
+        };
+        if let Some(key) = &key
+            && self.budgets.exhausted(key)
+        {
             let f = Failure::RetryBudgetExhausted {
                 last_error: ErrorKind::Blocked,
             };
@@ -137,11 +149,16 @@ impl Service {
         let ms = started.elapsed().as_secs_f64() * 1e3;
         match outcome {
             Ok(v) => {
-                self.budgets.on_success(&key);
+                if let Some(key) = &key {
+                    self.budgets.on_success(key);
+                }
                 tracing::debug!(tool = %shown, ms, "ok");
                 Ok(v)
             }
             Err(f) => {
+                let key = key
+                    .or_else(|| args_for_key.as_ref().map(key_of))
+                    .unwrap_or_default();
                 let left = self.budgets.on_failure(&key, f.retriable());
                 let env = f.envelope(&shown, left);
                 tracing::debug!(

@@ -8,6 +8,9 @@
 //!   flight, never torn or mixed; an acknowledged write is never lost;
 //! - the journal parses except at most a torn last line, holds a row for every acknowledged
 //!   write, and holds a row for an in-flight write that landed (row before rename);
+//! - every row that names a kept pre-image (`prev_sha256` without `history_not_kept`) finds
+//!   it whole in the object store (pre-images are hard-linked there when the workspace and
+//!   the state directory share a filesystem, as here; the kill lands mid-link too);
 //! - the next start leaves no temp file and cuts a torn last journal line (one is injected now
 //!   and then, as a crash in the middle of an append would leave it).
 //!
@@ -94,6 +97,7 @@ struct Outcomes {
     torn_line_after_kill: u64,
     torn_line_injected: u64,
     temp_files_swept: u64,
+    pre_images_checked: u64,
 }
 
 fn env_u64(name: &str, default: u64) -> u64 {
@@ -167,6 +171,43 @@ fn check_journal_after_kill(root: &Path, model: &mut Model, trial: u64) -> bool 
     }
     model.acked_ids.clear();
     complete < data.len()
+}
+
+/// Every row appended since `from` whose pre-image was kept (it names `prev_sha256` and not
+/// `history_not_kept`) finds that pre-image whole in the object store: linked, cloned or
+/// copied, it was durable before its row. Returns how many were checked.
+fn check_pre_images_after_kill(root: &Path, from: usize, trial: u64) -> u64 {
+    let data = std::fs::read(journal_path(root)).unwrap_or_default();
+    let complete = data.iter().rposition(|&b| b == b'\n').map_or(0, |p| p + 1);
+    let mut checked = 0;
+    for line in data[from.min(complete)..complete].split(|&b| b == b'\n') {
+        let Ok(row) = serde_json::from_slice::<Map<String, Value>>(line) else {
+            continue;
+        };
+        let Some(prev) = row.get("prev_sha256").and_then(Value::as_str) else {
+            continue;
+        };
+        if row.contains_key("history_not_kept") {
+            continue;
+        }
+        let obj = root
+            .join(".resilient_write/objects")
+            .join(&prev[..2])
+            .join(prev);
+        let bytes = std::fs::read(&obj).unwrap_or_else(|e| {
+            panic!(
+                "trial {trial}: row {} names pre-image {prev}, which is missing: {e}",
+                row["journal_id"]
+            )
+        });
+        assert_eq!(
+            common::sha256(&bytes),
+            prev,
+            "trial {trial}: pre-image {prev} is not whole"
+        );
+        checked += 1;
+    }
+    checked
 }
 
 fn describe(bytes: &[u8]) -> String {
@@ -370,7 +411,9 @@ fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_clea
             Some(true) => out.inflight_landed += 1,
             Some(false) => out.inflight_not_landed += 1,
         }
+        let objects_from = model.journal_ok_len;
         let torn = check_journal_after_kill(&root, &mut model, trial);
+        out.pre_images_checked += check_pre_images_after_kill(&root, objects_from, trial);
         if torn {
             out.torn_line_after_kill += 1;
         }
@@ -431,5 +474,9 @@ fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_clea
     assert!(
         out.acked_writes > 0 && out.inflight_landed + out.inflight_not_landed > 0,
         "the kills never hit a write: {out:?}"
+    );
+    assert!(
+        out.pre_images_checked > 0,
+        "no overwrite kept a pre-image: {out:?}"
     );
 }

@@ -218,3 +218,198 @@ fn ci_is_recognised_in_the_forms_ci_services_set() {
     assert!(!common::ci_value(Some("false")));
     assert!(!common::ci_value(Some("0")));
 }
+
+/// Temp files of interrupted object puts (`.<sha>.tmp-<pid>-<n>`) under the state directory.
+fn object_temps(state: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let Ok(fans) = std::fs::read_dir(state.join(".resilient_write/objects")) else {
+        return out;
+    };
+    for fan in fans.flatten() {
+        for e in std::fs::read_dir(fan.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if e.file_name().to_string_lossy().contains(".tmp-") {
+                out.push(e.path());
+            }
+        }
+    }
+    out
+}
+
+fn stored_flags(s: &mut Server, path: &str) -> Vec<(String, bool)> {
+    let h = s.ok("rw_history", json!({"path": path}));
+    h["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| {
+            (
+                v["sha256"].as_str().unwrap().to_string(),
+                v["stored"] == json!(true),
+            )
+        })
+        .collect()
+}
+
+/// The state directory (and so the object store) on a full tmpfs, the workspace elsewhere:
+/// the pre-image can be neither linked nor cloned, and its copy does not fit. The overwrite
+/// still lands, says why its pre-image was not kept, and its row says so; once there is room
+/// again the next overwrite keeps its pre-image.
+#[test]
+fn disk_full_during_the_pre_image_the_overwrite_lands_and_says_why() {
+    let fs = tmpfs_or_skip!("1m");
+    let ws = Workspace::new();
+    let state = fs.dir.to_str().expect("utf-8 path");
+    let mut s = Server::start(&ws.root, &[], &[("RW_STATE_DIR", state)]);
+    let v = |i: u8| -> String { format!("{i}").repeat(64 * 1024) };
+    s.ok("rw_safe_write", json!({"path": "f.txt", "content": v(0)}));
+    let out = s.ok(
+        "rw_safe_write",
+        json!({"path": "f.txt", "content": v(1), "mode": "overwrite"}),
+    );
+    assert!(
+        out.get("warnings").is_none(),
+        "room for the first pre-image: {out}"
+    );
+    let filler = fill(&fs.dir);
+
+    let out = s.ok(
+        "rw_safe_write",
+        json!({"path": "f.txt", "content": v(2), "mode": "overwrite"}),
+    );
+    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), v(2));
+    let warning = out["warnings"]
+        .as_array()
+        .and_then(|w| w.iter().find_map(|w| w.as_str()))
+        .unwrap_or_default()
+        .to_string();
+    assert!(warning.starts_with("history_not_kept: "), "{out}");
+    assert!(
+        warning.contains("No space left on device") || warning.contains("os error 28"),
+        "the warning says why: {warning}"
+    );
+    let rows = journal_rows(&fs.dir);
+    let last = rows.last().unwrap();
+    assert_eq!(last["sha256"], json!(sha256(v(2).as_bytes())));
+    assert_eq!(last["prev_sha256"], json!(sha256(v(1).as_bytes())));
+    assert!(
+        last["history_not_kept"]
+            .as_str()
+            .is_some_and(|r| !r.is_empty()),
+        "the row records that no pre-image exists: {last}"
+    );
+    let flags = stored_flags(&mut s, "f.txt");
+    assert_eq!(
+        flags,
+        vec![
+            (sha256(v(2).as_bytes()), true),
+            (sha256(v(1).as_bytes()), false),
+            (sha256(v(0).as_bytes()), true),
+        ],
+        "history shows the version whose pre-image was lost as not stored"
+    );
+    assert_eq!(temp_files(&ws.root), Vec::<PathBuf>::new());
+    assert_eq!(object_temps(&fs.dir), Vec::<PathBuf>::new());
+
+    // Space freed: the next overwrite keeps its pre-image again.
+    std::fs::remove_file(filler).unwrap();
+    let out = s.ok(
+        "rw_safe_write",
+        json!({"path": "f.txt", "content": v(3), "mode": "overwrite"}),
+    );
+    assert!(out.get("warnings").is_none(), "{out}");
+    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), v(3));
+    assert_eq!(
+        stored_flags(&mut s, "f.txt")[1],
+        (sha256(v(2).as_bytes()), true)
+    );
+    let last = journal_rows(&fs.dir).pop().unwrap();
+    assert!(last.get("history_not_kept").is_none(), "{last}");
+}
+
+/// The object store and the workspace share a full filesystem, and the store holds the room
+/// the write needs: history yields (older pre-images go, the newest of each file stays) and
+/// the write lands. A write that cannot fit even so fails as before, with the old content
+/// intact, and the next one that fits succeeds.
+#[test]
+fn history_never_holds_the_room_a_write_needs() {
+    let fs = tmpfs_or_skip!("2m");
+    let mut s = Server::start(&fs.dir, &[], &[]);
+    let v = |i: u8| -> String { format!("{}", i % 10).repeat(300 * 1024) };
+    s.ok("rw_safe_write", json!({"path": "f.txt", "content": v(0)}));
+    // Each overwrite keeps the 300 KB it replaces: the store soon holds most of the disk.
+    let mut pruned = false;
+    for i in 1..12u8 {
+        let out = s.ok(
+            "rw_safe_write",
+            json!({"path": "f.txt", "content": v(i), "mode": "overwrite"}),
+        );
+        assert_eq!(std::fs::read_to_string(fs.dir.join("f.txt")).unwrap(), v(i));
+        let w = out["warnings"].to_string();
+        pruned |= w.contains("history_pruned");
+        assert!(!w.contains("history_not_kept"), "round {i}: {out}");
+        let flags = stored_flags(&mut s, "f.txt");
+        assert!(
+            flags[1].1,
+            "round {i}: the newest pre-image is kept: {flags:?}"
+        );
+    }
+    assert!(pruned, "the store had to yield room on a 2 MB disk");
+
+    // Too big whatever history gives up: refused, the file intact, no temp left.
+    let huge = "h".repeat(3 * 1024 * 1024);
+    let env = s.err(
+        "rw_safe_write",
+        json!({"path": "f.txt", "content": huge, "mode": "overwrite"}),
+    );
+    assert_enospc_envelope(&env);
+    assert_eq!(
+        std::fs::read_to_string(fs.dir.join("f.txt")).unwrap(),
+        v(11)
+    );
+    assert_eq!(temp_files(&fs.dir), Vec::<PathBuf>::new());
+    assert_eq!(object_temps(&fs.dir), Vec::<PathBuf>::new());
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "f.txt", "content": "fits\n", "mode": "overwrite"}),
+    );
+    assert_eq!(
+        std::fs::read_to_string(fs.dir.join("f.txt")).unwrap(),
+        "fits\n"
+    );
+}
+
+/// Without a small filesystem (and as a non-root user): the injected `enospc_object` fault
+/// fails every pre-image; every write still lands and says so.
+#[test]
+fn injected_pre_image_failure_never_blocks_the_write() {
+    if !common::faults_compiled_in() {
+        return;
+    }
+    let ws = Workspace::new();
+    let mut s = Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", "enospc_object")]);
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "t.txt", "content": "one\n"}),
+    );
+    let out = s.ok(
+        "rw_safe_write",
+        json!({"path": "t.txt", "content": "two\n", "mode": "overwrite"}),
+    );
+    assert_eq!(std::fs::read_to_string(ws.path("t.txt")).unwrap(), "two\n");
+    assert!(
+        out["warnings"][0]
+            .as_str()
+            .is_some_and(|w| w.starts_with("history_not_kept: ") && w.contains("os error 28")),
+        "{out}"
+    );
+    let rows = journal_rows(&ws.root);
+    assert!(rows.last().unwrap()["history_not_kept"].is_string());
+    assert_eq!(
+        stored_flags(&mut s, "t.txt"),
+        vec![(sha256(b"two\n"), true), (sha256(b"one\n"), false)]
+    );
+}

@@ -899,3 +899,31 @@ fn object_count(dir: &std::path::Path) -> usize {
         .map(|fan| std::fs::read_dir(fan.path()).into_iter().flatten().count())
         .sum()
 }
+
+#[test]
+fn doctor_reports_the_history_store_against_its_budget() {
+    let ws = Workspace::new();
+    project_with_state(&ws);
+    std::fs::write(
+        ws.path(".resilient_write/policy.yaml"),
+        "history:\n  max_bytes: 1MB\n  keep_last: 5\n",
+    )
+    .unwrap();
+    let o = run(&ws.root, &["doctor", "--json"], &[]);
+    let doc: Value = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
+    // a.txt was overwritten twice: its first two versions ("one\n", "two\n") are kept.
+    assert_eq!(
+        doc["history_store"],
+        json!({"objects": 2, "bytes": 8, "max_bytes": 1 << 20, "keep_last": 5,
+               "max_age_secs": 30 * 86400}),
+        "{doc}"
+    );
+    let o = run(&ws.root, &["doctor"], &[]);
+    assert!(
+        out(&o).contains(
+            "history: 2 object(s), 8 B of the 1.0 MiB budget (0%); keep_last 5, max_age 30d"
+        ),
+        "{}",
+        out(&o)
+    );
+}

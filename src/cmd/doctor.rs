@@ -145,6 +145,7 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
     let svc = start(config);
     let state_dir = svc.state_dir().display().to_string();
     let mut progress = Progress::new(args.json);
+    let store = crate::maint::history_store(&svc).map(|r| r.map_err(|e| e.to_string()));
     let findings = check(&svc, config, &mut progress);
     let mut fixed: Vec<(usize, Result<(), String>)> = Vec::new();
     let mut done: Vec<Repair> = Vec::new();
@@ -178,6 +179,11 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
         let doc = json!({
             "ok": remaining == 0,
             "state_dir": state_dir,
+            "history_store": match &store {
+                Some(Ok(h)) => json!(h),
+                Some(Err(e)) => json!({"error": e}),
+                None => json!(null),
+            },
             "findings": findings,
             "problems": problems(&findings),
             "fixed": fixed.iter().filter(|(_, r)| r.is_ok()).count(),
@@ -187,6 +193,21 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         println!("resilient-write doctor: state in {state_dir}");
+        match &store {
+            Some(Ok(h)) => println!(
+                "history: {} object(s), {} of the {} budget ({}%); keep_last {}, max_age {}",
+                h.objects,
+                human_bytes(h.bytes),
+                human_bytes(h.max_bytes),
+                (h.bytes as u128 * 100)
+                    .checked_div(h.max_bytes as u128)
+                    .unwrap_or(if h.bytes > 0 { 100 } else { 0 }),
+                h.keep_last,
+                human_secs(h.max_age_secs)
+            ),
+            Some(Err(e)) => println!("history: the object store cannot be listed: {e}"),
+            None => {}
+        }
         print_findings(&findings, &fixed);
         let warnings = findings.len() - problems(&findings);
         if findings.is_empty() {
@@ -215,5 +236,47 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::FAILURE
+    }
+}
+
+/// `n` bytes for people: B, KiB, MiB or GiB with one decimal.
+fn human_bytes(n: u64) -> String {
+    const UNITS: [&str; 4] = ["B", "KiB", "MiB", "GiB"];
+    let mut v = n as f64;
+    let mut u = 0;
+    while v >= 1024.0 && u < UNITS.len() - 1 {
+        v /= 1024.0;
+        u += 1;
+    }
+    if u == 0 {
+        format!("{n} B")
+    } else {
+        format!("{v:.1} {}", UNITS[u])
+    }
+}
+
+/// A duration in whole days, hours, minutes or seconds, whichever divides it.
+fn human_secs(s: u64) -> String {
+    for (unit, len) in [("d", 86400), ("h", 3600), ("m", 60)] {
+        if s >= len && s.is_multiple_of(len) {
+            return format!("{}{unit}", s / len);
+        }
+    }
+    format!("{s}s")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_and_ages_read_as_people_write_them() {
+        assert_eq!(human_bytes(0), "0 B");
+        assert_eq!(human_bytes(1023), "1023 B");
+        assert_eq!(human_bytes(1536), "1.5 KiB");
+        assert_eq!(human_bytes(1 << 30), "1.0 GiB");
+        assert_eq!(human_secs(30 * 86400), "30d");
+        assert_eq!(human_secs(7200), "2h");
+        assert_eq!(human_secs(90), "90s");
     }
 }

@@ -11,8 +11,13 @@
 //! - [`ObjectStore::get`] re-hashes what it reads: a damaged object is reported as absent
 //!   rather than restored.
 //!
+//! - An object is kept without copying where the filesystem allows it
+//!   ([`ObjectStore::link_from`]: the replaced file's inode is hard-linked under the object's
+//!   name just before the rename that detaches it from the target; [`ObjectStore::clone_from`]:
+//!   a `FICLONE` reflink), and copied otherwise.
+//!
 //! Objects are state, not workspace content: the store writes them itself (like the journal),
-//! and only the pipeline and `gc` ([`crate::history::gc`]) call it.
+//! and only the pipeline and `gc` ([`crate::write::pipeline::retention`]) call it.
 
 use crate::hash::sha256_hex;
 use std::collections::{HashMap, HashSet};
@@ -26,6 +31,26 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const OBJECTS_DIR: &str = "objects";
 
 static OBJ_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A pre-image just linked into the store ([`ObjectStore::link_from`]).
+#[derive(Debug)]
+pub struct Linked {
+    /// The object's path.
+    pub path: PathBuf,
+    /// The directories whose fsync makes the link durable.
+    dirs: Vec<PathBuf>,
+}
+
+impl Linked {
+    /// Make the link durable: fsync of the fan-out directory (and of the directories created
+    /// for it).
+    pub fn sync(&self) -> io::Result<()> {
+        for d in &self.dirs {
+            File::open(d)?.sync_all()?;
+        }
+        Ok(())
+    }
+}
 
 /// One stored object, as listed by [`ObjectStore::list`].
 #[derive(Debug, Clone)]
@@ -84,11 +109,104 @@ impl ObjectStore {
         self.put_with(sha256, |f| io::copy(&mut reader, f).map(|_| ()))
     }
 
-    fn put_with(
+    /// Store the content of `src` (open on the file hashed as `sha256`) as a reflink
+    /// (`FICLONE`): the object shares the file's extents copy-on-write, so no data is copied.
+    /// Fails (with the caller copying instead) where the filesystem cannot clone, or across
+    /// filesystems.
+    pub fn clone_from(&self, src: &File, sha256: &str) -> io::Result<bool> {
+        self.put_with(sha256, |f| {
+            rustix::fs::ioctl_ficlone(&*f, src).map_err(crate::util::sys::errno_io)
+        })
+    }
+
+    /// Keep the file `name` in `dir` as object `sha256` by hard-linking its inode under the
+    /// object's name (no data is read or written). Only safe when the caller is about to
+    /// rename another file over `name` (so the object's inode is reachable through the store
+    /// alone) and the file has no other hard link; `inode` is the `(st_dev, st_ino)` the
+    /// caller hashed, and a link that landed on another inode (the name was swapped since)
+    /// is taken back and refused. The inode's data is durable on return; the link itself
+    /// once the caller has called [`Linked::sync`] (left to the caller so that the fsync of
+    /// the caller's own file, in between, can carry the link on filesystems with a journal).
+    /// Returns `Ok(None)` when the object was already stored (nothing linked),
+    /// `Ok(Some(linked))` for a new link, which the caller removes with
+    /// [`ObjectStore::unlink_new`] if its write does not happen.
+    pub fn link_from(
         &self,
+        dir: &impl rustix::fd::AsFd,
+        name: &std::ffi::OsStr,
         sha256: &str,
-        write: impl FnOnce(&mut File) -> io::Result<()>,
-    ) -> io::Result<bool> {
+        inode: (u64, u64),
+    ) -> io::Result<Option<Linked>> {
+        let (final_path, fan_dir, new_dirs) = match self.prepare(sha256)? {
+            Some(p) => p,
+            None => return Ok(None),
+        };
+        match rustix::fs::linkat(
+            dir,
+            name,
+            rustix::fs::CWD,
+            &final_path,
+            rustix::fs::AtFlags::empty(),
+        ) {
+            Ok(()) => {}
+            Err(e) if e == rustix::io::Errno::EXIST => return Ok(None),
+            Err(e) => return Err(crate::util::sys::errno_io(e)),
+        }
+        let checked = (|| {
+            let f = File::open(&final_path)?;
+            let st = rustix::fs::fstat(&f).map_err(crate::util::sys::errno_io)?;
+            if (st.st_dev as u64, st.st_ino as u64) != inode || st.st_nlink != 2 {
+                return Err(io::Error::other(
+                    "the file changed or gained a hard link while it was being kept",
+                ));
+            }
+            // The data of a file another program wrote may not be on disk yet (fdatasync:
+            // the new link is made durable by the directory's fsync, not the inode's).
+            f.sync_data()?;
+            Ok(())
+        })();
+        let mut dirs = vec![fan_dir];
+        dirs.extend(new_dirs);
+        match checked {
+            Ok(()) => Ok(Some(Linked {
+                path: final_path,
+                dirs,
+            })),
+            Err(e) => {
+                let _ = fs::remove_file(&final_path);
+                Err(e)
+            }
+        }
+    }
+
+    /// Take back a link made by [`ObjectStore::link_from`] for a write that did not happen,
+    /// so no object shares its inode with a live file.
+    pub fn unlink_new(&self, linked: &Path) {
+        if let Err(e) = fs::remove_file(linked) {
+            tracing::warn!("could not take back object link {}: {e}", linked.display());
+        }
+    }
+
+    /// Mark object `sha256` as stored now (its mtime, which retention reads as its age): an
+    /// object found again by a later write, or linked from a file last modified long ago,
+    /// counts from the write that kept it.
+    pub fn touch(&self, sha256: &str) -> io::Result<()> {
+        let f = File::options().write(true).open(self.path_of(sha256));
+        let f = match f {
+            Ok(f) => f,
+            // A linked object keeps the replaced file's mode, which may be read-only.
+            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
+                File::open(self.path_of(sha256))?
+            }
+            Err(e) => return Err(e),
+        };
+        f.set_modified(std::time::SystemTime::now())
+    }
+
+    /// Where object `sha256` goes, its fan-out directory (created) and the directories whose
+    /// fsync makes a new entry durable; `None` when the object is already stored.
+    #[allow(clippy::type_complexity)]
+    fn prepare(&self, sha256: &str) -> io::Result<Option<(PathBuf, PathBuf, Vec<PathBuf>)>> {
         if !crate::hash::is_sha256_hex(sha256) {
             return Err(io::Error::new(
                 io::ErrorKind::InvalidInput,
@@ -97,7 +215,7 @@ impl ObjectStore {
         }
         let final_path = self.path_of(sha256);
         if final_path.is_file() {
-            return Ok(false);
+            return Ok(None);
         }
         let fan_dir = final_path
             .parent()
@@ -111,6 +229,18 @@ impl ObjectStore {
             new_dirs.push(self.dir.clone());
             fs::create_dir_all(&fan_dir)?;
         }
+        Ok(Some((final_path, fan_dir, new_dirs)))
+    }
+
+    fn put_with(
+        &self,
+        sha256: &str,
+        write: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> io::Result<bool> {
+        let (final_path, fan_dir, new_dirs) = match self.prepare(sha256)? {
+            Some(p) => p,
+            None => return Ok(false),
+        };
         let tmp = fan_dir.join(format!(
             ".{sha256}.tmp-{}-{}",
             std::process::id(),

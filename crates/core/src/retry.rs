@@ -35,6 +35,15 @@ impl RetryBudgets {
         sha256_hex(format!("{tool}\0{}", canonical_json(args)).as_bytes())
     }
 
+    /// Whether no call has a failure counted (then no call can be refused, and a success has
+    /// nothing to reset: the caller may skip computing the key, a hash of all arguments).
+    pub fn is_empty(&self) -> bool {
+        self.remaining
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .is_empty()
+    }
+
     /// `Some(())` when the call has no retries left and must be refused unattempted.
     pub fn exhausted(&self, key: &str) -> bool {
         let map = self.remaining.lock().unwrap_or_else(|p| p.into_inner());

@@ -15,6 +15,7 @@ use crate::envelope::Result;
 use crate::journal::Journal;
 use crate::notices::{Level, Notices};
 use crate::objects::ObjectStore;
+use crate::pipeline::retention::Retention;
 use crate::pipeline::{Pipeline, sweep_temp_files};
 use crate::preflight::{ActivePolicy, RejectAt};
 use crate::workspace::Workspaces;
@@ -188,10 +189,19 @@ impl Store {
                 .ok();
         }
         let results = ResultLog::new(&state_dir);
+        // History: every replaced content is kept in the object store (objects.rs), within
+        // the policy's retention budget (a bad `history:` section is reported by `doctor`;
+        // the defaults apply meanwhile).
+        let retention = policy
+            .policy()
+            .and_then(|p| Retention::from_policy(p.history.as_ref()).ok())
+            .unwrap_or_default();
+        let pipeline = Pipeline::new(journal)
+            .with_objects(ObjectStore::new(&state_dir))
+            .with_retention(retention, ws.journal_paths());
         let svc = Arc::new(Store {
             workspaces: Arc::new(ws),
-            // History: every replaced content is kept in the object store (objects.rs).
-            pipeline: Pipeline::new(journal).with_objects(ObjectStore::new(&state_dir)),
+            pipeline,
             state_dir,
             retry_start,
             config,

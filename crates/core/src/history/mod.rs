@@ -27,10 +27,11 @@ use std::borrow::Cow;
 use std::io;
 use std::path::Path;
 
-mod gc;
 mod restore;
 
-pub use gc::{GcReport, Retention, gc};
+/// Retention lives with the pipeline, which enforces it as it adds objects
+/// ([`crate::write::pipeline::retention`]); `gc` on request is the same pass.
+pub use crate::write::pipeline::retention::{GcReport, Retention, gc};
 pub use restore::{RestoreTo, Restored, Skipped, restore, restore_tx};
 
 /// One journaled version of a path.

@@ -465,6 +465,33 @@ pub(super) fn retention(svc: &Store) -> Option<crate::history::Retention> {
     crate::history::Retention::from_policy(history).ok()
 }
 
+/// The object store's size against its retention budget (what `doctor` reports first).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct HistoryStore {
+    pub objects: usize,
+    pub bytes: u64,
+    pub max_bytes: u64,
+    pub keep_last: usize,
+    pub max_age_secs: u64,
+}
+
+/// [`HistoryStore`] of `svc`, or why the store cannot be listed (`None`: history is off).
+pub fn history_store(svc: &Store) -> Option<std::io::Result<HistoryStore>> {
+    // Nothing beneath a planted symlink is listed (`check_state_dir`).
+    if !svc.state_refused().is_empty() {
+        return None;
+    }
+    let objects = svc.pipeline().objects()?;
+    let retention = retention(svc).unwrap_or_default();
+    Some(objects.list().map(|all| HistoryStore {
+        objects: all.len(),
+        bytes: all.iter().map(|o| o.bytes).sum(),
+        max_bytes: retention.max_bytes,
+        keep_last: retention.keep_last,
+        max_age_secs: retention.max_age.as_secs(),
+    }))
+}
+
 pub fn check_objects(svc: &Store, out: &mut Vec<Finding>) {
     let (Some(objects), Some(retention)) = (svc.pipeline().objects(), retention(svc)) else {
         return;

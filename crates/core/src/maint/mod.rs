@@ -13,7 +13,8 @@
 //! - the scratchpad: unreadable index lines, blobs missing or not matching their address,
 //!   blobs no row names (`scratch`);
 //! - transactions left in the WAL: committed but not applied, abandoned, expired (`tx`);
-//! - the object store against the retention policy (`history` gc, dry run);
+//! - the object store against the retention policy (`history` gc, dry run); its size against
+//!   the budget is [`check::history_store`], which `doctor` prints whatever it finds;
 //! - whether `.resilient_write/` is git-ignored (`store`, [`gitignore`]).
 //!
 //! A finding that is safe to repair carries a [`Repair`]; [`repair::repair`] carries it out:
@@ -30,7 +31,7 @@ pub mod check;
 pub mod gitignore;
 pub mod repair;
 
-pub use check::check;
+pub use check::{HistoryStore, check, history_store};
 pub use repair::repair;
 
 use serde::Serialize;

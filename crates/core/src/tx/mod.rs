@@ -217,11 +217,13 @@ pub fn stage(
             let mode = disk.as_ref().map_or(0o644, |d| d.mode);
             let existing = Existing {
                 sha256: sha256_hex(&bytes),
+                size: bytes.len() as u64,
                 bytes,
                 mode,
                 uid: 0,
                 gid: 0,
                 nlink: 1,
+                inode: None,
             };
             (
                 Current {

@@ -188,6 +188,8 @@ mod tests {
             uid: 0,
             gid: 0,
             nlink: 1,
+            size: 3,
+            inode: None,
         }
     }
 

@@ -1,6 +1,7 @@
 //! [`Pipeline::commit_many`]: the protocol for several targets at once, all or nothing, for
 //! transactions (`tx`).
 
+use super::keep::{Kept, NOT_KEPT_FIELD};
 use super::temp::{Staged, Written, write_temp};
 use super::{
     Body, Caller, DirLock, Existing, Outcome, Pipeline, Plan, check_writable, fault,
@@ -11,6 +12,7 @@ use crate::journal::JournalRow;
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
 use rustix::fs::FlockOperation;
+use serde_json::Value;
 
 /// What [`Pipeline::commit_many`] staged for one target, shown to its commit-point callback.
 #[derive(Debug, Clone)]
@@ -108,8 +110,23 @@ impl Pipeline {
             let actual = w.read_back()?;
             staged.push((i, w.verify(actual)?, plan));
         }
-        for (i, _, _) in &staged {
-            self.preserve(targets[*i], existing[*i].as_ref())?;
+        let mut kept: Vec<Kept> = staged
+            .iter()
+            .map(|(i, _, _)| self.preserve(targets[*i], existing[*i].as_ref()))
+            .collect();
+        for k in &mut kept {
+            self.sync_kept(k);
+        }
+        let settle_all = |from: usize, applied: bool| {
+            for k in &kept[from..] {
+                self.settle(k, applied);
+            }
+        };
+        for ((_, _, plan), k) in staged.iter_mut().zip(&kept) {
+            if let Some(reason) = &k.not_kept {
+                plan.extra
+                    .insert(NOT_KEPT_FIELD.into(), Value::from(reason.clone()));
+            }
         }
 
         // 4. The commit point.
@@ -122,7 +139,10 @@ impl Pipeline {
                 prev_sha256: existing[*i].as_ref().map(|e| e.sha256.clone()),
             })
             .collect();
-        commit_point(&shown)?;
+        if let Err(e) = commit_point(&shown) {
+            settle_all(0, false);
+            return Err(e);
+        }
         if fault("tx_crash_after_commit_record") {
             std::process::abort();
         }
@@ -143,11 +163,10 @@ impl Pipeline {
             })
             .collect();
         let appended = if journal_rows && !rows.is_empty() {
-            Some(
-                self.journal
-                    .append_many(&rows)
-                    .map_err(|e| Failure::io("append journal rows", self.journal.path(), e))?,
-            )
+            Some(self.journal.append_many(&rows).map_err(|e| {
+                settle_all(0, false);
+                Failure::io("append journal rows", self.journal.path(), e)
+            })?)
         } else {
             None
         };
@@ -167,13 +186,17 @@ impl Pipeline {
                 if let Some(a) = appended {
                     a.commit();
                 }
+                settle_all(n, false);
                 return Err(rename_failure(t, e));
             }
             s.guard.armed = false;
+            self.settle(&kept[n], true);
             renamed_dirs.push(*i);
             tick(steps / 2 + n as u64 + 1);
             let mut warnings = std::mem::take(&mut s.warnings);
-            let detached_hardlinks = hardlink_warning(existing[*i].as_ref(), &mut warnings);
+            let detached_hardlinks =
+                hardlink_warning(self.objects.as_ref(), existing[*i].as_ref(), &mut warnings);
+            warnings.extend(kept[n].warning());
             outcomes[*i] = Some(Outcome {
                 abs_path: t.abs_path.clone(),
                 sha256: s.sha256.clone(),
@@ -208,6 +231,7 @@ impl Pipeline {
             }
         }
         drop(locks);
+        self.enforce_retention(kept.iter().map(|k| k.added).sum());
         Ok(outcomes)
     }
 }

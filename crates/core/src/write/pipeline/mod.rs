@@ -19,9 +19,12 @@
 //!    written deletes it and fails with `write_corruption`. The target is untouched. (For a
 //!    large file the read-back runs while its fsync does: both finish before step 6.)
 //!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced
-//!    is stored there (durably, deduplicated by SHA-256) now, after the new content is
-//!    verified and before the rename, so every acknowledged write keeps its pre-image and a
-//!    refused or failed write stores nothing.
+//!    is kept there (deduplicated by SHA-256; a hard link of the old inode where it can, see
+//!    `keep.rs`), just before step 3, so that on a journaling filesystem the temp file's
+//!    fsync commits the link too; the link's own directory fsync follows the read-back, before
+//!    the journal row and the rename. So every acknowledged write whose row names a pre-image
+//!    keeps it, durably, and a write that fails takes its new object back. Keeping it never fails the write: a pre-image
+//!    that cannot be kept is named in the row and the result (`history_not_kept`).
 //! 5. Journal: the row is appended and `fdatasync`ed, and the journal stays locked.
 //! 6. Rename: `renameat2(RENAME_NOREPLACE)` for create (a file that appeared meanwhile is never
 //!    clobbered; `link`+`unlink` where the filesystem lacks the flag), `renameat` otherwise. If
@@ -55,8 +58,10 @@ use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
 mod fault;
+mod keep;
 mod many;
 mod readback;
+pub mod retention;
 mod sweep;
 mod temp;
 #[cfg(test)]
@@ -65,6 +70,7 @@ mod tests;
 pub use crate::util::sys::{fsync_dir, process_alive};
 pub(crate) use fault::fault;
 pub use fault::install_faults;
+pub use keep::{AutoRetention, NOT_KEPT_FIELD};
 pub use many::StagedFile;
 pub use sweep::{stale_temp_files, sweep_temp_files, temp_owner_pid};
 pub use temp::TEMP_MARKER;
@@ -81,6 +87,11 @@ pub struct Existing {
     pub gid: u32,
     /// Hard-link count: more than one means a rename will detach this path from its twins.
     pub nlink: u64,
+    /// Size in bytes (also when `bytes` was not kept).
+    pub size: u64,
+    /// `(st_dev, st_ino)` of the file read from disk (`None` for content staged in memory):
+    /// what a pre-image kept by hard link must still be.
+    pub inode: Option<(u64, u64)>,
 }
 
 /// A producer that streams the new content into the temp file.
@@ -164,6 +175,8 @@ pub struct Pipeline {
     journal: Journal,
     /// Where pre-images go before a rename replaces them (history); `None` keeps none.
     objects: Option<ObjectStore>,
+    /// The store's budget, enforced as objects are added; `None` enforces none.
+    auto: Option<std::sync::Arc<AutoRetention>>,
 }
 
 /// Holds the directory lock; releases it when dropped, on every exit path.
@@ -220,6 +233,8 @@ fn read_existing_as(
         uid: st.st_uid,
         gid: st.st_gid,
         nlink: st.st_nlink,
+        size: st.st_size.max(0) as u64,
+        inode: Some((st.st_dev, st.st_ino)),
     }))
 }
 
@@ -281,8 +296,22 @@ fn rename_failure(target: &Target, e: io::Error) -> Failure {
     Failure::io("rename into place", &target.display, e)
 }
 
-fn hardlink_warning(existing: Option<&Existing>, warnings: &mut Vec<String>) -> u64 {
-    let detached = existing.map_or(0, |e| e.nlink.saturating_sub(1));
+fn hardlink_warning(
+    objects: Option<&ObjectStore>,
+    existing: Option<&Existing>,
+    warnings: &mut Vec<String>,
+) -> u64 {
+    let mut detached = existing.map_or(0, |e| e.nlink.saturating_sub(1));
+    // A pre-image linked into the object store by a write that then crashed before its
+    // rename is no one else's link.
+    if detached > 0
+        && let (Some(store), Some(e)) = (objects, existing)
+        && let Some(inode) = e.inode
+        && let Ok(st) = rustix::fs::stat(store.path_of(&e.sha256))
+        && (st.st_dev, st.st_ino) == inode
+    {
+        detached -= 1;
+    }
     if detached > 0 {
         warnings.push(format!(
             "the previous file had {detached} other hard link(s); they keep the old content"
@@ -321,6 +350,7 @@ impl Pipeline {
         Pipeline {
             journal,
             objects: None,
+            auto: None,
         }
     }
 
@@ -330,39 +360,28 @@ impl Pipeline {
         self
     }
 
+    /// Hold the object store to `retention` as objects are added (`paths` ranks rows per
+    /// file, as `gc` does).
+    pub fn with_retention(
+        mut self,
+        retention: retention::Retention,
+        paths: crate::journal::paths::JournalPaths,
+    ) -> Pipeline {
+        self.auto = Some(std::sync::Arc::new(AutoRetention::new(retention, paths)));
+        self
+    }
+
+    /// The retention the pipeline enforces, if any.
+    pub fn retention(&self) -> Option<&retention::Retention> {
+        self.auto.as_deref().map(AutoRetention::retention)
+    }
+
     pub fn journal(&self) -> &Journal {
         &self.journal
     }
 
     pub fn objects(&self) -> Option<&ObjectStore> {
         self.objects.as_ref()
-    }
-
-    /// History: store the content about to be replaced. Called after the new content is
-    /// staged and verified (so a refused or failed write stores nothing) and before the
-    /// rename (so a crash never loses the pre-image of an acknowledged write).
-    fn preserve(&self, target: &Target, existing: Option<&Existing>) -> Result<()> {
-        if !target.keep_history {
-            return Ok(());
-        }
-        if let (Some(store), Some(old)) = (&self.objects, existing) {
-            let stored = if old.bytes.is_empty() && old.sha256 != sha256_hex(b"") {
-                // A streamed commit did not keep the bytes: copy the file as it is now (we
-                // hold the directory lock, so it is still the content hashed above).
-                rustix::fs::openat(
-                    &target.dir,
-                    &target.name,
-                    OFlags::RDONLY | OFlags::NONBLOCK | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-                    Mode::empty(),
-                )
-                .map_err(errno_io)
-                .and_then(|fd| store.put_reader(File::from(fd), &old.sha256))
-            } else {
-                store.put(&old.bytes, &old.sha256)
-            };
-            stored.map_err(|e| Failure::io("store the previous version", &target.display, e))?;
-        }
-        Ok(())
     }
 
     /// Run the protocol for `target`. `decide` sees the current content under the lock and
@@ -400,7 +419,7 @@ impl Pipeline {
         // 1. Lock the parent directory.
         rustix::fs::flock(&target.dir, FlockOperation::LockExclusive)
             .map_err(|e| Failure::io("lock", shown, errno_io(e)))?;
-        let _lock = DirLock(&target.dir);
+        let lock = DirLock(&target.dir);
 
         // 2. Precondition, decided by the caller on the current content.
         let existing = read_target(target, keep_bytes)?;
@@ -411,8 +430,25 @@ impl Pipeline {
         check_writable(target, existing.as_ref())?;
 
         // 3-4. Temp file, fsync, read-back; then keep the pre-image.
-        let mut staged = stage(target, existing.as_ref(), plan.body, plan.new_file_mode)?;
-        self.preserve(target, existing.as_ref())?;
+        let pruned = match &plan.body {
+            Body::Bytes(b) => self.make_room(target, b.len() as u64),
+            _ => None,
+        };
+        // The pre-image first: its link then rides on the temp file's fsync (see keep.rs).
+        let mut kept = self.preserve(target, existing.as_ref());
+        let mut staged = match stage(target, existing.as_ref(), plan.body, plan.new_file_mode) {
+            Ok(s) => s,
+            Err(e) => {
+                self.settle(&kept, false);
+                return Err(e);
+            }
+        };
+        self.sync_kept(&mut kept);
+        staged.warnings.extend(pruned);
+        let mut extra = plan.extra;
+        if let Some(reason) = &kept.not_kept {
+            extra.insert(NOT_KEPT_FIELD.into(), Value::from(reason.clone()));
+        }
 
         // 5. Journal row, durable, journal still locked.
         let row = journal_row(
@@ -421,7 +457,7 @@ impl Pipeline {
             &staged,
             existing.as_ref(),
             &plan.mode_label,
-            plan.extra,
+            extra,
         );
         let (journal_id, wrote_at) = (row.journal_id.clone(), row.ts.clone());
         let appended = if fault("enospc_journal") {
@@ -429,17 +465,22 @@ impl Pipeline {
         } else {
             self.journal.append(&row)
         }
-        .map_err(|e| Failure::io("append journal row", self.journal.path(), e))?;
+        .map_err(|e| {
+            self.settle(&kept, false);
+            Failure::io("append journal row", self.journal.path(), e)
+        })?;
 
         // 6. Rename into place; a failed rename takes its row back.
         if let Err(e) = rename_into_place(target, &staged.guard.name, plan.create_only) {
             if let Err(re) = appended.rollback() {
                 tracing::error!("journal rollback after failed rename: {re}");
             }
+            self.settle(&kept, false);
             return Err(rename_failure(target, e));
         }
         staged.guard.armed = false;
         appended.commit();
+        self.settle(&kept, true);
 
         // 7. Make the rename (and any new directories) durable. The write is applied now:
         // a failure here is reported as a warning, never as a failed write.
@@ -452,7 +493,11 @@ impl Pipeline {
                 warnings.push(format!("fsync of a created directory failed: {e}"));
             }
         }
-        let detached_hardlinks = hardlink_warning(existing.as_ref(), &mut warnings);
+        let detached_hardlinks =
+            hardlink_warning(self.objects.as_ref(), existing.as_ref(), &mut warnings);
+        warnings.extend(kept.warning());
+        drop(lock);
+        self.enforce_retention(kept.added);
         Ok((
             Some(Outcome {
                 abs_path: target.abs_path.clone(),

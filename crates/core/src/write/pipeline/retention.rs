@@ -1,7 +1,11 @@
 //! Retention of the object store: [`Retention`] parsed from the policy file's `history:`
 //! section, and [`gc`], which keeps the newest `keep_last` pre-images of each path and removes
 //! the others when older than `max_age`, then oldest first while the store is over `max_bytes`.
+//!
+//! It lives with the pipeline because the pipeline enforces it as it adds objects
+//! ([`super::keep`]); `gc` and `doctor --fix` run the same pass on request.
 
+use super::keep::NOT_KEPT_FIELD;
 use crate::journal::Journal;
 use crate::journal::paths::{JournalPaths, row_fields};
 use crate::objects::ObjectStore;
@@ -120,6 +124,23 @@ pub struct GcReport {
     pub kept: usize,
     pub kept_bytes: u64,
     pub dry_run: bool,
+    /// When the oldest object kept was stored.
+    #[serde(skip)]
+    pub oldest_kept: Option<SystemTime>,
+}
+
+/// How far a gc pass goes beyond the policy (the automatic pass: [`super::keep`]).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Sweep {
+    /// Remove oldest first while the store is over this many bytes (`None`: `max_bytes`).
+    pub target_bytes: Option<u64>,
+    /// Never remove an object stored more recently than this: a write in another process
+    /// may have kept it (or found it already kept) and not yet journaled its row.
+    pub spare_younger_than: Duration,
+    /// Objects a write of this process is keeping right now.
+    pub pinned: HashSet<String>,
+    /// Protect this many pre-images per file instead of the policy's `keep_last`.
+    pub keep_last: Option<usize>,
 }
 
 /// Apply `retention` to the object store. Pre-images named by the journal are ranked per
@@ -133,9 +154,32 @@ pub fn gc(
     retention: &Retention,
     dry_run: bool,
 ) -> io::Result<GcReport> {
+    gc_with(
+        journal,
+        paths,
+        objects,
+        retention,
+        dry_run,
+        &Sweep::default(),
+    )
+}
+
+/// [`gc`], going as far as `sweep` says.
+pub(crate) fn gc_with(
+    journal: &Journal,
+    paths: &JournalPaths,
+    objects: &ObjectStore,
+    retention: &Retention,
+    dry_run: bool,
+    sweep: &Sweep,
+) -> io::Result<GcReport> {
     let (rows, _, _) = journal.read_from(0)?;
     let mut per_path: HashMap<PathBuf, Vec<String>> = HashMap::new();
     for row in &rows {
+        // A row whose pre-image was not kept holds no place among the last N.
+        if row.get(NOT_KEPT_FIELD).is_some() {
+            continue;
+        }
         if let Some(prev) = row.get("prev_sha256").and_then(Value::as_str) {
             let (path, root) = row_fields(row).unwrap_or_default();
             per_path
@@ -148,7 +192,7 @@ pub fn gc(
     for shas in per_path.values() {
         let mut kept = HashSet::new();
         for sha in shas.iter().rev() {
-            if kept.len() >= retention.keep_last {
+            if kept.len() >= sweep.keep_last.unwrap_or(retention.keep_last) {
                 break;
             }
             kept.insert(sha.clone());
@@ -163,12 +207,15 @@ pub fn gc(
         dry_run,
         ..GcReport::default()
     };
+    let target = sweep
+        .target_bytes
+        .unwrap_or(retention.max_bytes)
+        .min(retention.max_bytes);
     for o in &all {
-        let old = now
-            .duration_since(o.stored_at)
-            .map(|age| age > retention.max_age)
-            .unwrap_or(false);
-        let remove = !protected.contains(&o.sha256) && (old || total > retention.max_bytes);
+        let age = now.duration_since(o.stored_at).unwrap_or_default();
+        let old = age > retention.max_age;
+        let spared = age < sweep.spare_younger_than || sweep.pinned.contains(&o.sha256);
+        let remove = !spared && !protected.contains(&o.sha256) && (old || total > target);
         if remove {
             if !dry_run {
                 objects.remove(&o.sha256)?;
@@ -179,6 +226,11 @@ pub fn gc(
         } else {
             report.kept += 1;
             report.kept_bytes += o.bytes;
+            report.oldest_kept = Some(
+                report
+                    .oldest_kept
+                    .map_or(o.stored_at, |t| t.min(o.stored_at)),
+            );
         }
     }
     Ok(report)
