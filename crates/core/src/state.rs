@@ -81,19 +81,32 @@ pub fn open_subdir(
         let next = match open_dir_at(&dir, comp) {
             Ok(d) => d,
             Err(e) if e == rustix::io::Errno::NOENT && create => {
-                match rustix::fs::mkdirat(&dir, *comp, Mode::from_raw_mode(dir_mode)) {
-                    Ok(()) => {}
-                    Err(e) if e == rustix::io::Errno::EXIST => {}
-                    Err(e) => return Err(Failure::io("create state directory", &path, errno(e))),
-                }
+                // Another process may remove the directory between our mkdir and our open (a
+                // chunk_reset of the session being appended to): make it again, a few times.
+                let mut attempts = 0;
+                let d = loop {
+                    match rustix::fs::mkdirat(&dir, *comp, Mode::from_raw_mode(dir_mode)) {
+                        Ok(()) => {}
+                        Err(e) if e == rustix::io::Errno::EXIST => {}
+                        Err(e) => {
+                            return Err(Failure::io("create state directory", &path, errno(e)));
+                        }
+                    }
+                    match open_dir_at(&dir, comp) {
+                        Err(e) if e == rustix::io::Errno::NOENT && attempts < 8 => attempts += 1,
+                        other => {
+                            break other.map_err(|e| {
+                                Failure::io("open state directory", &path, errno(e))
+                            })?;
+                        }
+                    }
+                };
                 if created.is_empty() {
                     let parent = dir
                         .try_clone()
                         .map_err(|e| Failure::io("open state directory", &path, e))?;
                     created.push(parent);
                 }
-                let d = open_dir_at(&dir, comp)
-                    .map_err(|e| Failure::io("open state directory", &path, errno(e)))?;
                 created.push(
                     d.try_clone()
                         .map_err(|e| Failure::io("open state directory", &path, e))?,
