@@ -19,14 +19,23 @@ fn main() {
     let show_misses = std::env::args().any(|a| a == "--misses");
     let c = Classifier::default();
     let rep = recall::evaluate(&c, PER_CATEGORY, NEGATIVE_FILES, 0x18_2026);
-    println!("{:<28} {:>6} {:>10} {:>11}", "category", "cases", "recall", "right line");
+    println!(
+        "{:<28} {:>6} {:>10} {:>11}",
+        "category", "cases", "recall", "right line"
+    );
     let (mut cred, mut cred_ok, mut cred_line, mut red, mut red_ok) = (0, 0, 0, 0, 0);
     for k in &rep.categories {
         let line = match k.expect {
             Expect::Range(..) => "-".to_string(),
             _ => format!("{:.1}%", pct(k.right_line, k.cases)),
         };
-        println!("{:<28} {:>6} {:>9.1}% {:>11}", k.name, k.cases, pct(k.ok, k.cases), line);
+        println!(
+            "{:<28} {:>6} {:>9.1}% {:>11}",
+            k.name,
+            k.cases,
+            pct(k.ok, k.cases),
+            line
+        );
         match k.expect {
             Expect::Range(..) => {
                 red += k.cases;
@@ -40,9 +49,15 @@ fn main() {
         }
     }
     println!();
-    println!("credentials/binary recall: {:.1}% of {cred}", pct(cred_ok, cred));
+    println!(
+        "credentials/binary recall: {:.1}% of {cred}",
+        pct(cred_ok, cred)
+    );
     println!("on the right line:         {:.1}%", pct(cred_line, cred));
-    println!("redacted shapes in range:  {:.1}% of {red}", pct(red_ok, red));
+    println!(
+        "redacted shapes in range:  {:.1}% of {red}",
+        pct(red_ok, red)
+    );
     println!(
         "false positives >= medium: {:.2}% of {} negative files",
         pct(rep.negative_medium, rep.negative_files),

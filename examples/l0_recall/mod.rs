@@ -96,20 +96,33 @@ fn password_value(r: &mut Rng) -> String {
         0 | 1 => {
             let n = r.range(10, 24);
             // at least one digit and one letter, like every password policy asks
-            format!("{}{}{}", r.chars(PASSWORD, n / 2), r.chars(DIGITS, 1), r.chars(PASSWORD, n - n / 2))
+            format!(
+                "{}{}{}",
+                r.chars(PASSWORD, n / 2),
+                r.chars(DIGITS, 1),
+                r.chars(PASSWORD, n - n / 2)
+            )
         }
         2 => {
             let n = r.range(14, 32);
             format!("{}{}", r.chars(ALNUM, n), r.chars(DIGITS, 1))
         }
         _ => {
-            let words = ["Orchid", "Granite", "Velvet", "Harbor", "Maple", "Cobalt", "Falcon", "Juniper"];
+            let words = [
+                "Orchid", "Granite", "Velvet", "Harbor", "Maple", "Cobalt", "Falcon", "Juniper",
+            ];
             format!(
                 "{}{}{}{}",
                 r.pick(&words),
-                { let n = r.range(2, 4); r.chars(DIGITS, n) },
+                {
+                    let n = r.range(2, 4);
+                    r.chars(DIGITS, n)
+                },
                 r.pick(&["!", "#", "$", "%", "&", "*", "?"]),
-                { let n = r.range(2, 5); r.chars(LOWER_ALNUM, n) }
+                {
+                    let n = r.range(2, 5);
+                    r.chars(LOWER_ALNUM, n)
+                }
             )
         }
     }
@@ -118,7 +131,10 @@ fn password_value(r: &mut Rng) -> String {
 /// An opaque secret or token: hex, alphanumeric, base64 or base64url, 24 to 64 characters.
 fn opaque_value(r: &mut Rng) -> String {
     match r.below(4) {
-        0 => { let n = [32, 40, 48, 64][r.below(4)]; r.chars(HEX, n) },
+        0 => {
+            let n = [32, 40, 48, 64][r.below(4)];
+            r.chars(HEX, n)
+        }
         1 => {
             let n = r.range(24, 48);
             format!("{}{}", r.chars(ALNUM, n), r.chars(DIGITS, 1))
@@ -174,7 +190,12 @@ fn key_in(words: &[&str], c: Case_) -> String {
 /// "password"]`); each syntax spells it in its own case.
 fn assignment(r: &mut Rng, words: &[&str], v: &str) -> String {
     use Case_::*;
-    let host = r.pick(&["db.internal", "10.0.3.17", "pg-main.prod.svc", "cache.local"]);
+    let host = r.pick(&[
+        "db.internal",
+        "10.0.3.17",
+        "pg-main.prod.svc",
+        "cache.local",
+    ]);
     match r.below(36) {
         0 => format!("{}={v}", key_in(words, UpperSnake)),
         1 => format!("{}=\"{v}\"", key_in(words, UpperSnake)),
@@ -183,24 +204,42 @@ fn assignment(r: &mut Rng, words: &[&str], v: &str) -> String {
         4 => format!("{}: {v}", key_in(words, Snake)),
         5 => format!("  {}: \"{v}\"", key_in(words, Snake)),
         6 => format!("service:\n  {}: '{v}'\n  port: 5432", key_in(words, Snake)),
-        7 => format!("{{\n  \"{}\": \"{v}\",\n  \"retries\": 3\n}}", key_in(words, Camel)),
+        7 => format!(
+            "{{\n  \"{}\": \"{v}\",\n  \"retries\": 3\n}}",
+            key_in(words, Camel)
+        ),
         8 => format!("  \"{}\": \"{v}\",", key_in(words, Snake)),
         9 => format!("[server]\n{} = \"{v}\"", key_in(words, Snake)),
         10 => format!("[client]\n{} = {v}", key_in(words, Snake)),
         11 => format!("<add key=\"{}\" value=\"{v}\" />", key_in(words, Pascal)),
         12 => format!("<{k}>{v}</{k}>", k = key_in(words, Camel)),
-        13 => format!("<property name=\"{}\" value=\"{v}\"/>", key_in(words, Snake).replace('_', ".")),
-        14 => format!("tool deploy --{} {v} --region eu-west-1", key_in(words, Kebab)),
+        13 => format!(
+            "<property name=\"{}\" value=\"{v}\"/>",
+            key_in(words, Snake).replace('_', ".")
+        ),
+        14 => format!(
+            "tool deploy --{} {v} --region eu-west-1",
+            key_in(words, Kebab)
+        ),
         15 => format!("./run.sh --{}=\"{v}\"", key_in(words, Kebab)),
         16 => format!("{} = \"{v}\"", key_in(words, UpperSnake)),
-        17 => format!("client = connect(host=\"{host}\", {}=\"{v}\")", key_in(words, Snake)),
+        17 => format!(
+            "client = connect(host=\"{host}\", {}=\"{v}\")",
+            key_in(words, Snake)
+        ),
         18 => format!("const {} = '{v}';", key_in(words, Camel)),
         19 => format!("  {}: '{v}',", key_in(words, Camel)),
         20 => format!("const {}: string = \"{v}\";", key_in(words, Camel)),
         21 => format!("{} := \"{v}\"", key_in(words, Camel)),
         22 => format!("var {} = \"{v}\"", key_in(words, Pascal)),
-        23 => format!("private static final String {} = \"{v}\";", key_in(words, UpperSnake)),
-        24 => format!("props.setProperty(\"{}\", \"{v}\");", key_in(words, Snake).replace('_', ".")),
+        23 => format!(
+            "private static final String {} = \"{v}\";",
+            key_in(words, UpperSnake)
+        ),
+        24 => format!(
+            "props.setProperty(\"{}\", \"{v}\");",
+            key_in(words, Snake).replace('_', ".")
+        ),
         25 => format!("var {} = \"{v}\";", key_in(words, Camel)),
         26 => format!("public const string {} = @\"{v}\";", key_in(words, Pascal)),
         27 => format!("{} = '{v}'", key_in(words, UpperSnake)),
@@ -219,8 +258,18 @@ fn assignment(r: &mut Rng, words: &[&str], v: &str) -> String {
 }
 
 fn password_words(r: &mut Rng) -> Vec<&'static str> {
-    let lead = r.pick(&["db", "database", "admin", "smtp", "redis", "mysql", "root", "ldap", "app", "service", "postgres", "mail", "keystore", ""]);
-    let tail = r.pick(&["password", "password", "passwd", "pass", "pwd", "passphrase"]);
+    let lead = r.pick(&[
+        "db", "database", "admin", "smtp", "redis", "mysql", "root", "ldap", "app", "service",
+        "postgres", "mail", "keystore", "",
+    ]);
+    let tail = r.pick(&[
+        "password",
+        "password",
+        "passwd",
+        "pass",
+        "pwd",
+        "passphrase",
+    ]);
     let mut w = Vec::new();
     if !lead.is_empty() {
         w.push(lead);
@@ -232,14 +281,28 @@ fn password_words(r: &mut Rng) -> Vec<&'static str> {
 fn secret_words(r: &mut Rng) -> Vec<&'static str> {
     match r.below(3) {
         0 => {
-            let lead = r.pick(&["client", "app", "api", "webhook", "signing", "jwt", "oauth", "session", "shared", ""]);
-            let mut w = if lead.is_empty() { Vec::new() } else { vec![lead] };
+            let lead = r.pick(&[
+                "client", "app", "api", "webhook", "signing", "jwt", "oauth", "session", "shared",
+                "",
+            ]);
+            let mut w = if lead.is_empty() {
+                Vec::new()
+            } else {
+                vec![lead]
+            };
             w.push("secret");
             w
         }
         1 => {
-            let lead = r.pick(&["auth", "access", "api", "refresh", "bot", "service", "deploy", "slack", "registry", ""]);
-            let mut w = if lead.is_empty() { Vec::new() } else { vec![lead] };
+            let lead = r.pick(&[
+                "auth", "access", "api", "refresh", "bot", "service", "deploy", "slack",
+                "registry", "",
+            ]);
+            let mut w = if lead.is_empty() {
+                Vec::new()
+            } else {
+                vec![lead]
+            };
             w.push("token");
             w
         }
@@ -288,14 +351,21 @@ fn generic_secret(r: &mut Rng) -> Case {
 fn connection_credentials(r: &mut Rng) -> Case {
     let v = password_value(r).replace(['@', '/', '?', '#', '%', ':'], "x");
     let user = r.pick(&["app", "svc_orders", "deploy", "analytics", "etl"]);
-    let host = r.pick(&["db.internal", "10.0.3.17", "pg-main.prod.svc", "cluster0.mongo.net"]);
+    let host = r.pick(&[
+        "db.internal",
+        "10.0.3.17",
+        "pg-main.prod.svc",
+        "cluster0.mongo.net",
+    ]);
     let text = match r.below(8) {
         0 => format!("DATABASE_URL=postgres://{user}:{v}@{host}:5432/orders"),
         1 => format!("  url: \"mysql://{user}:{v}@{host}/shop\""),
         2 => format!("mongo_uri = \"mongodb+srv://{user}:{v}@{host}/prod?retryWrites=true\""),
         3 => format!("REDIS_URL=redis://:{v}@{host}:6379/0"),
         4 => format!("Server={host};Database=Orders;User Id={user};Password={v};"),
-        5 => format!("\"ConnectionStrings\": {{ \"Main\": \"Host={host};Username={user};Password={v}\" }}"),
+        5 => format!(
+            "\"ConnectionStrings\": {{ \"Main\": \"Host={host};Username={user};Password={v}\" }}"
+        ),
         6 => format!("jdbc:postgresql://{host}:5432/orders?user={user}&password={v}"),
         _ => format!("git clone https://{user}:{v}@git.{host}/team/repo.git"),
     };
@@ -311,7 +381,12 @@ fn framework_secret_key(r: &mut Rng) -> Case {
                 r.chars(DJANGO, 50)
             };
             let q = if v.contains('\'') { '"' } else { '\'' };
-            (format!("# SECURITY WARNING: keep the secret key used in production secret!\nSECRET_KEY = {q}{v}{q}"), v)
+            (
+                format!(
+                    "# SECURITY WARNING: keep the secret key used in production secret!\nSECRET_KEY = {q}{v}{q}"
+                ),
+                v,
+            )
         }
         2 => {
             let v = r.chars(HEX, 128);
@@ -353,14 +428,18 @@ fn http_basic(r: &mut Rng) -> Case {
         3 => format!("fetch(url, {{ headers: {{ Authorization: 'Basic {cred}' }} }});"),
         4 => format!("req.Header.Set(\"Authorization\", \"Basic {cred}\")"),
         5 => format!("proxy_set_header Authorization \"Basic {cred}\";"),
-        6 => return Case {
-            text: format!("curl -u {user}:{pw} https://registry.internal/v2/_catalog"),
-            secret: pw,
-        },
-        _ => return Case {
-            text: format!("Fetch https://{user}:{pw}@registry.internal/v2/ first."),
-            secret: pw,
-        },
+        6 => {
+            return Case {
+                text: format!("curl -u {user}:{pw} https://registry.internal/v2/_catalog"),
+                secret: pw,
+            };
+        }
+        _ => {
+            return Case {
+                text: format!("Fetch https://{user}:{pw}@registry.internal/v2/ first."),
+                secret: pw,
+            };
+        }
     };
     Case { text, secret: cred }
 }
@@ -373,7 +452,11 @@ fn bearer_token(r: &mut Rng) -> Case {
             format!("{}{}", r.chars(ALNUM, n), r.chars(DIGITS, 1))
         }
         _ => {
-            let raw: Vec<u8> = { let n = r.range(24, 48); (0..n).map(|_| r.next() as u8) }.collect();
+            let raw: Vec<u8> = {
+                let n = r.range(24, 48);
+                (0..n).map(|_| r.next() as u8)
+            }
+            .collect();
             b64url(&raw)
         }
     };
@@ -382,7 +465,9 @@ fn bearer_token(r: &mut Rng) -> Case {
         1 => format!("Authorization: Bearer {v}"),
         2 => format!("headers = {{'Authorization': f'Bearer {v}'}}"),
         3 => format!("axios.get(url, {{ headers: {{ Authorization: `Bearer {v}` }} }});"),
-        4 => format!("request.Headers.Authorization = new AuthenticationHeaderValue(\"Bearer\", \"{v}\");"),
+        4 => format!(
+            "request.Headers.Authorization = new AuthenticationHeaderValue(\"Bearer\", \"{v}\");"
+        ),
         5 => format!("http GET api.internal/me \"Authorization:Bearer {v}\""),
         _ => format!("  -H \"authorization: bearer {v}\" \\"),
     };
@@ -390,9 +475,15 @@ fn bearer_token(r: &mut Rng) -> Case {
 }
 
 fn discord_bot_token(r: &mut Rng) -> Case {
-    let id = format!("{}{}", r.range(1, 9), { let n = r.range(16, 18); r.chars(DIGITS, n) });
+    let id = format!("{}{}", r.range(1, 9), {
+        let n = r.range(16, 18);
+        r.chars(DIGITS, n)
+    });
     let head = b64url(id.as_bytes());
-    let v = format!("{head}.{}.{}", r.chars(URLSAFE, 6), { let n = r.range(27, 38); r.chars(URLSAFE, n) });
+    let v = format!("{head}.{}.{}", r.chars(URLSAFE, 6), {
+        let n = r.range(27, 38);
+        r.chars(URLSAFE, n)
+    });
     let text = match r.below(6) {
         0 => format!("DISCORD_TOKEN={v}"),
         1 => format!("client.run('{v}')"),
@@ -408,7 +499,11 @@ fn us_ssn_spaced(r: &mut Rng) -> Case {
     let area = r.range(1, 899);
     let area = if area == 666 { 667 } else { area };
     let sep = r.pick(&[" ", "."]);
-    let v = format!("{area:03}{sep}{:02}{sep}{:04}", r.range(1, 99), r.range(1, 9999));
+    let v = format!(
+        "{area:03}{sep}{:02}{sep}{:04}",
+        r.range(1, 99),
+        r.range(1, 9999)
+    );
     let text = match r.below(6) {
         0 => format!("SSN: {v}"),
         1 => format!("Employee SSN {v} on file."),
@@ -428,7 +523,9 @@ fn artifactory_token(r: &mut Rng) -> Case {
     };
     let text = match r.below(5) {
         0 => format!("ARTIFACTORY_API_KEY={v}"),
-        1 => format!("curl -H \"X-JFrog-Art-Api: {v}\" https://repo.internal/artifactory/api/repositories"),
+        1 => format!(
+            "curl -H \"X-JFrog-Art-Api: {v}\" https://repo.internal/artifactory/api/repositories"
+        ),
         2 => format!("  password: {v}"),
         3 => format!("jf c add --access-token {v}"),
         _ => format!("Use {v} for the upload."),
@@ -437,7 +534,15 @@ fn artifactory_token(r: &mut Rng) -> Case {
 }
 
 fn data_uri_binary(r: &mut Rng) -> Case {
-    let mime = r.pick(&["image/png", "image/jpeg", "application/octet-stream", "application/pdf", "font/woff2", "application/zip", "image/gif"]);
+    let mime = r.pick(&[
+        "image/png",
+        "image/jpeg",
+        "application/octet-stream",
+        "application/pdf",
+        "font/woff2",
+        "application/zip",
+        "image/gif",
+    ]);
     let n = r.range(120, 600);
     let raw: Vec<u8> = (0..n).map(|_| r.next() as u8).collect();
     let v = b64(&raw);
@@ -453,13 +558,34 @@ fn data_uri_binary(r: &mut Rng) -> Case {
 // ---- redacted shapes --------------------------------------------------------------------------
 
 const PREFIXES: &[&str] = &[
-    "sk-ant-api03-", "sk-ant-oat01-", "sk-proj-", "sk-", "ghp_", "github_pat_", "glpat-", "xoxb-",
-    "AKIA", "AIza", "hf_", "npm_", "sk_live_", "gsk_", "xai-", "SG.",
+    "sk-ant-api03-",
+    "sk-ant-oat01-",
+    "sk-proj-",
+    "sk-",
+    "ghp_",
+    "github_pat_",
+    "glpat-",
+    "xoxb-",
+    "AKIA",
+    "AIza",
+    "hf_",
+    "npm_",
+    "sk_live_",
+    "gsk_",
+    "xai-",
+    "SG.",
 ];
 
 fn prefix_ellipsis_prose(r: &mut Rng) -> Case {
     let p = r.pick(PREFIXES);
-    let keep = if r.below(2) == 0 { String::new() } else { { let n = r.range(2, 6); r.chars(ALNUM, n) } };
+    let keep = if r.below(2) == 0 {
+        String::new()
+    } else {
+        {
+            let n = r.range(2, 6);
+            r.chars(ALNUM, n)
+        }
+    };
     let dots = r.pick(&["...", "\u{2026}"]);
     let t = if r.below(4) == 0 {
         // the display form: prefix, ellipsis, last four
@@ -478,21 +604,41 @@ fn prefix_ellipsis_prose(r: &mut Rng) -> Case {
 }
 
 fn pem_bodyless(r: &mut Rng) -> Case {
-    let kind = r.pick(&["RSA PRIVATE KEY", "PRIVATE KEY", "OPENSSH PRIVATE KEY", "EC PRIVATE KEY", "ENCRYPTED PRIVATE KEY"]);
+    let kind = r.pick(&[
+        "RSA PRIVATE KEY",
+        "PRIVATE KEY",
+        "OPENSSH PRIVATE KEY",
+        "EC PRIVATE KEY",
+        "ENCRYPTED PRIVATE KEY",
+    ]);
     let d = "-----";
-    let body = r.pick(&["...", "\u{2026}", "<redacted>", "[key material removed]", "", "MIIEv...", "(omitted)"]);
+    let body = r.pick(&[
+        "...",
+        "\u{2026}",
+        "<redacted>",
+        "[key material removed]",
+        "",
+        "MIIEv...",
+        "(omitted)",
+    ]);
     let text = match r.below(3) {
         0 => format!("{d}BEGIN {kind}{d}\n{body}\n{d}END {kind}{d}"),
         1 => format!("key: |\n  {d}BEGIN {kind}{d}\n  {body}\n  {d}END {kind}{d}"),
         _ => format!("\"private_key\": \"{d}BEGIN {kind}{d}\\n{body}\\n{d}END {kind}{d}\\n\","),
     };
-    Case { text, secret: format!("BEGIN {kind}") }
+    Case {
+        text,
+        secret: format!("BEGIN {kind}"),
+    }
 }
 
 fn documentation_example(r: &mut Rng) -> Case {
     // the vendors' documented example shapes: random-looking body spelled with EXAMPLE
     let v = match r.below(3) {
-        0 => format!("AKIA{}EXAMPLE", r.chars(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 9)),
+        0 => format!(
+            "AKIA{}EXAMPLE",
+            r.chars(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ234567", 9)
+        ),
         1 => format!("{}EXAMPLEKEY", r.chars(B64, 30)),
         _ => format!("ghp_EXAMPLE{}", r.chars(ALNUM, 29)),
     };
@@ -505,12 +651,29 @@ fn documentation_example(r: &mut Rng) -> Case {
 }
 
 fn ellipsis_or_braced_placeholder(r: &mut Rng) -> Case {
-    let words = if r.below(2) == 0 { password_words(r) } else { secret_words(r) };
+    let words = if r.below(2) == 0 {
+        password_words(r)
+    } else {
+        secret_words(r)
+    };
     let v = r
         .pick(&[
-            "...", "\u{2026}", "{REDACTED}", "{{ api_token }}", "<YOUR_API_KEY>", "${DB_PASSWORD}",
-            "[REDACTED]", "********", "{{SECRET}}", "<token>", "%(password)s", "{password}",
-            "REPLACE_ME", "your-secret-here", "$(cat /run/secrets/token)", "<redacted>",
+            "...",
+            "\u{2026}",
+            "{REDACTED}",
+            "{{ api_token }}",
+            "<YOUR_API_KEY>",
+            "${DB_PASSWORD}",
+            "[REDACTED]",
+            "********",
+            "{{SECRET}}",
+            "<token>",
+            "%(password)s",
+            "{password}",
+            "REPLACE_ME",
+            "your-secret-here",
+            "$(cat /run/secrets/token)",
+            "<redacted>",
         ])
         .to_string();
     let text = assignment(r, &words, &v);
@@ -521,20 +684,76 @@ pub fn categories() -> Vec<Category> {
     use Expect::*;
     use Verdict::{Low, Safe};
     vec![
-        Category { name: "generic_password", expect: Credential, generate: generic_password },
-        Category { name: "generic_secret_token_key", expect: Credential, generate: generic_secret },
-        Category { name: "connection_credentials", expect: Credential, generate: connection_credentials },
-        Category { name: "framework_secret_key", expect: Credential, generate: framework_secret_key },
-        Category { name: "http_basic", expect: Credential, generate: http_basic },
-        Category { name: "bearer_opaque", expect: Credential, generate: bearer_token },
-        Category { name: "discord_bot_token", expect: Credential, generate: discord_bot_token },
-        Category { name: "us_ssn_spaced_dotted", expect: Credential, generate: us_ssn_spaced },
-        Category { name: "artifactory_token", expect: Credential, generate: artifactory_token },
-        Category { name: "data_uri_binary", expect: Binary, generate: data_uri_binary },
-        Category { name: "redacted:prefix_ellipsis", expect: Range(Low, Low), generate: prefix_ellipsis_prose },
-        Category { name: "redacted:pem_bodyless", expect: Range(Low, Low), generate: pem_bodyless },
-        Category { name: "redacted:doc_example", expect: Range(Low, Low), generate: documentation_example },
-        Category { name: "redacted:placeholder", expect: Range(Safe, Low), generate: ellipsis_or_braced_placeholder },
+        Category {
+            name: "generic_password",
+            expect: Credential,
+            generate: generic_password,
+        },
+        Category {
+            name: "generic_secret_token_key",
+            expect: Credential,
+            generate: generic_secret,
+        },
+        Category {
+            name: "connection_credentials",
+            expect: Credential,
+            generate: connection_credentials,
+        },
+        Category {
+            name: "framework_secret_key",
+            expect: Credential,
+            generate: framework_secret_key,
+        },
+        Category {
+            name: "http_basic",
+            expect: Credential,
+            generate: http_basic,
+        },
+        Category {
+            name: "bearer_opaque",
+            expect: Credential,
+            generate: bearer_token,
+        },
+        Category {
+            name: "discord_bot_token",
+            expect: Credential,
+            generate: discord_bot_token,
+        },
+        Category {
+            name: "us_ssn_spaced_dotted",
+            expect: Credential,
+            generate: us_ssn_spaced,
+        },
+        Category {
+            name: "artifactory_token",
+            expect: Credential,
+            generate: artifactory_token,
+        },
+        Category {
+            name: "data_uri_binary",
+            expect: Binary,
+            generate: data_uri_binary,
+        },
+        Category {
+            name: "redacted:prefix_ellipsis",
+            expect: Range(Low, Low),
+            generate: prefix_ellipsis_prose,
+        },
+        Category {
+            name: "redacted:pem_bodyless",
+            expect: Range(Low, Low),
+            generate: pem_bodyless,
+        },
+        Category {
+            name: "redacted:doc_example",
+            expect: Range(Low, Low),
+            generate: documentation_example,
+        },
+        Category {
+            name: "redacted:placeholder",
+            expect: Range(Safe, Low),
+            generate: ellipsis_or_braced_placeholder,
+        },
     ]
 }
 
@@ -551,51 +770,147 @@ pub fn negative_file(r: &mut Rng) -> String {
 }
 
 fn negative_line(r: &mut Rng) -> String {
-    let words = if r.below(2) == 0 { password_words(r) } else { secret_words(r) };
+    let words = if r.below(2) == 0 {
+        password_words(r)
+    } else {
+        secret_words(r)
+    };
     match r.below(24) {
         0 => {
             let v = reference_value(r);
             assignment(r, &words, v)
         }
-        1 => format!("{} = os.environ[\"{}\"]", key_in(&words, Case_::Snake), key_in(&words, Case_::UpperSnake)),
-        2 => format!("const {} = process.env.{};", key_in(&words, Case_::Camel), key_in(&words, Case_::UpperSnake)),
-        3 => format!("  {}: ${{{{ secrets.{} }}}}", key_in(&words, Case_::Snake), key_in(&words, Case_::UpperSnake)),
+        1 => format!(
+            "{} = os.environ[\"{}\"]",
+            key_in(&words, Case_::Snake),
+            key_in(&words, Case_::UpperSnake)
+        ),
+        2 => format!(
+            "const {} = process.env.{};",
+            key_in(&words, Case_::Camel),
+            key_in(&words, Case_::UpperSnake)
+        ),
+        3 => format!(
+            "  {}: ${{{{ secrets.{} }}}}",
+            key_in(&words, Case_::Snake),
+            key_in(&words, Case_::UpperSnake)
+        ),
         4 => format!(
             "\"node_modules/{}\": {{ \"integrity\": \"sha512-{}==\" }},",
             r.pick(&["lodash", "react", "left-pad", "chalk"]),
             r.chars(B64, 86)
         ),
-        5 => format!("{} = \"sha256:{}\"", r.pick(&["checksum", "digest", "hash"]), r.chars(HEX, 64)),
+        5 => format!(
+            "{} = \"sha256:{}\"",
+            r.pick(&["checksum", "digest", "hash"]),
+            r.chars(HEX, 64)
+        ),
         6 => format!(
             "id = \"{}-{}-4{}-a{}-{}\"",
-            r.chars(HEX, 8), r.chars(HEX, 4), r.chars(HEX, 3), r.chars(HEX, 3), r.chars(HEX, 12)
+            r.chars(HEX, 8),
+            r.chars(HEX, 4),
+            r.chars(HEX, 3),
+            r.chars(HEX, 3),
+            r.chars(HEX, 12)
         ),
         7 => format!("commit {}", r.chars(HEX, 40)),
-        8 => format!("fn {}(&self) -> Result<String, Error> {{", key_in(&words, Case_::Snake)),
-        9 => format!("    let {} = self.{}.clone();", key_in(&words, Case_::Snake), key_in(&words, Case_::Snake)),
-        10 => format!("if ({}.length < 12) throw new Error(\"{} too short\");", key_in(&words, Case_::Camel), words.join(" ")),
-        11 => format!("{} = get_secret(\"{}\")", key_in(&words, Case_::Snake), key_in(&words, Case_::Kebab)),
-        12 => format!("<input type=\"password\" name=\"{}\" placeholder=\"Enter your password\">", key_in(&words, Case_::Snake)),
-        13 => format!("{}: str = Field(..., min_length=8)", key_in(&words, Case_::Snake)),
-        14 => format!("# Set {} in your environment before running.", key_in(&words, Case_::UpperSnake)),
-        15 => format!("resolved \"https://registry.yarnpkg.com/{p}/-/{p}-1.2.{}.tgz#{}\"", r.below(9), r.chars(HEX, 40), p = r.pick(&["ms", "debug", "semver"])),
-        16 => format!("version = \"{}.{}.{}\"", r.below(9), r.below(30), r.below(30)),
-        17 => format!("Call {} {} {} on weekdays.", r.range(200, 899), r.range(100, 999), r.range(1000, 9999)),
-        18 => format!("let ts = {}.{}; // seconds", r.range(1_600_000_000, 1_800_000_000), r.chars(DIGITS, 6)),
-        19 => format!("    assert_eq!(parse(\"{}\"), None);", key_in(&words, Case_::Kebab)),
-        20 => format!("{} = {}", key_in(&words, Case_::UpperSnake), r.pick(&["None", "null", "\"\"", "undefined", "nil", "''"])),
-        21 => format!("{} := cfg.Get{}()", key_in(&words, Case_::Camel), key_in(&words, Case_::Pascal)),
-        22 => format!("Authorization: Bearer {}", r.pick(&["<token>", "$TOKEN", "${ACCESS_TOKEN}", "YOUR_TOKEN"])),
-        _ => format!("const {} = useState<string>(\"\");", key_in(&words, Case_::Camel)),
+        8 => format!(
+            "fn {}(&self) -> Result<String, Error> {{",
+            key_in(&words, Case_::Snake)
+        ),
+        9 => format!(
+            "    let {} = self.{}.clone();",
+            key_in(&words, Case_::Snake),
+            key_in(&words, Case_::Snake)
+        ),
+        10 => format!(
+            "if ({}.length < 12) throw new Error(\"{} too short\");",
+            key_in(&words, Case_::Camel),
+            words.join(" ")
+        ),
+        11 => format!(
+            "{} = get_secret(\"{}\")",
+            key_in(&words, Case_::Snake),
+            key_in(&words, Case_::Kebab)
+        ),
+        12 => format!(
+            "<input type=\"password\" name=\"{}\" placeholder=\"Enter your password\">",
+            key_in(&words, Case_::Snake)
+        ),
+        13 => format!(
+            "{}: str = Field(..., min_length=8)",
+            key_in(&words, Case_::Snake)
+        ),
+        14 => format!(
+            "# Set {} in your environment before running.",
+            key_in(&words, Case_::UpperSnake)
+        ),
+        15 => format!(
+            "resolved \"https://registry.yarnpkg.com/{p}/-/{p}-1.2.{}.tgz#{}\"",
+            r.below(9),
+            r.chars(HEX, 40),
+            p = r.pick(&["ms", "debug", "semver"])
+        ),
+        16 => format!(
+            "version = \"{}.{}.{}\"",
+            r.below(9),
+            r.below(30),
+            r.below(30)
+        ),
+        17 => format!(
+            "Call {} {} {} on weekdays.",
+            r.range(200, 899),
+            r.range(100, 999),
+            r.range(1000, 9999)
+        ),
+        18 => format!(
+            "let ts = {}.{}; // seconds",
+            r.range(1_600_000_000, 1_800_000_000),
+            r.chars(DIGITS, 6)
+        ),
+        19 => format!(
+            "    assert_eq!(parse(\"{}\"), None);",
+            key_in(&words, Case_::Kebab)
+        ),
+        20 => format!(
+            "{} = {}",
+            key_in(&words, Case_::UpperSnake),
+            r.pick(&["None", "null", "\"\"", "undefined", "nil", "''"])
+        ),
+        21 => format!(
+            "{} := cfg.Get{}()",
+            key_in(&words, Case_::Camel),
+            key_in(&words, Case_::Pascal)
+        ),
+        22 => format!(
+            "Authorization: Bearer {}",
+            r.pick(&["<token>", "$TOKEN", "${ACCESS_TOKEN}", "YOUR_TOKEN"])
+        ),
+        _ => format!(
+            "const {} = useState<string>(\"\");",
+            key_in(&words, Case_::Camel)
+        ),
     }
 }
 
 /// A placeholder or a reference in place of a value.
 fn reference_value(r: &mut Rng) -> &'static str {
     r.pick(&[
-        "${DB_PASSWORD}", "<password>", "changeme", "YOUR_API_KEY_HERE", "{{ .Values.token }}",
-        "%(secret)s", "$SECRET", "xxxxxxxxxxxxxxxx", "env:API_TOKEN", "process.env.TOKEN",
-        "settings.SECRET_KEY", "********", "<your-token>", "TODO", "vault:secret/data/db#password",
+        "${DB_PASSWORD}",
+        "<password>",
+        "changeme",
+        "YOUR_API_KEY_HERE",
+        "{{ .Values.token }}",
+        "%(secret)s",
+        "$SECRET",
+        "xxxxxxxxxxxxxxxx",
+        "env:API_TOKEN",
+        "process.env.TOKEN",
+        "settings.SECRET_KEY",
+        "********",
+        "<your-token>",
+        "TODO",
+        "vault:secret/data/db#password",
     ])
 }
 
@@ -634,13 +949,21 @@ pub fn evaluate(c: &Classifier, per_category: usize, negatives: usize, seed: u64
         for _ in 0..per_category {
             let case = (cat.generate)(&mut r);
             let (before, after) = (filler(&mut r), filler(&mut r));
-            let doc = format!("{}\n{}\n{}\n", before.join("\n"), case.text, after.join("\n"));
+            let doc = format!(
+                "{}\n{}\n{}\n",
+                before.join("\n"),
+                case.text,
+                after.join("\n")
+            );
             let line = doc
                 .find(&case.secret)
                 .map(|at| doc[..at].matches('\n').count() + 1)
                 .unwrap_or(0);
             let rep = risk_score(&doc, c);
-            let on_line = rep.detected_patterns.iter().any(|f| f.line as usize == line);
+            let on_line = rep
+                .detected_patterns
+                .iter()
+                .any(|f| f.line as usize == line);
             let pass = match cat.expect {
                 Expect::Credential => rep.verdict >= Verdict::Medium,
                 Expect::Binary => rep
@@ -686,5 +1009,9 @@ pub fn evaluate(c: &Classifier, per_category: usize, negatives: usize, seed: u64
 }
 
 pub fn pct(a: usize, b: usize) -> f64 {
-    if b == 0 { 0.0 } else { 100.0 * a as f64 / b as f64 }
+    if b == 0 {
+        0.0
+    } else {
+        100.0 * a as f64 / b as f64
+    }
 }
