@@ -1,7 +1,7 @@
 //! L0 recall on the weak categories of issue 18: per-category recall (verdict >= medium for
 //! credentials, a binary hint for data-URI payloads, the expected verdict range for redacted and
 //! example shapes), detection on the right line, and the false-positive rate (negative files at
-//! >= medium). The corpus is generated in `examples/l0_recall/mod.rs`; `tests/l0_recall.rs`
+//! verdict medium or higher). The corpus is generated in `examples/l0_recall/mod.rs`; `tests/l0_recall.rs`
 //! asserts floors on the same corpus.
 //!
 //! Run: `cargo run --release --example l0_recall [-- --misses]`

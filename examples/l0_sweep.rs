@@ -92,7 +92,7 @@ fn main() {
             findings as f64 / mb.max(1e-9)
         );
         let mut top: Vec<_> = rules.into_iter().collect();
-        top.sort_by(|a, b| b.1.cmp(&a.1));
+        top.sort_by_key(|t| std::cmp::Reverse(t.1));
         for (rule, k) in top.iter().take(15) {
             println!("    {rule} x{k}");
         }
