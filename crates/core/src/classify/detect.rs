@@ -221,6 +221,7 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                             }
                             false
                         }
+                        Check::PemRedacted => private_key_end(bytes, span.end).is_none(),
                         Check::Putty | Check::K8sSecret => {
                             if let Some(caps) = re.captures_at(hay, m.start()) {
                                 verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);

@@ -82,10 +82,6 @@ const VALUE_MARKERS: &[&[u8]] = &[
     b"secret",
     b"token",
     b"todo",
-    b"%(",
-    b"$(",
-    b"#{",
-    b"{%",
     b"null",
     b"none",
     b"undefined",
@@ -153,9 +149,46 @@ pub(crate) fn is_documentation_example(body: &[u8]) -> bool {
     found && rest.len() >= 8 && !is_token_placeholder(&rest)
 }
 
+/// A variable reference in place of a value: `$NAME`, `${NAME}`, `$(cmd)`, `%NAME%`, `%s`.
+/// A password that merely starts with `$` or `%` (`$u#&u8...`) is not one.
+fn is_reference(v: &[u8]) -> bool {
+    let word = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-' | b'>' | b':');
+    match v.first() {
+        Some(b'$') => v.len() == 1 || matches!(v[1], b'{' | b'(') || v[1..].iter().all(word),
+        Some(b'%') => v.len() <= 3 || matches!(v[1], b'(' | b'{') || v.ends_with(b"%"),
+        _ => false,
+    }
+}
+
+/// A template expression (`%(name)s`, `$(cmd)`, `#{name}`, `{% tag %}`): an opener followed by
+/// a name and its closer. Random symbols in a secret (`...%(nxdr6+...`) are not one.
+fn has_template(v: &[u8]) -> bool {
+    const OPENERS: &[(&[u8], u8)] = &[(b"%(", b')'), (b"$(", b')'), (b"#{", b'}'), (b"{%", b'%')];
+    OPENERS.iter().any(|(open, close)| {
+        v.windows(open.len()).enumerate().any(|(i, w)| {
+            w == *open && {
+                let rest = &v[i + open.len()..];
+                let name = rest
+                    .iter()
+                    .take_while(|b| {
+                        b.is_ascii_alphanumeric() || matches!(b, b'_' | b' ' | b'.' | b'-')
+                    })
+                    .count();
+                rest.get(name) == Some(close)
+            }
+        })
+    })
+}
+
 /// A free-form value (assignment, password, URL credential) that is a placeholder.
 pub(crate) fn is_value_placeholder(v: &[u8]) -> bool {
-    if v.is_empty() || v[0] == b'$' || v[0] == b'%' || v[0] == b'@' || v[0] == b'&' || v[0] == b'*'
+    if v.is_empty() || is_reference(v) || has_template(v) {
+        return true;
+    }
+    // `@Value`, `&str`, `*ptr`: a decorator, a reference or a pointer, not a password that
+    // happens to start with a symbol
+    if matches!(v[0], b'@' | b'&' | b'*')
+        && (v.len() == 1 || looks_like_identifier(&v[1..]) || v[1..].iter().all(|&b| b == v[0]))
     {
         return true;
     }
@@ -176,7 +209,14 @@ pub(crate) fn looks_like_identifier(v: &[u8]) -> bool {
         return false;
     }
     if !no_digit {
-        return false;
+        // `pkcs8_priv_key_info_st`, `MAX_RETRY_2`: snake-case words, each of one case
+        let parts: Vec<&[u8]> = v.split(|&b| b == b'_' || b == b'-').collect();
+        return parts.len() >= 2
+            && !v.contains(&b'.')
+            && parts.iter().all(|p| {
+                p.iter().all(|b| !b.is_ascii_uppercase())
+                    || p.iter().all(|b| !b.is_ascii_lowercase())
+            });
     }
     // snake/kebab/dotted names, single-case words, and camelCase (capitals only at word starts)
     let separated = v.contains(&b'_') || v.contains(&b'.') || v.contains(&b'-');

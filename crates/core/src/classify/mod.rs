@@ -38,7 +38,7 @@
 //! | `jwt`               | 0.40 (0.25) | JSON Web Tokens with a decodable header                |
 //! | `pii_financial`     | 0.40   | Luhn-checked card numbers, mod-97-checked IBANs             |
 //! | `pii_government_id` | 0.40   | US SSNs of a valid shape                                    |
-//! | `redacted_prefix`   | 0.25   | a vendor prefix followed by a redaction marker              |
+//! | `redacted_prefix`   | 0.25   | a vendor prefix + redaction marker; a bodiless private key  |
 //! | `binary_hint`       | 0.20 (0.20) | long base64 (also wrapped), hex blobs, non-printables  |
 //! | `pii`               | 0.15 (0.15) | emails outside reserved domains, phone numbers         |
 //! | `example_key`       | 0.10   | vendors' documentation example keys (`...EXAMPLE`): low     |

@@ -1,7 +1,9 @@
 //! The built-in rule table of the L0 classifier: credential formats after the public rule sets of
 //! gitleaks, Nosey Parker, detect-secrets and GitHub secret scanning, plus structural rules
 //! (private-key blocks, JWTs, Basic/Bearer auth, URL credentials, netrc, docker and npm auth,
-//! Kubernetes Secret data), entropy-gated generic assignments, redacted-prefix shapes and the
+//! Kubernetes Secret data), entropy-gated generic assignments (in the syntaxes agents write:
+//! `key = value` in a dozen languages, XML attributes and elements, Kubernetes env lists, CLI
+//! flags, two-argument calls, prose), redacted-prefix shapes and the
 //! detectors without a regex (PII numbers, binary hints).
 //!
 //! Every regex rule names the literal keywords that must occur near a match; one Aho-Corasick pass
@@ -35,6 +37,10 @@ pub(crate) enum Check {
     K8sSecret,
     /// Redacted vendor prefix (always reported).
     Redacted,
+    /// A credential named in prose (`the password is ...`): letters and digits, no code, no path.
+    Prose,
+    /// A private-key header without a real body (the body removed or elided): a redacted shape.
+    PemRedacted,
 }
 
 /// Where a rule's regex runs around a keyword hit.
@@ -225,6 +231,9 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             .check(Check::PrivateKey).tier(Tier::Structural),
         rule("other_pem_private_key", "pem_block", &["private key-----"], r"-----BEGIN [A-Z0-9 ]{1,30} PRIVATE KEY-----")
             .check(Check::PrivateKey).tier(Tier::Structural),
+        rule("private_key_redacted", "redacted_prefix", &["private key-----", "private key block-----"],
+            r"-----BEGIN [A-Z0-9 ]{0,30}PRIVATE KEY(?: BLOCK)?-----")
+            .check(Check::PemRedacted).tier(Tier::Redacted),
         rule("putty_private_key", "pem_block", &["putty-user-key-file-"], r"PuTTY-User-Key-File-[0-9]: [a-z0-9-]+")
             .check(Check::Putty).tier(Tier::Structural).window(Window::Forward(16 * 1024)),
         rule("age_secret_key", "pem_block", &["age-secret-key-1"], &tok("AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}")),
@@ -251,6 +260,8 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("aws_session_token", "aws_secret", &["session_token", "sessiontoken"],
             r#"(?i)(?:aws_?)?session_?token["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[A-Za-z0-9/+=]{100,})"#)
             .tier(Tier::Structural),
+        rule("aws_secret_key_example", "api_key", &["EXAMPLEKEY"], &tok("[A-Za-z0-9/+]{30}EXAMPLEKEY"))
+            .tier(Tier::Structural).cs(),
         rule("aws_mws_key", "api_key", &["amzn.mws."], &tok("amzn\\.mws\\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")),
         // ---- Google / GCP ----
         rule("gcp_api_key", "api_key", &["AIza"], &tok("AIza[0-9A-Za-z_\\-]{35}")).cs(),
@@ -303,6 +314,8 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("nuget_api_key", "api_key", &["oy2"], &tok("oy2[a-z0-9]{43}")).cs(),
         rule("docker_config_auth", "password", &["\"auth\""],
             r#""auth"\s*:\s*"(?P<s>[A-Za-z0-9+/]{12,}={0,2})""#).check(Check::BasicAuth).tier(Tier::Structural),
+        rule("artifactory_api_key", "api_key", &["AKCp"], &tok("AKCp[A-Za-z0-9]{60,80}")).cs(),
+        rule("artifactory_reference_token", "api_key", &["cmVmdGtu"], &tok("cmVmdGtu[A-Za-z0-9]{50,80}")).cs(),
         rule("dockerhub_pat", "api_key", &["dckr_pat_"], &tok("dckr_pat_[A-Za-z0-9_\\-]{27}")),
         // ---- AI vendors ----
         rule("anthropic_api_key", "api_key", &["sk-ant-api"], &tok("sk-ant-api[0-9]{2}-[A-Za-z0-9_\\-]{80,120}")),
@@ -343,12 +356,12 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("jwt", "jwt", &["eyJ"], &tok("eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}"))
             .check(Check::Jwt).tier(Tier::Structural).cs(),
         rule("basic_auth_header", "password", &["basic"],
-            r"(?i)\b(?:authorization|proxy-authorization)\s{0,4}[:=]\s{0,4}[\x22']?basic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})")
+            r"(?i)\bbasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})(?:[^A-Za-z0-9+/=]|$)")
             .check(Check::BasicAuth).tier(Tier::Structural),
-        rule("bearer_token", "api_key", &["bearer"], r"(?i)\bbearer\s+(?P<s>[A-Za-z0-9_~+/.=\-]{20,})")
+        rule("bearer_token", "api_key", &["bearer"], r#"(?i)\bbearer(?:\s+|["'`]\s{0,4},\s{0,4}["'`])(?P<s>[A-Za-z0-9_~+/.=\-]{20,})"#)
             .check(Check::Entropy(3.0)).tier(Tier::Generic),
         rule("url_password", "connection_string", &["://"],
-            r#"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<u>[^\s:@/"'<>]{1,64}):(?P<s>[^\s@/"'<>]{3,128})@[A-Za-z0-9.\-\[]"#)
+            r#"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<u>[^\s:@/"'<>]{0,64}):(?P<s>[^\s/"'<>]{3,128})@[A-Za-z0-9.\-\[]"#)
             .check(Check::UrlPassword).tier(Tier::Structural),
         rule("jdbc_password", "connection_string", &["jdbc:"],
             r#"(?i)jdbc:[a-z0-9]+:[^\s"']{0,200}?[;?&]password=(?P<s>[^\s;&"']{4,})"#)
@@ -363,13 +376,35 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             r#"(?m)^kind:\s*["']?Secret["']?\s*$"#)
             .check(Check::K8sSecret).tier(Tier::Structural),
         // ---- generic, entropy-gated ----
-        rule("password_assignment", "password", &["password", "passwd", "passphrase", "pwd"],
-            r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12})["'`]?\s{0,4}(?::=|=>|==|=|:)\s{0,4}(?:["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;#]{8,128})\s*$)"#)
+        rule("password_assignment", "password", &["password", "passwd", "passphrase", "pwd", "pass"],
+            r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12}|pass))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;]{8,128})(?:[\s,;&]|$))"#)
             .check(Check::Password).tier(Tier::Generic),
         rule("generic_secret_assignment", "generic_secret",
-            &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential"],
-            r#"(?i)(?P<k>[a-z0-9_.\-]{0,40}(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20})["'`]?\s{0,4}(?::=|=>|=|:)\s{0,4}["'`]?(?P<s>[A-Za-z0-9+/=_.~\-]{16,256})"#)
+            &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential", "key"],
+            r#"(?i)(?P<k>[a-z0-9_.\-]{0,40}(?:(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20}|[a-z0-9]{2,20}[_.\-]?key))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>(?:base64:)?[^"'`\s]{16,256})["'`]|(?P<s2>(?:base64:)?[A-Za-z0-9+/=_~\-]{16,256})(?:[\s,;]|$))"#)
             .check(Check::Entropy(3.5)).tier(Tier::Generic),
+        rule("call_pair_secret", "password", &["password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "api_key", "apikey", "api-key"],
+            r#"(?i)\(\s{0,4}["'`](?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key)[a-z0-9_.\-]{0,12})["'`]\s{0,4},\s{0,4}["'`](?P<s>[^"'`\s]{6,256})["'`]\s{0,4}\)"#)
+            .check(Check::Password).tier(Tier::Generic),
+        rule("config_pair_secret", "password", &["value"],
+            r#"(?i)(?:key|name)\s{0,2}=\s{0,2}"(?P<k>[^"\n]{0,40}(?:password|passwd|passphrase|pass|pwd|secret|token|[a-z0-9]{2,20}[_.\-]?key)[^"\n]{0,20})"\s{1,4}value\s{0,2}=\s{0,2}"(?P<s>[^"\n]{6,256})""#)
+            .check(Check::Password).tier(Tier::Generic),
+        rule("xml_element_secret", "password", &["password>", "passwd>", "passphrase>", "pass>", "pwd>", "secret>", "token>", "key>"],
+            r#"(?i)<(?P<k>[a-z0-9_.:\-]{0,30}(?:password|passwd|passphrase|pass|pwd|secret|token|[a-z0-9]{2,20}[_.\-]?key)[a-z0-9_.\-]{0,12})>(?P<s>[^<\s]{6,256})</"#)
+            .check(Check::Password).tier(Tier::Generic),
+        rule("env_list_secret", "password", &["name:"],
+            r#"(?i)name:\s{0,4}["']?(?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|pwd|pass|secret|token|key|credential)[a-z0-9_.\-]{0,20})["']?[ \t]*\r?\n[ \t]*(?:-[ \t]+)?value:[ \t]*["']?(?P<s>[^\s"']{6,256})"#)
+            .check(Check::Password).tier(Tier::Generic).window(Window::Forward(512)),
+        rule("cli_flag_secret", "password", &["password", "passwd", "passphrase", "pass", "pwd", "secret", "token", "api-key", "apikey"],
+            r#"(?i)(?:^|\s)--(?P<k>[a-z0-9\-]{0,30}(?:password|passwd|passphrase|pass|pwd|secret|token|api-key|apikey)[a-z0-9\-]{0,12})(?:=|[ \t]+)["']?(?P<s>[^\s"'`\-][^\s"'`]{5,255})"#)
+            .check(Check::Password).tier(Tier::Generic),
+        rule("cli_user_password", "password", &["-u ", "--user "],
+            r#"(?:^|\s)(?:-u|--user)[ \t]+["']?(?P<u>[A-Za-z0-9._@\-]{1,64}):(?P<s>[^\s"']{4,128})"#)
+            .check(Check::UrlPassword).tier(Tier::Generic),
+        rule("prose_credential", "generic_secret",
+            &["password", "passphrase", "passcode", "secret", "token", "api key", "api-key", "api_key", "access key"],
+            r#"(?i)\b(?P<k>passwords?|passphrase|passcode|secret|token|api[ _\-]?key|access[ _\-]?key)\b(?:[ \t]+(?:for|of|on|to)[ \t]+[A-Za-z0-9 ._\-]{1,30}?)?(?:[ \t]+(?:is|was|=)|[ \t]*:)?[ \t]+["'`]?(?P<s>[^\s"'`]{8,128}?)["'`]?[.,;:!?)]*(?:\s|$)"#)
+            .check(Check::Prose).tier(Tier::Generic),
         // ---- PII ----
         rule("email_address", "pii", &["@"],
             r"(?:^|[^A-Za-z0-9._%+\-])(?P<s>(?P<u>[A-Za-z0-9._%+\-]{1,64})@(?P<d>[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}))(?:[^A-Za-z0-9\-]|$)")

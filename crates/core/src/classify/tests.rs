@@ -349,11 +349,12 @@ fn putty_private_key_is_found() {
 }
 
 #[test]
-fn private_key_header_without_body_is_not_a_finding() {
-    assert!(
-        patterns("-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----\n")
-            .is_empty()
-    );
+fn private_key_header_without_body_is_a_redacted_shape_scoring_low() {
+    let text = "-----BEGIN RSA PRIVATE KEY-----\n...\n-----END RSA PRIVATE KEY-----\n";
+    assert_eq!(patterns(text), vec!["private_key_redacted"]);
+    let r = score(text);
+    assert_eq!(r.verdict, Verdict::Low, "{r:?}");
+    assert_eq!(r.detected_patterns[0].kind, "redacted_prefix");
 }
 
 #[test]
@@ -943,9 +944,12 @@ fn tokens_separated_by_one_byte_are_both_found() {
 }
 
 #[test]
-fn many_pem_headers_without_bodies_are_linear_and_quiet() {
+fn many_pem_headers_without_bodies_are_linear_and_only_redacted_shapes() {
     let s = "-----BEGIN PRIVATE KEY-----\n".repeat(2000);
-    assert!(patterns(&s).is_empty());
+    let p = patterns(&s);
+    assert_eq!(p.len(), 2000);
+    assert!(p.iter().all(|r| r == "private_key_redacted"), "{p:?}");
+    assert_eq!(score(&s).verdict, Verdict::Low);
 }
 
 #[test]
@@ -1014,4 +1018,115 @@ fn a_token_glued_to_a_word_is_not_a_token_but_one_after_punctuation_is() {
         score(&quoted).detected_patterns[0].pattern,
         "github_classic_pat"
     );
+}
+
+// ---- issue 18: credentials without a vendor prefix -------------------------------------------
+
+#[test]
+fn a_key_word_inside_another_word_does_not_make_a_key_benign() {
+    // `admin` contains `min`, `passphrase` contains `hash`-free words: still passwords
+    let v = format!("Q{}7x!", synth("", ALNUM, 12));
+    assert_eq!(
+        patterns(&format!("admin_password = \"{v}\"\n")),
+        vec!["password_assignment"]
+    );
+    assert!(patterns(&format!("password_min_length = \"{v}\"\n")).is_empty());
+}
+
+#[test]
+fn a_password_starting_with_a_symbol_is_found_but_a_reference_is_not() {
+    let v = format!("%{}9!", synth("", ALNUM, 12));
+    assert_eq!(
+        patterns(&format!("DB_PASSWORD=\"{v}\"\n")),
+        vec!["password_assignment"]
+    );
+    for r in [
+        "$DB_PASSWORD",
+        "${DB_PASSWORD}",
+        "%DB_PASSWORD%",
+        "%(password)s",
+        "&password_ref",
+    ] {
+        assert!(patterns(&format!("password = \"{r}\"\n")).is_empty(), "{r}");
+    }
+}
+
+#[test]
+fn random_template_like_symbols_in_a_django_key_do_not_make_it_a_placeholder() {
+    let v = format!(
+        "django-insecure-{}%(x9+{}",
+        synth("", ALNUM, 20),
+        synth("", ALNUM, 20)
+    );
+    assert_eq!(
+        patterns(&format!("SECRET_KEY = '{v}'\n")),
+        vec!["generic_secret_assignment"]
+    );
+}
+
+#[test]
+fn typed_declarations_xml_env_lists_and_cli_flags_are_found() {
+    let v = format!("{}7#{}", synth("", ALNUM, 8), synth("", ALNUM, 8));
+    let cases = [
+        (
+            format!("const dbPassword: string = \"{v}\";"),
+            "password_assignment",
+        ),
+        (
+            format!("<add key=\"DbPassword\" value=\"{v}\" />"),
+            "config_pair_secret",
+        ),
+        (
+            format!("<dbPassword>{v}</dbPassword>"),
+            "xml_element_secret",
+        ),
+        (
+            format!("env:\n  - name: DB_PASSWORD\n    value: \"{v}\""),
+            "env_list_secret",
+        ),
+        (
+            format!("tool deploy --db-password {v} --region eu"),
+            "cli_flag_secret",
+        ),
+        (
+            format!("props.setProperty(\"db.password\", \"{v}\");"),
+            "call_pair_secret",
+        ),
+        (
+            format!("curl -u deploy:{v} https://h/x"),
+            "cli_user_password",
+        ),
+        (
+            format!("The password for staging is {v} (rotate it)."),
+            "prose_credential",
+        ),
+    ];
+    for (text, rule) in cases {
+        assert_eq!(patterns(&format!("{text}\n")), vec![rule], "{text}");
+    }
+}
+
+#[test]
+fn code_paths_tuples_and_pagination_tokens_are_not_credentials() {
+    for text in [
+        "pub const USER_PASSWORD: crate::ObjectIdentifier = x;",
+        "(\"http\", \"user/name\", \"password\", \"localhost:22\"),",
+        "PKCS8_PRIV_KEY_INFO = pkcs8_priv_key_info_st",
+        "private_key = ed25519.Ed25519PrivateKey.from_private_bytes(secret)",
+        "\"NextToken\": \"eyJOZXh0VG9rZW4iOiBudWxsLCAiYm90b19\",",
+        "aws waf update-rule --change-token 12cs345-67cd-890b-1cd2-c3a4567d89f1",
+        "const META_KEY_CLIENT_INFO: &str = \"io.modelcontextprotocol/clientInfo\";",
+    ] {
+        assert!(patterns(&format!("{text}\n")).is_empty(), "{text}");
+    }
+}
+
+#[test]
+fn basic_credentials_in_any_header_syntax_are_found_when_they_decode_to_user_and_password() {
+    use base64::Engine;
+    let cred = base64::engine::general_purpose::STANDARD
+        .encode(format!("deploy:{}", synth("", ALNUM, 14)));
+    let text = format!("proxy_set_header Authorization \"Basic {cred}\";\n");
+    assert_eq!(patterns(&text), vec!["basic_auth_header"]);
+    assert!(patterns("Basic configuration is described below.\n").is_empty());
 }

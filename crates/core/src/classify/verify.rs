@@ -46,24 +46,33 @@ fn group(c: &Captures<'_>, name: &str, base: usize) -> Option<Range<usize>> {
     c.name(name).map(|m| base + m.start()..base + m.end())
 }
 
-/// Keys whose values are not secrets even when they look random.
-const BENIGN_KEY_PARTS: &[&str] = &[
+/// Words of a key whose value is not a secret even when it looks random (a digest, an id, a
+/// name, a length). Compared against whole words of the key (`admin_password` is not `min`).
+const BENIGN_KEY_WORDS: &[&str] = &[
     "hash",
+    "hashed",
     "sha",
+    "sha1",
+    "sha256",
+    "sha512",
+    "md5",
     "digest",
     "checksum",
     "etag",
     "uuid",
+    "guid",
     "fingerprint",
     "version",
     "url",
     "uri",
     "path",
     "file",
+    "filename",
     "name",
     "type",
     "count",
     "length",
+    "len",
     "size",
     "format",
     "header",
@@ -72,11 +81,9 @@ const BENIGN_KEY_PARTS: &[&str] = &[
     "field",
     "endpoint",
     "ttl",
-    "expir",
     "limit",
     "kind",
     "mode",
-    "tokenizer",
     "public",
     "pubkey",
     "policy",
@@ -97,19 +104,85 @@ const BENIGN_KEY_PARTS: &[&str] = &[
     "env",
     "min",
     "max",
-    "id\"",
-    "_id",
-    "-id",
-    ".id",
+    "id",
     "ids",
+    "uid",
+    "dir",
+    "template",
+    "timeout",
+    "algorithm",
+    "alg",
+    "method",
+    "cache",
+    "sort",
+    "partition",
+    "primary",
+    "foreign",
+    "idempotency",
+    "dedup",
+    "lookup",
+    "map",
+    "row",
+    "index",
+    "hot",
+    "shortcut",
+    "placeholder",
+    "class",
+    "enabled",
+    "required",
+    "store",
+    "storage",
+    "next",
+    "page",
+    "paging",
+    "continuation",
+    "cursor",
+    "marker",
+    "lock",
+    "change",
+    "request",
+    "starting",
+    "s3",
+    "object",
+    "bucket",
+    "arn",
+    "kms",
+    "websocket",
+    "sec",
 ];
+/// Word prefixes with the same meaning (`expires`, `tokenizer`, `validation`, `encoding`).
+const BENIGN_KEY_PREFIXES: &[&str] = &["expir", "tokeniz", "valid", "encod", "hash"];
+
+/// Splits a key into lowercase words at separators and camelCase humps.
+fn key_words(key: &[u8]) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut prev_lower = false;
+    for &b in key {
+        if !b.is_ascii_alphanumeric() {
+            if !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            prev_lower = false;
+            continue;
+        }
+        if b.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
+            words.push(std::mem::take(&mut cur));
+        }
+        prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
+        cur.push(b.to_ascii_lowercase() as char);
+    }
+    if !cur.is_empty() {
+        words.push(cur);
+    }
+    words
+}
 
 fn benign_key(key: &[u8]) -> bool {
-    let k = key.to_ascii_lowercase();
-    BENIGN_KEY_PARTS
-        .iter()
-        .any(|p| find_sub(&k, p.as_bytes()).is_some())
-        || k.ends_with(b"id")
+    key_words(key).iter().any(|w| {
+        BENIGN_KEY_WORDS.contains(&w.as_str())
+            || BENIGN_KEY_PREFIXES.iter().any(|p| w.starts_with(p))
+    })
 }
 
 fn is_uuid(v: &[u8]) -> bool {
@@ -128,9 +201,48 @@ const WEAK_PASSWORDS: &[&str] = &[
     "postgres", "mysql", "redis", "123", "1234", "12345", "123456", "pass123", "example",
 ];
 
+/// A path or a URL (`/usr/lib`, `./x`, `~/.ssh`, `https://...`), not a secret.
+/// A base64 value may start with `/` too: a path has no capitals, or several `/` and no `+`/`=`.
+fn is_path_or_url(v: &[u8]) -> bool {
+    if find_sub(v, b"://").is_some() {
+        return true;
+    }
+    // a Windows path, or an object key ending in a file extension (`app/build-17.war`)
+    let drive = v.len() > 2 && v[0].is_ascii_alphabetic() && v[1] == b':' && v[2] == b'\\';
+    let file_key = v.contains(&b'/')
+        && v.rsplit(|&b| b == b'.').next().is_some_and(|ext| {
+            (1..=4).contains(&ext.len())
+                && ext
+                    .iter()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        })
+        && v.contains(&b'.');
+    if drive || file_key || v.ends_with(b"/") {
+        return true;
+    }
+    let rooted = [&b"/"[..], b"./", b"../", b"~/"]
+        .iter()
+        .any(|p| v.starts_with(p));
+    let slashes = v.iter().filter(|&&b| b == b'/').count();
+    rooted
+        && (!v.iter().any(u8::is_ascii_uppercase)
+            || (slashes >= 3 && !v.iter().any(|&b| b == b'+' || b == b'=')))
+}
+
+/// The entropy a value must reach: a hex value draws from 16 symbols, so its ceiling is 4 bits
+/// and a random 32-digit one often lands near 3.6; it is held to 3.0 instead.
+fn entropy_floor(v: &[u8], min: f64) -> f64 {
+    if v.len() >= 24 && v.iter().all(u8::is_ascii_hexdigit) {
+        min.min(3.0)
+    } else {
+        min
+    }
+}
+
 fn value_is_code(v: &[u8]) -> bool {
     v.iter()
         .any(|b| matches!(b, b'(' | b')' | b'[' | b']' | b'{' | b'}'))
+        || find_sub(v, b"::").is_some()
 }
 
 fn b64_decode(v: &[u8]) -> Option<Vec<u8>> {
@@ -172,6 +284,29 @@ pub(super) fn verify(
     let push = |out: &mut Vec<Raw>, span: Range<usize>| push_as(out, span, false);
     match r.check {
         Check::None | Check::Redacted => push(out, span),
+        Check::PemRedacted => {
+            if private_key_end(bytes, whole.end).is_none() {
+                push(out, whole);
+            }
+        }
+        Check::Prose => {
+            let letters = v.iter().any(u8::is_ascii_alphabetic);
+            let digits = v.iter().any(u8::is_ascii_digit);
+            let classes = entropy::classes(v);
+            if letters
+                && digits
+                && (classes >= 3 || v.len() >= 16)
+                && !is_path_or_url(v)
+                && !value_is_code(v)
+                && !is_uuid(v)
+                && !v.starts_with(b"0x")
+                && !entropy::is_value_placeholder(v)
+                && !entropy::looks_like_identifier(v)
+                && entropy::shannon(v) >= 3.0
+            {
+                push(out, span);
+            }
+        }
         Check::Token => {
             if !entropy::is_token_placeholder(v) {
                 push(out, span);
@@ -189,8 +324,14 @@ pub(super) fn verify(
             if letters
                 && strong
                 && !is_uuid(v)
+                && !is_path_or_url(v)
+                && !v.iter().any(|b| matches!(b, b'{' | b'}' | b'[' | b']' | b'\\'))
+                && !v.starts_with(b"arn:")
+                && find_sub(v, b"::").is_none()
+                // a digitless value with `/` or `.` is a namespace or a path, not a key
+                && (digits || !v.iter().any(|&b| b == b'/' || b == b'.'))
                 && !entropy::looks_like_identifier(v)
-                && entropy::shannon(v) >= min
+                && entropy::shannon(v) >= entropy_floor(v, min)
             {
                 if !entropy::is_value_placeholder(v) {
                     push(out, span);
@@ -208,6 +349,8 @@ pub(super) fn verify(
             if v.len() >= 6
                 && !weak
                 && !value_is_code(v)
+                && !is_uuid(v)
+                && !is_path_or_url(v)
                 && !entropy::is_value_placeholder(v)
                 && !entropy::looks_like_identifier(v)
                 && entropy::classes(v) >= 2
