@@ -29,6 +29,9 @@ impl Rng {
     pub fn below(&mut self, n: usize) -> usize {
         (self.next() % n.max(1) as u64) as usize
     }
+    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
+        lo + self.below(hi - lo + 1)
+    }
     pub fn chars(&mut self, set: &[u8], n: usize) -> String {
         (0..n).map(|_| set[self.below(set.len())] as char).collect()
     }

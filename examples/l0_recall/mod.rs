@@ -18,42 +18,16 @@
 use base64::Engine;
 use resilient_write::classify::{Classifier, Verdict, risk_score};
 
-pub const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-pub const LOWER_ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-pub const HEX: &[u8] = b"0123456789abcdef";
-pub const DIGITS: &[u8] = b"0123456789";
-pub const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-pub const URLSAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+// The PRNG and the alphabets are the evaluation corpus's (examples/l0_corpus).
+#[path = "../l0_corpus/mod.rs"]
+mod corpus;
+pub use corpus::{ALNUM, B64, DIGITS, HEX, LOWER_ALNUM, Rng, URLSAFE};
+
 /// Characters Django's `get_random_secret_key` draws from.
 pub const DJANGO: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789!@#$%^&*(-_=+)";
 /// Characters of a typed password with symbols.
 pub const PASSWORD: &[u8] =
     b"ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz23456789!@#%^&*-_+=.?~";
-
-/// splitmix64: deterministic test data.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next() % n.max(1) as u64) as usize
-    }
-    pub fn range(&mut self, lo: usize, hi: usize) -> usize {
-        lo + self.below(hi - lo + 1)
-    }
-    pub fn chars(&mut self, set: &[u8], n: usize) -> String {
-        (0..n).map(|_| set[self.below(set.len())] as char).collect()
-    }
-    pub fn pick<'a>(&mut self, xs: &[&'a str]) -> &'a str {
-        xs[self.below(xs.len())]
-    }
-}
 
 fn b64(s: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(s)
