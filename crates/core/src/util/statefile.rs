@@ -158,6 +158,18 @@ pub enum Line {
     TooLong { len: u64 },
 }
 
+impl Line {
+    /// A line of `len` bytes that ended (with a newline when `complete`): its bytes, or only
+    /// its length when it went over the cap.
+    fn ended(bytes: Vec<u8>, len: u64, too_long: bool, complete: bool) -> Line {
+        if too_long {
+            Line::TooLong { len }
+        } else {
+            Line::Text { bytes, complete }
+        }
+    }
+}
+
 /// Reads lines of at most `max` bytes each; longer lines are skipped, not buffered.
 pub struct LineReader<R> {
     inner: BufReader<R>,
@@ -191,14 +203,7 @@ impl<R: Read> LineReader<R> {
                     return Ok(None);
                 }
                 self.line += 1;
-                return Ok(Some(if too_long {
-                    Line::TooLong { len }
-                } else {
-                    Line::Text {
-                        bytes,
-                        complete: false,
-                    }
-                }));
+                return Ok(Some(Line::ended(bytes, len, too_long, false)));
             }
             let (chunk, done) = match memchr::memchr(b'\n', buf) {
                 Some(i) => (&buf[..i], Some(i + 1)),
@@ -217,14 +222,7 @@ impl<R: Read> LineReader<R> {
             self.inner.consume(used);
             if done.is_some() {
                 self.line += 1;
-                return Ok(Some(if too_long {
-                    Line::TooLong { len }
-                } else {
-                    Line::Text {
-                        bytes,
-                        complete: true,
-                    }
-                }));
+                return Ok(Some(Line::ended(bytes, len, too_long, true)));
             }
         }
     }
