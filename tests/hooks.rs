@@ -524,3 +524,17 @@ fn init_hooks_refuses_a_malformed_settings_file_and_writes_nothing() {
         "{ \"hooks\": [ }"
     );
 }
+
+#[test]
+fn a_hand_typed_entry_with_an_unknown_agent_or_event_allows_with_one_line() {
+    for (agent, event) in [
+        ("bogus-agent", "PreToolUse"),
+        ("claude-code", "NoSuchEvent"),
+    ] {
+        let r = hook_raw(agent, event, b"{}", &[]);
+        assert_eq!(r.code, 0, "{agent} {event}: {}", r.stderr);
+        assert_eq!(r.stdout, "", "{agent} {event}");
+        assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
+        assert!(r.stderr.contains("allowed"), "{}", r.stderr);
+    }
+}

@@ -162,7 +162,24 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
 
 /// Entry point of the binary.
 pub fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        // An agent reads exit status 2 of a hook as "block": a hook entry typed by hand with an
+        // unknown agent or event is one stderr line and an allow, never a blocked agent.
+        Err(e)
+            if std::env::args_os().nth(1).is_some_and(|a| a == "hook")
+                && !matches!(
+                    e.kind(),
+                    clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion
+                ) =>
+        {
+            let first = e.to_string();
+            let first = first.lines().next().unwrap_or_default();
+            eprintln!("resilient-write hook: {first} (the edit is allowed)");
+            return ExitCode::SUCCESS;
+        }
+        Err(e) => e.exit(),
+    };
     // An agent reads exit status 2 of a hook as "block": `hook` never fails on configuration
     // (one stderr line, then the defaults), so a bad environment cannot stop an agent's edits.
     let hook = matches!(cli.command, Some(Command::Hook(_)));
