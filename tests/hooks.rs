@@ -54,7 +54,11 @@ fn hook_raw(agent: &str, event: &str, stdin: &[u8], env: &[(&str, &str)]) -> Ran
         cmd.env(k, v);
     }
     let mut child = cmd.spawn().unwrap();
-    child.stdin.take().unwrap().write_all(stdin).unwrap();
+    // A hook that answers without reading stdin (an unknown agent) may close it first.
+    match child.stdin.take().unwrap().write_all(stdin) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other.unwrap(),
+    }
     let out = child.wait_with_output().unwrap();
     Ran {
         code: out.status.code().unwrap_or(-1),
@@ -131,7 +135,24 @@ fn claude_code_allows_clean_content_silently_and_keeps_the_pre_image() {
     );
     let r = hook("claude-code", "PreToolUse", &p);
     assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", ""));
+    // Staged beside the hook's record, not yet in the store: the agent waits for no fsync.
+    assert!(!objects_hold(&ws.root, b"first draft\n"));
+    std::fs::write(&file, "second draft\n").unwrap();
+    let p = fixture(
+        "claude-code/PostToolUse-Write.json",
+        &[
+            ("CWD", ws.root.to_str().unwrap()),
+            ("FILE", file.to_str().unwrap()),
+            ("CONTENT", "second draft\n"),
+        ],
+    );
+    let r = hook("claude-code", "PostToolUse", &p);
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", ""));
+    // Durable in the store before the row that names it.
     assert!(objects_hold(&ws.root, b"first draft\n"));
+    let rows = journal_rows(&ws.root);
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0]["pre_image"], serde_json::Value::Bool(true));
 }
 
 #[test]

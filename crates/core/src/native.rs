@@ -78,6 +78,10 @@ struct Pending {
     /// The agent's id of the tool call, when it gives one (matches the after-hook's).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     call_id: Option<String>,
+    /// The previous content waits beside this record (`<record>.pre`), not yet durable, for
+    /// the after-hook to move into the object store (see [`NativeWorkspace::keep_pre_image`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    staged: bool,
 }
 
 /// Who made a native edit, for its journal row.
@@ -212,8 +216,14 @@ impl NativeWorkspace {
         read_existing(&target.dir, &target.name)
     }
 
-    /// Before a native write of `target`: keep `existing` (its current content) in the object
+    /// Before a native write of `target`: keep `existing` (its current content) for the object
     /// store and leave the record the after-hook reads. Returns the pre-image's sha256.
+    ///
+    /// The content is written beside the record and its writeback started, but nothing waits
+    /// for the disk here: the after-hook makes it durable and moves it into the store before
+    /// the journal row that names it is appended (a pre-image matters only through that row;
+    /// a call the user refuses never gets one). The before-hook, which the agent waits for
+    /// before every edit, pays no fsync.
     pub fn keep_pre_image(
         &self,
         target: &Target,
@@ -221,14 +231,32 @@ impl NativeWorkspace {
         call: &NativeCall<'_>,
     ) -> io::Result<Option<String>> {
         self.usable()?;
-        if let Some(e) = existing {
-            self.objects.put(&e.bytes, &e.sha256)?;
-        }
+        let dir = self
+            .hooks_dir(true)?
+            .ok_or_else(|| io::Error::other("no hooks directory"))?;
+        let name = Self::pending_name(target);
+        let staged = match existing {
+            Some(e) if !self.objects.contains(&e.sha256) => {
+                Self::write_at(&dir.dir, &format!("{name}.pre"), &e.bytes, true)?;
+                true
+            }
+            _ => {
+                // Nothing to move: no stale content of an earlier call may stand in for it.
+                let _ = rustix::fs::unlinkat(
+                    &dir.dir,
+                    format!("{name}.pre").as_str(),
+                    rustix::fs::AtFlags::empty(),
+                );
+                false
+            }
+        };
         let pending = Pending {
             prev_sha256: existing.map(|e| e.sha256.clone()),
             call_id: call.call_id.map(str::to_string),
+            staged,
         };
-        self.write_pending(target, &pending)?;
+        let body = serde_json::to_vec(&pending).map_err(io::Error::other)?;
+        Self::write_at(&dir.dir, &name, &body, false)?;
         Ok(pending.prev_sha256)
     }
 
@@ -251,7 +279,9 @@ impl NativeWorkspace {
         call: &NativeCall<'_>,
     ) -> io::Result<Option<JournalRow>> {
         let pending = self.take_pending(target)?;
+        let mut staged = pending.as_ref().is_some_and(|p| p.staged);
         let Some(now) = self.current(target)? else {
+            self.settle_staged(target, None, &mut staged);
             return Ok(None);
         };
         let (prev, known) = match pending {
@@ -262,11 +292,17 @@ impl NativeWorkspace {
             {
                 (p.prev_sha256, true)
             }
-            _ => (self.newest_version(target)?, false),
+            _ => {
+                self.settle_staged(target, None, &mut staged);
+                (self.newest_version(target)?, false)
+            }
         };
         if prev.as_deref() == Some(now.sha256.as_str()) {
+            self.settle_staged(target, None, &mut staged);
             return Ok(None);
         }
+        // The pre-image is durable in the store before the row naming it is appended.
+        self.settle_staged(target, prev.as_deref(), &mut staged);
         let pre_image = match &prev {
             Some(h) => self.objects.contains(h),
             // Known absent before: a created file has nothing to keep.
@@ -324,38 +360,75 @@ impl NativeWorkspace {
         format!("{}.json", sha256_hex(key.as_bytes()))
     }
 
-    fn write_pending(&self, target: &Target, pending: &Pending) -> io::Result<()> {
-        let dir = crate::state::open_subdir(&self.state_dir, &[HOOKS_DIR], 0o700, true)
-            .map_err(|f| io::Error::other(f.to_string()))?
-            .ok_or_else(|| io::Error::other("hooks directory could not be created"))?;
-        let name = Self::pending_name(target);
+    /// The hooks' directory in the state directory (`None`: absent and not `create`d).
+    fn hooks_dir(&self, create: bool) -> io::Result<Option<crate::state::StateDir>> {
+        crate::state::open_subdir(&self.state_dir, &[HOOKS_DIR], 0o700, create)
+            .map_err(|f| io::Error::other(f.to_string()))
+    }
+
+    /// Write `body` as `name` in `dir` (a temporary file renamed over it, so a reader never
+    /// sees half of it), not durably; `writeback` starts its writing to disk meanwhile.
+    fn write_at(
+        dir: &impl rustix::fd::AsFd,
+        name: &str,
+        body: &[u8],
+        writeback: bool,
+    ) -> io::Result<()> {
         let tmp = format!(".{name}.tmp-{}", std::process::id());
-        let body = serde_json::to_vec(pending).map_err(io::Error::other)?;
         let fd = rustix::fs::openat(
-            &dir.dir,
+            dir,
             tmp.as_str(),
             OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
             Mode::from_raw_mode(0o600),
         )?;
         let mut f = std::fs::File::from(fd);
-        let written = f.write_all(&body);
+        let written = f.write_all(body);
+        if written.is_ok() && writeback {
+            // Only a head start for the after-hook's fsync: a failure costs nothing.
+            let _ = crate::pipeline::start_writeback(&f, 0, body.len() as u64);
+        }
         drop(f);
         let renamed = written.and_then(|()| {
-            rustix::fs::renameat(&dir.dir, tmp.as_str(), &dir.dir, name.as_str())
-                .map_err(io::Error::from)
+            rustix::fs::renameat(dir, tmp.as_str(), dir, name).map_err(io::Error::from)
         });
         if renamed.is_err() {
-            let _ = rustix::fs::unlinkat(&dir.dir, tmp.as_str(), rustix::fs::AtFlags::empty());
+            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), rustix::fs::AtFlags::empty());
         }
         renamed
     }
 
+    /// The content a before-hook left beside its record (`staged`): moved into the object
+    /// store, durably, as `prev` when the row about to be appended names it; removed
+    /// otherwise (a call that did not happen, or a record of another call). A content that
+    /// cannot be kept is a warning: the row then says `pre_image: false`.
+    fn settle_staged(&self, target: &Target, prev: Option<&str>, staged: &mut bool) {
+        if !std::mem::take(staged) {
+            return;
+        }
+        let Ok(Some(dir)) = self.hooks_dir(false) else {
+            return;
+        };
+        let name = format!("{}.pre", Self::pending_name(target));
+        match prev {
+            Some(sha) => {
+                if let Err(e) = self
+                    .objects
+                    .adopt(&dir.dir, std::ffi::OsStr::new(&name), sha)
+                {
+                    tracing::warn!("pre-image of {} not kept: {e}", target.display);
+                }
+            }
+            None => {
+                let _ = rustix::fs::unlinkat(&dir.dir, name.as_str(), rustix::fs::AtFlags::empty());
+            }
+        }
+    }
+
     /// Read and remove the record of `target`'s before-hook.
     fn take_pending(&self, target: &Target) -> io::Result<Option<Pending>> {
-        let dir = match crate::state::open_subdir(&self.state_dir, &[HOOKS_DIR], 0o700, false) {
-            Ok(Some(d)) => d,
-            Ok(None) => return Ok(None),
-            Err(f) => return Err(io::Error::other(f.to_string())),
+        let dir = match self.hooks_dir(false)? {
+            Some(d) => d,
+            None => return Ok(None),
         };
         let name = Self::pending_name(target);
         let file = match crate::util::statefile::open_read_at(
@@ -446,6 +519,98 @@ mod tests {
         assert_eq!(w.objects.get(&sha256_hex(b"old")).unwrap().unwrap(), b"old");
         // Nothing changed since: no second row.
         assert!(w.record(&target, &call(None)).unwrap().is_none());
+    }
+
+    fn staged_files(t: &tempfile::TempDir) -> Vec<String> {
+        let dir = t.path().join(".resilient_write").join(HOOKS_DIR);
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .map(|r| {
+                r.flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .filter(|n| n.ends_with(".pre"))
+                    .collect()
+            })
+            .unwrap_or_default();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn the_before_hook_stages_the_pre_image_and_the_after_hook_stores_it() {
+        let (t, w) = ws();
+        let file = t.path().join("f.txt");
+        std::fs::write(&file, "old").unwrap();
+        let target = w.resolve(file.to_str().unwrap()).unwrap();
+        let existing = w.current(&target).unwrap();
+        w.keep_pre_image(&target, existing.as_ref(), &call(Some("t1")))
+            .unwrap();
+        let old = sha256_hex(b"old");
+        // The agent waits for the before-hook: nothing of the store is written (no fsync).
+        assert!(!w.objects.contains(&old));
+        assert_eq!(staged_files(&t).len(), 1);
+        std::fs::write(&file, "new").unwrap();
+        let row = w.record(&target, &call(Some("t1"))).unwrap().unwrap();
+        assert_eq!(row.extra["pre_image"], Value::Bool(true));
+        assert_eq!(w.objects.get(&old).unwrap().unwrap(), b"old");
+        assert!(staged_files(&t).is_empty(), "moved, not copied");
+    }
+
+    #[test]
+    fn a_staged_pre_image_that_lost_its_hash_is_not_stored() {
+        let (t, w) = ws();
+        let file = t.path().join("f.txt");
+        std::fs::write(&file, "old").unwrap();
+        let target = w.resolve(file.to_str().unwrap()).unwrap();
+        let existing = w.current(&target).unwrap();
+        w.keep_pre_image(&target, existing.as_ref(), &call(None))
+            .unwrap();
+        // As a power loss between the two hooks could leave it: torn.
+        let name = &staged_files(&t)[0];
+        std::fs::write(
+            t.path().join(".resilient_write").join(HOOKS_DIR).join(name),
+            "ol",
+        )
+        .unwrap();
+        std::fs::write(&file, "new").unwrap();
+        let row = w.record(&target, &call(None)).unwrap().unwrap();
+        assert_eq!(row.extra["pre_image"], Value::Bool(false));
+        assert!(!w.objects.contains(&sha256_hex(b"old")));
+        assert!(w.objects.list().unwrap().is_empty());
+        assert!(staged_files(&t).is_empty());
+    }
+
+    #[test]
+    fn a_refused_call_leaves_nothing_staged_behind_the_next_one() {
+        let (t, w) = ws();
+        let file = t.path().join("f.txt");
+        std::fs::write(&file, "v1").unwrap();
+        let target = w.resolve(file.to_str().unwrap()).unwrap();
+        let existing = w.current(&target).unwrap();
+        // The user refuses this call: its after-hook never runs.
+        w.keep_pre_image(&target, existing.as_ref(), &call(Some("refused")))
+            .unwrap();
+        assert_eq!(staged_files(&t).len(), 1);
+        // A server write stores v1 meanwhile; the next call has nothing to stage.
+        w.objects.put(b"v1", &sha256_hex(b"v1")).unwrap();
+        w.keep_pre_image(&target, existing.as_ref(), &call(Some("t2")))
+            .unwrap();
+        assert!(staged_files(&t).is_empty());
+        std::fs::write(&file, "v2").unwrap();
+        let row = w.record(&target, &call(Some("t2"))).unwrap().unwrap();
+        assert_eq!(row.prev_sha256.as_deref(), Some(sha256_hex(b"v1").as_str()));
+        assert_eq!(row.extra["pre_image"], Value::Bool(true));
+        // An after-hook of another call than the staged one removes the staged content.
+        w.keep_pre_image(
+            &target,
+            w.current(&target).unwrap().as_ref(),
+            &call(Some("t3")),
+        )
+        .unwrap();
+        assert_eq!(staged_files(&t).len(), 1);
+        std::fs::write(&file, "v3").unwrap();
+        w.record(&target, &call(Some("other"))).unwrap();
+        assert!(staged_files(&t).is_empty());
+        assert!(!w.objects.contains(&sha256_hex(b"v2")));
     }
 
     #[test]

@@ -179,6 +179,63 @@ impl ObjectStore {
         }
     }
 
+    /// Move the file `name` in `dir` (on the store's filesystem; written by the caller and
+    /// perhaps not yet durable) into the store as object `sha256`, durably: its data is
+    /// synced first, then renamed to the object's name, then the object's directory synced.
+    /// An object name therefore only ever appears with its whole content behind it, even
+    /// after a power loss. The content is checked against `sha256` on the way. Returns
+    /// whether a new object was stored (false: it was already, and the file is removed).
+    pub fn adopt(
+        &self,
+        dir: &impl rustix::fd::AsFd,
+        name: &std::ffi::OsStr,
+        sha256: &str,
+    ) -> io::Result<bool> {
+        let discard = || {
+            let _ = rustix::fs::unlinkat(dir, name, rustix::fs::AtFlags::empty());
+        };
+        let (final_path, fan_dir, new_dirs) = match self.prepare(sha256) {
+            Ok(Some(p)) => p,
+            Ok(None) => {
+                discard();
+                return Ok(false);
+            }
+            Err(e) => {
+                discard();
+                return Err(e);
+            }
+        };
+        let moved = (|| {
+            let fd = rustix::fs::openat(
+                dir,
+                name,
+                rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NOFOLLOW,
+                rustix::fs::Mode::empty(),
+            )
+            .map_err(crate::util::sys::errno_io)?;
+            let file = File::from(fd);
+            // A file left by a before-hook whose after-hook came only after a crash may be
+            // torn: it is never stored under a name its content does not have.
+            if crate::hash::sha256_reader(&file)?.0 != sha256 {
+                return Err(io::Error::other(
+                    "the kept content no longer has the hash it was kept under",
+                ));
+            }
+            file.sync_data()?;
+            rustix::fs::renameat(dir, name, rustix::fs::CWD, &final_path)
+                .map_err(crate::util::sys::errno_io)
+        })();
+        if let Err(e) = moved {
+            discard();
+            return Err(e);
+        }
+        File::open(&fan_dir)?.sync_all()?;
+        for d in new_dirs {
+            File::open(&d)?.sync_all()?;
+        }
+        Ok(true)
+    }
+
     /// Take back a link made by [`ObjectStore::link_from`] for a write that did not happen,
     /// so no object shares its inode with a live file.
     pub fn unlink_new(&self, linked: &Path) {

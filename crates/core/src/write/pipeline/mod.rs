@@ -74,6 +74,7 @@ pub use keep::{AutoRetention, NOT_KEPT_FIELD};
 pub use many::StagedFile;
 pub use sweep::{stale_temp_files, sweep_temp_files, temp_owner_pid};
 pub use temp::TEMP_MARKER;
+pub(crate) use temp::start_writeback;
 use temp::{Staged, stage};
 
 /// The file currently at the target, as read under the lock.

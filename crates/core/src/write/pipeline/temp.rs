@@ -220,7 +220,7 @@ pub(super) const WRITEBACK_STEP: u64 = 16 * 1024 * 1024;
 /// (`sync_file_range(2)` with `SYNC_FILE_RANGE_WRITE`). It makes nothing durable: the fsync
 /// still does that, with less left to write.
 #[cfg(target_os = "linux")]
-fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
+pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
     let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
@@ -239,7 +239,7 @@ fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
 
 /// Elsewhere the fsync does all the writing.
 #[cfg(not(target_os = "linux"))]
-fn start_writeback(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
+pub(crate) fn start_writeback(_file: &File, _offset: u64, _len: u64) -> io::Result<()> {
     Ok(())
 }
 
