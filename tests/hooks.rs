@@ -32,6 +32,7 @@ fn fixture(rel: &str, fill: &[(&str, &str)]) -> Value {
     v
 }
 
+#[derive(Debug)]
 struct Ran {
     code: i32,
     stdout: String,
@@ -194,7 +195,10 @@ fn a_native_edit_is_journaled_and_restored_through_the_server() {
     assert_eq!(row["prev_sha256"], sha256(before.as_bytes()));
     assert_eq!(row["pre_image"], true);
     assert_eq!(row["agent_session"], "0b9c3f4e-5a7d-4e2b-9c61-2f8e7d1a3b45");
-    assert!(!row.to_string().contains("fn answer"), "content in a row: {row}");
+    assert!(
+        !row.to_string().contains("fn answer"),
+        "content in a row: {row}"
+    );
 
     let mut s = ws.server();
     let hist = s.ok("rw_history", json!({"path": "src/lib.rs"}));
@@ -246,6 +250,52 @@ fn multi_edit_is_screened_on_the_file_its_edits_produce_in_order() {
         ],
     );
     assert_eq!(hook("claude-code", "PreToolUse", &p).stdout, "");
+}
+
+#[test]
+fn claude_code_notebook_edits_are_screened_journaled_and_keep_their_pre_image() {
+    let ws = Workspace::new();
+    let file = ws.path("analysis.ipynb");
+    let notebook = "{\"cells\": [{\"cell_type\": \"code\", \"id\": \"cell-2\", \"source\": [\"x = 1\\n\"]}], \"nbformat\": 4}\n";
+    std::fs::write(&file, notebook).unwrap();
+    let fill = |event: &str, source: &str| {
+        fixture(
+            &format!("claude-code/{event}-NotebookEdit.json"),
+            &[
+                ("CWD", ws.root.to_str().unwrap()),
+                ("FILE", file.to_str().unwrap()),
+                ("NEW", source),
+            ],
+        )
+    };
+    let token = github_token(104);
+    let r = hook(
+        "claude-code",
+        "PreToolUse",
+        &fill("PreToolUse", &format!("client = Client(token=\"{token}\")")),
+    );
+    let out: Value = serde_json::from_str(&r.stdout).unwrap_or_else(|_| panic!("{r:?}"));
+    assert_eq!(out["hookSpecificOutput"]["permissionDecision"], "deny");
+    let reason = out["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(reason.contains("NotebookEdit of"), "{reason}");
+    assert!(!r.stdout.contains(&token));
+
+    let clean = "x = load_config()";
+    let r = hook("claude-code", "PreToolUse", &fill("PreToolUse", clean));
+    assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", ""));
+    let edited = notebook.replace("x = 1", clean);
+    std::fs::write(&file, &edited).unwrap();
+    let r = hook("claude-code", "PostToolUse", &fill("PostToolUse", clean));
+    assert_eq!((r.code, r.stderr.as_str()), (0, ""));
+    let rows = journal_rows(&ws.root);
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    assert_eq!(rows[0]["tool"], "native:NotebookEdit");
+    assert_eq!(rows[0]["path"], "analysis.ipynb");
+    assert_eq!(rows[0]["prev_sha256"], sha256(notebook.as_bytes()));
+    assert_eq!(rows[0]["pre_image"], true);
+    assert!(objects_hold(&ws.root, notebook.as_bytes()));
 }
 
 #[test]
@@ -486,7 +536,7 @@ fn init_hooks_installs_beside_other_settings_idempotently_and_removes_only_ours(
     assert_eq!(post[0], theirs["hooks"]["PostToolUse"][0]);
     assert_eq!(
         post[1],
-        json!({"matcher": "Write|Edit|MultiEdit", "hooks": [{"type": "command",
+        json!({"matcher": "Write|Edit|MultiEdit|NotebookEdit", "hooks": [{"type": "command",
             "command": "/opt/rw/resilient-write hook claude-code PostToolUse"}]})
     );
     assert_eq!(

@@ -3,7 +3,8 @@
 //! Payload: `session_id`, `transcript_path`, `cwd`, `hook_event_name`, `tool_name`,
 //! `tool_input`, `tool_use_id` (and `tool_response` after the call). The file tools:
 //! `Write {file_path, content}`, `Edit {file_path, old_string, new_string, replace_all}`,
-//! `MultiEdit {file_path, edits: [{old_string, new_string, replace_all}]}`.
+//! `MultiEdit {file_path, edits: [{old_string, new_string, replace_all}]}`,
+//! `NotebookEdit {notebook_path, cell_id, new_source, cell_type, edit_mode}`.
 //!
 //! Answer: nothing on stdout lets the call go on through the normal permission flow (the hook
 //! never answers `allow`, which would skip the user's permission prompt). A denial is exit 0
@@ -20,12 +21,24 @@ pub struct Claude;
 impl Format for Claude {
     fn parse(payload: &Value, phase: Phase) -> Result<Option<NativeWrite>, String> {
         let tool = required(payload, "tool_name")?;
-        if !matches!(tool.as_str(), "Write" | "Edit" | "MultiEdit") {
+        if !matches!(
+            tool.as_str(),
+            "Write" | "Edit" | "MultiEdit" | "NotebookEdit"
+        ) {
             return Ok(None);
         }
         let input = payload.get("tool_input").ok_or("`tool_input` is missing")?;
+        let file_key = match tool.as_str() {
+            "NotebookEdit" => "notebook_path",
+            _ => "file_path",
+        };
         let change = match (phase, tool.as_str()) {
             (Phase::After, _) => None,
+            // A cell's new source, placed in the notebook's JSON by the agent: screened as
+            // the text it adds (a deleted cell adds none).
+            (Phase::Before, "NotebookEdit") => Some(Change::Add(
+                str_field(input, "new_source").unwrap_or_default(),
+            )),
             (Phase::Before, "Write") => Some(Change::Write(required(input, "content")?)),
             (Phase::Before, "Edit") => Some(Change::Edit(vec![Replacement {
                 old: required(input, "old_string")?,
@@ -41,7 +54,7 @@ impl Format for Claude {
         };
         Ok(Some(NativeWrite {
             workspace: PathBuf::from(required(payload, "cwd")?),
-            file_path: required(input, "file_path")?,
+            file_path: required(input, file_key)?,
             tool,
             change,
             session: str_field(payload, "session_id"),

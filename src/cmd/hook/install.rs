@@ -1,6 +1,6 @@
 //! `init --hooks [--remove]`: the hook entries in each agent's project settings, beside the
 //! MCP entry `init` writes. Claude Code: `.claude/settings.json` (`PreToolUse` and
-//! `PostToolUse` on `Write|Edit|MultiEdit`); Cursor: `.cursor/hooks.json` (`afterFileEdit`);
+//! `PostToolUse` on `Write|Edit|MultiEdit|NotebookEdit`); Cursor: `.cursor/hooks.json` (`afterFileEdit`);
 //! Gemini CLI: `.gemini/settings.json` (`BeforeTool` and `AfterTool` on `write_file|replace`).
 //!
 //! Idempotent: an entry is ours when its command ends with `hook <agent> <event>` and names
@@ -10,6 +10,8 @@
 //! (atomic, journaled), like the rest of `init`.
 
 use super::Agent;
+use crate::cmd::init::jsonc;
+use jsonc_parser::cst::CstRootNode;
 use serde_json::{Map, Value, json};
 use std::path::{Path, PathBuf};
 
@@ -25,7 +27,7 @@ pub fn settings_file(agent: Agent) -> &'static str {
 /// The tools each matcher covers (Cursor's `afterFileEdit` has no matcher).
 fn matcher(agent: Agent) -> Option<&'static str> {
     match agent {
-        Agent::ClaudeCode => Some("Write|Edit|MultiEdit"),
+        Agent::ClaudeCode => Some("Write|Edit|MultiEdit|NotebookEdit"),
         Agent::Cursor => None,
         Agent::Gemini => Some("write_file|replace"),
     }
@@ -76,12 +78,20 @@ pub fn edit(
     command: &str,
     remove: bool,
 ) -> Result<Option<String>, String> {
-    let mut root = match text {
-        None if remove => return Ok(None),
+    if text.is_none() && remove {
+        return Ok(None);
+    }
+    let source = match text {
+        Some(t) if !t.trim().is_empty() => t,
+        _ => "{}\n",
+    };
+    // Agents' settings may carry comments and trailing commas (Gemini CLI strips them): the
+    // file is edited in its syntax tree, so everything outside our entries stays as it was.
+    let tree = CstRootNode::parse(source, &jsonc::options())
+        .map_err(|e| format!("is not valid JSON ({e})"))?;
+    let mut root = match tree.value() {
         None => Value::Object(Map::new()),
-        Some(t) if t.trim().is_empty() => Value::Object(Map::new()),
-        Some(t) => serde_json::from_str::<Value>(t)
-            .map_err(|e| format!("is not valid JSON ({e}; comments are not supported)"))?,
+        Some(v) => v.to_serde_value().ok_or("is not valid JSON")?,
     };
     let before = root.clone();
     let Some(obj) = root.as_object_mut() else {
@@ -129,9 +139,56 @@ pub fn edit(
     if root == before && text.is_some() {
         return Ok(None);
     }
-    let mut out = serde_json::to_string_pretty(&root).map_err(|e| e.to_string())?;
-    out.push('\n');
+    write_back(&tree, &before, &root, agent)?;
+    let mut out = tree.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
     Ok(Some(out))
+}
+
+/// Carry the change from `before` to `after` (the settings as values) into `tree`, touching
+/// only what changed: the Cursor `version`, and each of the agent's `hooks.<event>` lists.
+fn write_back(
+    tree: &CstRootNode,
+    before: &Value,
+    after: &Value,
+    agent: Agent,
+) -> Result<(), String> {
+    let top = match tree.value() {
+        None => tree.object_value_or_set(),
+        Some(v) => v.as_object().ok_or("is not a JSON object")?,
+    };
+    if let Some(version) = after.get("version")
+        && before.get("version").is_none()
+    {
+        top.append("version", jsonc::input(version));
+    }
+    let Some(hooks_after) = after.get("hooks") else {
+        if let Some(prop) = top.get("hooks") {
+            prop.remove();
+        }
+        return Ok(());
+    };
+    let hooks = top
+        .object_value_or_create("hooks")
+        .ok_or("has a `hooks` that is not an object")?;
+    for event in agent.events() {
+        let old = before.get("hooks").and_then(|h| h.get(*event));
+        let new = hooks_after.get(*event);
+        if old == new {
+            continue;
+        }
+        match (hooks.get(event), new) {
+            (Some(prop), Some(list)) => prop.set_value(jsonc::input(list)),
+            (Some(prop), None) => prop.remove(),
+            (None, Some(list)) => {
+                hooks.append(event, jsonc::input(list));
+            }
+            (None, None) => {}
+        }
+    }
+    Ok(())
 }
 
 /// One settings file `init --hooks` would write.
@@ -263,7 +320,7 @@ mod tests {
         );
         assert_eq!(
             v["hooks"]["PreToolUse"][1]["matcher"],
-            "Write|Edit|MultiEdit"
+            "Write|Edit|MultiEdit|NotebookEdit"
         );
         assert_eq!(
             edit(Some(&once), Agent::ClaudeCode, "resilient-write", false).unwrap(),
@@ -291,6 +348,48 @@ mod tests {
             v["hooks"]["afterFileEdit"],
             json!([{"command": "/new/resilient-write hook cursor afterFileEdit"}])
         );
+    }
+
+    #[test]
+    fn comments_and_other_keys_survive_install_and_remove() {
+        let theirs = "// project settings\n{\n  \"model\": \"x\", // pinned\n  /* env */ \"env\": {\"A\": \"1\"},\n  \"hooks\": {\n    // the linter\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"lint.sh\"}]}],\n  },\n}\n";
+        let once = edit(Some(theirs), Agent::ClaudeCode, "resilient-write", false)
+            .unwrap()
+            .unwrap();
+        for kept in [
+            "// project settings",
+            "// pinned",
+            "/* env */",
+            "// the linter",
+            "\"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"lint.sh\"}]}]",
+        ] {
+            assert!(once.contains(kept), "{kept} lost:\n{once}");
+        }
+        let m = once.find("\"model\"").unwrap();
+        let e = once.find("\"env\"").unwrap();
+        let h = once.find("\"hooks\"").unwrap();
+        assert!(m < e && e < h, "{once}");
+        assert!(
+            once.contains("resilient-write hook claude-code PreToolUse"),
+            "{once}"
+        );
+        assert_eq!(
+            edit(Some(&once), Agent::ClaudeCode, "resilient-write", false).unwrap(),
+            None,
+            "a second install changes nothing"
+        );
+        let removed = edit(Some(&once), Agent::ClaudeCode, "resilient-write", true)
+            .unwrap()
+            .unwrap();
+        assert!(!removed.contains("hook claude-code"), "{removed}");
+        for kept in [
+            "// project settings",
+            "// pinned",
+            "// the linter",
+            "lint.sh",
+        ] {
+            assert!(removed.contains(kept), "{kept} lost:\n{removed}");
+        }
     }
 
     #[test]

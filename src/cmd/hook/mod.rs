@@ -2,7 +2,8 @@
 //! journaled and made undoable. Claude Code, Cursor and Gemini CLI run a command before and
 //! after a tool call with the call as JSON on stdin; this is that command.
 //!
-//! - Before a native write or edit (Claude Code `PreToolUse` on `Write|Edit|MultiEdit`, Gemini
+//! - Before a native write or edit (Claude Code `PreToolUse` on `Write|Edit|MultiEdit` and
+//!   `NotebookEdit` (the new cell source is screened as added text), Gemini
 //!   CLI `BeforeTool` on `write_file|replace`): the resulting content is computed (edits applied
 //!   to the current file, in order) and scored by L0 under the workspace's policy, as
 //!   `safe_write` (a whole file) and `safe_replace` (an edit: only what it introduces) score it;
@@ -92,6 +93,9 @@ pub enum Change {
     Write(String),
     /// Replacements applied in order to the current content.
     Edit(Vec<Replacement>),
+    /// Text added to the file where only the agent's tool can place it (a notebook cell's
+    /// source): screened as what the edit introduces.
+    Add(String),
 }
 
 /// One native write, parsed from an agent's payload.
@@ -299,6 +303,9 @@ fn screen(
     let level = reject_at(ws);
     let checked = match change {
         Change::Write(content) => ws.policy().preflight(content, true, level).map(|_| ()),
+        Change::Add(text) => ws
+            .policy()
+            .preflight_edit(current.unwrap_or(""), text, true, level),
         Change::Edit(edits) => {
             let before = current.unwrap_or("");
             match apply(current, edits) {

@@ -7,7 +7,8 @@ use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
 use serde_json::Value;
 
-fn options() -> ParseOptions {
+/// JSON with comments and trailing commas, nothing looser.
+pub fn options() -> ParseOptions {
     ParseOptions {
         allow_comments: true,
         allow_trailing_commas: true,
