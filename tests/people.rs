@@ -535,7 +535,19 @@ fn project_with_state(ws: &Workspace) {
 #[test]
 fn doctor_on_a_fresh_project_is_healthy() {
     let ws = Workspace::new();
-    let o = run(&ws.root, &["doctor"], &[]);
+    // A home of its own: the developer's client configs are not this project's health.
+    let h = home();
+    let o = run(
+        &ws.root,
+        &["doctor"],
+        &[
+            ("HOME", h.path().to_str().unwrap()),
+            (
+                "XDG_CONFIG_HOME",
+                h.path().join(".config").to_str().unwrap(),
+            ),
+        ],
+    );
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
     assert!(
         out(&o).contains("healthy: no problems found"),
