@@ -207,7 +207,10 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
-        None => serve::run(config, ServeArgs::default()),
+        None => match ServeArgs::from_env() {
+            Ok(args) => serve::run(config, args),
+            Err(e) => e.exit(),
+        },
         Some(Command::Serve(args)) => serve::run(config, args),
         Some(Command::Journal(args)) => journal::run(config, args),
         Some(Command::Scan(args)) => crate::cmd::scan::run(&config, &args),

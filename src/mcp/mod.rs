@@ -23,7 +23,7 @@ pub use resources::{CHECKPOINT_URI_PREFIX, HANDOFF_URI, JOURNAL_TAIL_URI};
 use crate::dispatch::Service;
 use crate::notices::Sink;
 use crate::session::{Session, with_session};
-use crate::tools::{self, catalog, listed_name};
+use crate::tools::{self, listed_name};
 use logging::{DEFAULT_LOG_LEVEL, LogEvent};
 #[allow(deprecated)] // MCP logging: deprecated by SEP-2577 yet still in the protocol we serve.
 use rmcp::model::SetLevelRequestParams;
@@ -110,23 +110,34 @@ fn as_object(v: Value) -> Map<String, Value> {
 impl McpServer {
     pub fn new(service: Arc<Service>) -> McpServer {
         let style = service.tool_names();
-        let tools = catalog()
-            .iter()
+        // Output schemas are the full contract of `--tools all` (the default). A narrowed
+        // profile is chosen to save an agent's context: its tools are listed without them
+        // (they are about half of a listing's tokens), and their results are the same JSON.
+        let output_schemas = service.tools().is_all();
+        let tools = service
+            .tools()
+            .tools()
             .map(|t| {
-                Tool::new(
+                let tool = Tool::new(
                     listed_name(t.name, style),
                     t.description,
                     Arc::new(as_object((t.input_schema)())),
                 )
-                .with_title(t.title)
-                .with_raw_output_schema(Arc::new(as_object((t.output_schema)())))
-                .with_annotations(
-                    ToolAnnotations::with_title(t.title)
-                        .read_only(t.read_only)
-                        .destructive(t.destructive)
-                        .idempotent(t.idempotent)
-                        .open_world(false),
-                )
+                .with_title(t.title);
+                let tool = if output_schemas {
+                    tool.with_raw_output_schema(Arc::new(as_object((t.output_schema)())))
+                } else {
+                    tool
+                };
+                tool
+                    // The title once, on the tool (MCP: it wins over the annotations' title).
+                    .with_annotations(
+                        ToolAnnotations::new()
+                            .read_only(t.read_only)
+                            .destructive(t.destructive)
+                            .idempotent(t.idempotent)
+                            .open_world(false),
+                    )
             })
             .collect();
         McpServer {
