@@ -226,10 +226,27 @@ fn stat_reports_hash_size_lines_mtime_and_history() {
 }
 
 #[test]
-fn read_and_stat_are_annotated_read_only_and_take_no_idempotency_key() {
+fn read_and_stat_are_annotated_read_only_and_match_their_output_schemas() {
     let ws = Workspace::new();
     let mut s = ws.server();
     let tools = list_tools(&mut s);
+    std::fs::write(ws.path("e.txt"), "a\nb\nc\n").unwrap();
+    for (name, result) in [
+        ("rw_read", s.ok("rw_read", json!({"path": "e.txt"}))),
+        (
+            "rw_read",
+            s.ok(
+                "rw_read",
+                json!({"path": "e.txt", "start_line": 2, "encoding": "base64"}),
+            ),
+        ),
+        ("rw_stat", s.ok("rw_stat", json!({"path": "e.txt"}))),
+    ] {
+        let t = tools.iter().find(|t| t["name"] == name).unwrap();
+        let v = jsonschema::validator_for(&t["outputSchema"]).unwrap();
+        let errors: Vec<String> = v.iter_errors(&result).map(|e| e.to_string()).collect();
+        assert!(errors.is_empty(), "{name}: {errors:?} for {result}");
+    }
     for name in ["rw_read", "rw_stat"] {
         let t = tools.iter().find(|t| t["name"] == name).expect(name);
         assert_eq!(t["annotations"]["readOnlyHint"], true, "{t}");
@@ -275,6 +292,21 @@ fn the_core_profile_lists_the_write_path_and_refuses_the_rest() {
     let enabled = e["context"]["enabled_tools"].as_array().unwrap();
     assert_eq!(enabled.len(), CORE.len(), "{e}");
     assert!(!ws.path(".resilient_write/chunks/s").exists());
+    // The instructions point only at tools that are there.
+    let instructions = s.init["result"]["instructions"].as_str().unwrap();
+    assert!(instructions.contains("rw_safe_write") && instructions.contains("rw_read"));
+    assert!(instructions.contains("rw_restore"), "{instructions}");
+    for hidden in [
+        "rw_chunk",
+        "rw_tx_",
+        "rw_journal_tail",
+        "rw_handoff",
+        "rw_scratch",
+    ] {
+        assert!(!instructions.contains(hidden), "{hidden}: {instructions}");
+    }
+    let full = all.init["result"]["instructions"].as_str().unwrap();
+    assert!(full.contains("rw_chunk_compose") && full.len() > instructions.len());
     // Dotted spelling is hidden too; the listed tools work.
     let e = s.err("rw.tx_begin", json!({}));
     assert_eq!(e["context"]["reason"], "tool_not_enabled");
