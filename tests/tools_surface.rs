@@ -162,6 +162,45 @@ fn binary_content_is_an_encoding_envelope_or_base64_on_request() {
 }
 
 #[test]
+fn content_over_the_write_cap_is_quota_exceeded_and_a_line_range_within_it_reads() {
+    let ws = Workspace::new();
+    let text: String = (1..=100).map(|i| format!("line {i:03}\n")).collect();
+    std::fs::write(ws.path("big.txt"), &text).unwrap();
+    let mut s = serve(&ws, &["--max-write-bytes", "100"], &[]);
+    let e = s.err("rw_read", json!({"path": "big.txt"}));
+    assert_eq!(
+        (&e["error"], &e["reason_hint"], &e["suggested_action"]),
+        (
+            &json!("quota_exceeded"),
+            &json!("size_limit"),
+            &json!("split")
+        )
+    );
+    assert_eq!(e["context"]["bytes"], text.len());
+    assert_eq!(e["context"]["limit"], 100);
+    assert!(
+        e["context"]["what"].as_str().unwrap().contains("100 lines"),
+        "{e}"
+    );
+    // Ten lines of 9 bytes fit; the hash is still the whole file's.
+    let r = s.ok(
+        "rw_read",
+        json!({"path": "big.txt", "start_line": 41, "end_line": 50}),
+    );
+    assert_eq!(r["content"].as_str().unwrap().lines().count(), 10);
+    assert!(r["content"].as_str().unwrap().starts_with("line 041\n"));
+    assert_eq!(r["sha256"], sha256(text.as_bytes()));
+    let e = s.err(
+        "rw_read",
+        json!({"path": "big.txt", "start_line": 41, "end_line": 60}),
+    );
+    assert_eq!(e["context"]["bytes"], 180);
+    // stat keeps no content, so no cap applies.
+    let st = s.ok("rw_stat", json!({"path": "big.txt"}));
+    assert_eq!(st["lines"], 100);
+}
+
+#[test]
 fn a_missing_file_or_a_path_outside_the_workspace_is_a_typed_envelope() {
     let ws = Workspace::new();
     let mut s = ws.server();
