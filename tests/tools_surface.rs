@@ -213,6 +213,22 @@ fn a_missing_file_or_a_path_outside_the_workspace_is_a_typed_envelope() {
         let e = s.err(tool, json!({"path": "/etc/hostname"}));
         assert_eq!(e["error"], "policy_violation", "{tool}: {e}");
     }
+    // The state directory (journal, scratchpad blobs a write-only scratchpad must not give
+    // back) is off limits, as it is to writes.
+    s.ok("rw_safe_write", json!({"path": "j.txt", "content": "x"}));
+    for path in [
+        ".resilient_write/journal.jsonl",
+        ".resilient_write/scratch/index.jsonl",
+    ] {
+        for tool in ["rw_read", "rw_stat"] {
+            let e = s.err(tool, json!({"path": path}));
+            assert_eq!(
+                (&e["error"], &e["reason_hint"]),
+                (&json!("policy_violation"), &json!("permission")),
+                "{tool} {path}: {e}"
+            );
+        }
+    }
     // A symlink leading out of the workspace is refused, not followed.
     std::os::unix::fs::symlink("/etc/hostname", ws.path("link")).unwrap();
     let e = s.err("rw_read", json!({"path": "link"}));

@@ -84,7 +84,9 @@ pub enum Failure {
     InvalidPath { path: String, reason: String },
     #[error("no usable workspace: {reason}")]
     NoWorkspace { reason: String },
-    #[error("{path}: resilient-write's own state directory is not writable through tools")]
+    #[error(
+        "{path}: resilient-write's own state directory is not readable or writable through file tools"
+    )]
     StateDirectory { path: String },
     #[error("{path}: is a directory")]
     IsDirectory { path: String },
