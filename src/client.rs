@@ -32,6 +32,8 @@ pub const SERVER_ENV: &[&str] = &[
     "RW_MAX_WRITE_BYTES",
     "RW_SCRATCH_DISABLE_GET",
     "RW_FAULT_INJECT",
+    "RW_TOOLS",
+    "RW_READ_ONLY",
 ];
 
 /// What went wrong talking to the server.

@@ -5,7 +5,7 @@
 //! to.
 
 use crate::tools;
-pub use crate::tools::ToolNames;
+pub use crate::tools::{ToolNames, ToolProfile};
 use resilient_write_core::envelope::{Envelope, ErrorKind, Failure};
 use resilient_write_core::retry::RetryBudgets;
 use resilient_write_core::startup;
@@ -22,6 +22,8 @@ pub use resilient_write_core::store::{DEFAULT_MAX_WRITE_BYTES, STATE_DIR_NAME};
 pub struct Config {
     pub store: store::Config,
     pub tool_names: ToolNames,
+    /// The tools listed and accepted (`serve --tools`, `--read-only`; default all).
+    pub tools: ToolProfile,
 }
 
 impl Config {
@@ -30,6 +32,7 @@ impl Config {
         Config {
             store: store::Config::new(cwd),
             tool_names: ToolNames::default(),
+            tools: ToolProfile::all(),
         }
     }
 }
@@ -39,6 +42,7 @@ pub struct Service {
     store: Arc<Store>,
     budgets: RetryBudgets,
     tool_names: ToolNames,
+    tools: ToolProfile,
     recovery: Option<RecoveryReport>,
 }
 
@@ -58,6 +62,7 @@ impl Service {
             budgets: RetryBudgets::new(store.retry_start()),
             store,
             tool_names: config.tool_names,
+            tools: config.tools,
             recovery,
         })
     }
@@ -91,13 +96,31 @@ impl Service {
         self.tool_names
     }
 
+    /// The tools this service lists and accepts.
+    pub fn tools(&self) -> &ToolProfile {
+        &self.tools
+    }
+
     /// Run tool `name` (either spelling) with `args`. Failures become the envelope, with the
-    /// retry budget counted here.
+    /// retry budget counted here. A tool outside the profile is refused, never run.
     pub fn call(&self, name: &str, args: Value) -> std::result::Result<Value, Envelope> {
         let Some(spec) = tools::find(name) else {
             return Err(Failure::UnknownTool { name: name.into() }.envelope(name, 0));
         };
         let shown = tools::listed_name(spec.name, self.tool_names);
+        if !self.tools.allows(spec.name) {
+            let enabled = self
+                .tools
+                .names()
+                .iter()
+                .map(|n| tools::listed_name(n, self.tool_names))
+                .collect();
+            let f = Failure::ToolNotEnabled {
+                name: shown.clone(),
+                enabled,
+            };
+            return Err(f.envelope(&shown, 0));
+        }
         let key_of = |args: &Value| {
             let mut key = RetryBudgets::key(spec.name, args);
             // A client's roots are part of what a call means: once they change, a call refused

@@ -138,3 +138,26 @@ fn demo_reports_a_server_that_cannot_start() {
         "{out}"
     );
 }
+
+#[test]
+fn a_tool_profile_in_the_shell_does_not_change_what_the_demo_sees() {
+    // RW_TOOLS/RW_READ_ONLY configure a server a client starts; the demo's own server is
+    // started without them (client::SERVER_ENV), so its chunk and transaction steps still run.
+    let ws = common::Workspace::new();
+    let o = Command::new(common::bin())
+        .arg("demo")
+        .current_dir(&ws.root)
+        .env_remove("RW_WORKSPACE")
+        .env_remove("RW_STATE_DIR")
+        .env("RW_TOOLS", "core")
+        .env("RW_READ_ONLY", "1")
+        .output()
+        .expect("run resilient-write demo");
+    assert!(
+        o.status.success(),
+        "demo failed:\n{}\n{}",
+        stdout(&o),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert!(stdout(&o).contains("-> rw_chunk_write"), "{}", stdout(&o));
+}

@@ -1201,3 +1201,29 @@ fn quiet_sessions_cost_little_and_expired_ones_give_their_memory_back() {
         "base {base} KiB, rounds {first} {second} {third} KiB"
     );
 }
+
+#[test]
+fn the_tool_profile_holds_over_http() {
+    let ws = Workspace::new();
+    let srv = HttpServer::start(&ws, &["--tools", "core", "--read-only"], &[]);
+    let mut s = srv.session();
+    let tools = s.request("tools/list", json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(names, ["rw_read", "rw_risk_score", "rw_history"]);
+    // A hidden tool is refused with an envelope and writes nothing.
+    let r = s.call("rw_safe_write", json!({"path": "no.txt", "content": "x"}));
+    assert_eq!(r["isError"], true, "{r}");
+    assert_eq!(
+        r["structuredContent"]["context"]["reason"],
+        "tool_not_enabled"
+    );
+    assert!(!ws.path("no.txt").exists());
+    std::fs::write(ws.path("yes.txt"), "y\n").unwrap();
+    let read = s.ok("rw_read", json!({"path": "yes.txt"}));
+    assert_eq!(read["sha256"], sha256(b"y\n"));
+}

@@ -32,6 +32,7 @@ const CORE: &[&str] = &[
     "policy",
     "preflight",
     "progress",
+    "read",
     "retry",
     "scratch",
     "session",

@@ -40,7 +40,8 @@ use std::process::ExitCode;
         Environment: RW_WORKSPACE (a path, a ':'-separated list or a JSON array of workspace \
         roots), RW_STATE_DIR (directory holding .resilient_write/, default the working \
         directory), RW_MAX_WRITE_BYTES, RW_POLICY_FILE, RW_AUTH_TOKEN (bearer token for \
-        `serve --transport http|sse`), RUST_LOG."
+        `serve --transport http|sse`), RW_TOOLS and RW_READ_ONLY (`serve --tools`, \
+        `--read-only`), RUST_LOG."
 )]
 pub struct Cli {
     #[command(flatten)]
@@ -207,7 +208,10 @@ pub fn main() -> ExitCode {
         }
     };
     match cli.command {
-        None => serve::run(config, ServeArgs::default()),
+        None => match ServeArgs::from_env() {
+            Ok(args) => serve::run(config, args),
+            Err(e) => e.exit(),
+        },
         Some(Command::Serve(args)) => serve::run(config, args),
         Some(Command::Journal(args)) => journal::run(config, args),
         Some(Command::Scan(args)) => crate::cmd::scan::run(&config, &args),

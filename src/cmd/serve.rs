@@ -1,7 +1,7 @@
 //! `resilient-write [serve]`: the MCP server over stdio (the default) or HTTP, with the drain
 //! that lets requests in flight finish on SIGINT/SIGTERM.
 
-use crate::dispatch::{Config, Service};
+use crate::dispatch::{Config, Service, ToolProfile};
 use crate::mcp::McpServer;
 use crate::transport::http::HttpOptions;
 use crate::transport::http::guard::Token;
@@ -60,6 +60,14 @@ pub struct ServeArgs {
     /// server exits.
     #[arg(long, value_name = "SECS", default_value_t = crate::transport::shutdown::DEFAULT_GRACE.as_secs())]
     pub shutdown_grace_secs: u64,
+    /// Which tools to list and accept: all (default), core (safe_write, safe_replace,
+    /// risk_score, redact, read, history, restore), or a comma-separated list of tool names
+    /// (may include core). A call to a tool left out gets an envelope (tool_not_enabled).
+    #[arg(long, env = "RW_TOOLS", value_name = "all|core|NAME,...", default_value = "all", value_parser = ToolProfile::parse)]
+    pub tools: ToolProfile,
+    /// Expose only the tools annotated read-only (with --tools: those of its tools).
+    #[arg(long, env = "RW_READ_ONLY", action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
+    pub read_only: bool,
 }
 
 const HEADER_TIMEOUT: std::time::Duration = crate::transport::http::listen::DEFAULT_HEADER_TIMEOUT;
@@ -80,7 +88,25 @@ impl Default for ServeArgs {
             session_idle_secs: SESSION_IDLE.as_secs(),
             max_sessions: SESSION_MAX,
             shutdown_grace_secs: crate::transport::shutdown::DEFAULT_GRACE.as_secs(),
+            tools: ToolProfile::all(),
+            read_only: false,
         }
+    }
+}
+
+/// `resilient-write` with no subcommand: `serve`'s defaults, with the environment
+/// (`RW_TOOLS`, `RW_READ_ONLY`) applied as for `serve`.
+#[derive(Debug, clap::Parser)]
+#[command(name = "resilient-write")]
+struct Bare {
+    #[command(flatten)]
+    serve: ServeArgs,
+}
+
+impl ServeArgs {
+    /// The arguments of a bare `resilient-write`: defaults plus the environment.
+    pub fn from_env() -> Result<ServeArgs, clap::Error> {
+        <Bare as clap::Parser>::try_parse_from(["resilient-write"]).map(|b| b.serve)
     }
 }
 
@@ -142,7 +168,29 @@ fn load_token(args: &ServeArgs) -> Result<Option<Token>, String> {
     }
 }
 
-pub fn run(config: Config, args: ServeArgs) -> ExitCode {
+/// The tools `--tools` and `--read-only` leave; none is an error.
+pub fn profile(args: &ServeArgs) -> Result<ToolProfile, String> {
+    let mut p = args.tools.clone();
+    if args.read_only {
+        p = p.read_only();
+    }
+    if p.is_empty() {
+        return Err(format!(
+            "--read-only leaves no tool of --tools {}: none of them is read-only",
+            args.tools.names().join(",")
+        ));
+    }
+    Ok(p)
+}
+
+pub fn run(mut config: Config, args: ServeArgs) -> ExitCode {
+    config.tools = match profile(&args) {
+        Ok(p) => p,
+        Err(e) => {
+            eprintln!("resilient-write: {e}");
+            return ExitCode::from(2);
+        }
+    };
     let grace = std::time::Duration::from_secs(args.shutdown_grace_secs);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

@@ -23,7 +23,7 @@ pub use resources::{CHECKPOINT_URI_PREFIX, HANDOFF_URI, JOURNAL_TAIL_URI};
 use crate::dispatch::Service;
 use crate::notices::Sink;
 use crate::session::{Session, with_session};
-use crate::tools::{self, catalog, listed_name};
+use crate::tools::{self, listed_name};
 use logging::{DEFAULT_LOG_LEVEL, LogEvent};
 #[allow(deprecated)] // MCP logging: deprecated by SEP-2577 yet still in the protocol we serve.
 use rmcp::model::SetLevelRequestParams;
@@ -46,7 +46,8 @@ use tokio::sync::{mpsc, watch};
 pub const INSTRUCTIONS: &str = "resilient-write gives you a durable write surface. Prefer its \
 tools over raw file writes: rw_safe_write (create/overwrite/append, atomic, verified, journaled; \
 pass expected_prev_sha256 when you edit a file you read), rw_safe_replace (exact-match edits, \
-dry_run diffs, several edits at once). Every failure returns a typed envelope: branch on \
+dry_run diffs, several edits at once). rw_read returns a file, or a range of its lines, with \
+the sha256 to pass as expected_prev_sha256. Every failure returns a typed envelope: branch on \
 `error` and `suggested_action`, and do not repeat an identical call once retry_budget is 0. \
 rw_journal_tail shows what was written. Large files: write them in pieces with rw_chunk_append \
 (or rw_chunk_write with an index), check with rw_chunk_status or rw_chunk_preview, then \
@@ -64,6 +65,25 @@ To change several files together, rw_tx_begin, stage with rw_tx_write / rw_tx_re
 rw_tx_commit (all or nothing, also across a crash) or rw_tx_rollback. Every overwrite keeps the \
 previous content: rw_history lists a file's versions and rw_restore puts one back (or undoes a \
 whole transaction with tx_id).";
+
+/// [`INSTRUCTIONS`] for the tools a server exposes: a sentence naming a tool the profile
+/// hides is left out, so an agent is never pointed at a tool it cannot call.
+pub fn instructions_for(profile: &tools::ToolProfile) -> String {
+    if profile.is_all() {
+        return INSTRUCTIONS.to_string();
+    }
+    let mut out = Vec::new();
+    for sentence in INSTRUCTIONS.split_inclusive(". ") {
+        let hidden = sentence
+            .split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .filter_map(|w| w.strip_prefix("rw_"))
+            .any(|name| !profile.allows(name));
+        if !hidden {
+            out.push(sentence);
+        }
+    }
+    out.concat().trim_end().to_string()
+}
 
 /// The MCP server: one per client session.
 #[derive(Clone)]
@@ -110,23 +130,34 @@ fn as_object(v: Value) -> Map<String, Value> {
 impl McpServer {
     pub fn new(service: Arc<Service>) -> McpServer {
         let style = service.tool_names();
-        let tools = catalog()
-            .iter()
+        // Output schemas are the full contract of `--tools all` (the default). A narrowed
+        // profile is chosen to save an agent's context: its tools are listed without them
+        // (they are about half of a listing's tokens), and their results are the same JSON.
+        let output_schemas = service.tools().is_all();
+        let tools = service
+            .tools()
+            .tools()
             .map(|t| {
-                Tool::new(
+                let tool = Tool::new(
                     listed_name(t.name, style),
                     t.description,
                     Arc::new(as_object((t.input_schema)())),
                 )
-                .with_title(t.title)
-                .with_raw_output_schema(Arc::new(as_object((t.output_schema)())))
-                .with_annotations(
-                    ToolAnnotations::with_title(t.title)
-                        .read_only(t.read_only)
-                        .destructive(t.destructive)
-                        .idempotent(t.idempotent)
-                        .open_world(false),
-                )
+                .with_title(t.title);
+                let tool = if output_schemas {
+                    tool.with_raw_output_schema(Arc::new(as_object((t.output_schema)())))
+                } else {
+                    tool
+                };
+                tool
+                    // The title once, on the tool (MCP: it wins over the annotations' title).
+                    .with_annotations(
+                        ToolAnnotations::new()
+                            .read_only(t.read_only)
+                            .destructive(t.destructive)
+                            .idempotent(t.idempotent)
+                            .open_world(false),
+                    )
             })
             .collect();
         McpServer {
@@ -184,7 +215,7 @@ impl McpServer {
 impl ServerHandler for McpServer {
     #[allow(deprecated)] // `logging` is deprecated upstream (SEP-2577) but still served.
     fn get_info(&self) -> InitializeResult {
-        let mut instructions = INSTRUCTIONS.to_string();
+        let mut instructions = instructions_for(self.service.tools());
         for note in self.service.notes() {
             instructions.push_str("\nNote: ");
             instructions.push_str(note);

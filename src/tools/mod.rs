@@ -10,18 +10,22 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 pub mod analytics;
+pub mod args;
 pub mod checkpoint;
 pub mod chunks;
 pub mod handoff;
 pub mod history;
 pub mod journal_tail;
 pub mod l0;
+pub mod profile;
+pub mod read;
 pub mod schema;
 pub mod scratch;
 pub mod tx;
 pub mod validate;
 pub mod write;
 
+pub use profile::ToolProfile;
 pub use schema::{result_schema, schema};
 
 /// One tool.
@@ -44,9 +48,8 @@ macro_rules! keyed_description {
     ($text:literal) => {
         concat!(
             $text,
-            " idempotency_key (optional): a retry with the same key and arguments returns the \
-            first result (idempotent_replay: true) without applying again; the same key with \
-            other arguments is stale_precondition."
+            " Retry-safe with idempotency_key: the same key and arguments return the first \
+            result (idempotent_replay: true)."
         )
     };
 }
@@ -62,6 +65,8 @@ pub fn catalog() -> &'static [ToolSpec] {
     static CATALOG: &[ToolSpec] = &[
         write::SAFE_WRITE,
         write::SAFE_REPLACE,
+        read::READ,
+        read::STAT,
         journal_tail::JOURNAL_TAIL,
         l0::RISK_SCORE,
         l0::REDACT,
@@ -122,8 +127,10 @@ pub fn listed_name(name: &str, style: ToolNames) -> String {
 }
 
 /// Deserialise a tool's arguments, turning every problem into a typed failure. A string that
-/// is not valid Unicode (e.g. a lone surrogate escape) is an encoding failure.
-pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
+/// is not valid Unicode (e.g. a lone surrogate escape) is an encoding failure; an argument
+/// that is missing, of the wrong type or unknown to the tool's published schema is
+/// [`Failure::BadArgument`] naming it, its type and an example ([`args`]).
+pub fn parse_args<T: DeserializeOwned + schemars::JsonSchema>(args: Value) -> Result<T> {
     if let Some(bytes) = args.get(crate::wire::OVERSIZE_KEY).and_then(Value::as_u64) {
         return Err(Failure::TooLarge {
             what: "the request message".into(),
@@ -142,6 +149,9 @@ pub fn parse_args<T: DeserializeOwned>(args: Value) -> Result<T> {
                 encoding=base64"
                 .into(),
         });
+    }
+    if let Some(problem) = args::check(&args::cached_schema::<T>(), &args) {
+        return Err(problem);
     }
     serde_json::from_value(args).map_err(|e| {
         let msg = e.to_string();

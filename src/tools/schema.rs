@@ -71,7 +71,125 @@ fn published<T: JsonSchema>(settings: SchemaSettings) -> Value {
         m.remove("$schema");
     }
     objects_for_boolean_subschemas(&mut v);
+    compact(&mut v);
     v
+}
+
+/// Every tool's schemas are sent to an agent's context on every listing (SPEC: issue 20's
+/// token budget), so what carries no meaning for it goes, with nothing it could act on:
+/// - the root's `title` (the Rust type's name) and `description` ("Arguments of `x`"): the
+///   tool's own name and description say it;
+/// - `$defs` used once are written in place (their `$ref` and name cost more than they
+///   save), the place's own words winning over the definition's;
+/// - a `oneOf` of string constants (how schemars writes a documented enum) becomes the plain
+///   `enum` of those strings: the field's description names the values and what they do.
+pub fn compact(v: &mut Value) {
+    let Value::Object(root) = v else { return };
+    root.remove("title");
+    root.remove("description");
+    let defs = match root.remove("$defs") {
+        Some(Value::Object(d)) => d,
+        _ => Map::new(),
+    };
+    let mut uses = std::collections::HashMap::new();
+    count_refs(v, &mut uses);
+    count_refs(&Value::Object(defs.clone()), &mut uses);
+    let mut kept = Map::new();
+    for (name, def) in &defs {
+        let once = uses.get(&format!("#/$defs/{name}")).copied().unwrap_or(0) <= 1;
+        let recursive = {
+            let mut inner = std::collections::HashMap::new();
+            count_refs(def, &mut inner);
+            inner.contains_key(&format!("#/$defs/{name}"))
+        };
+        if !once || recursive {
+            kept.insert(name.clone(), def.clone());
+        }
+    }
+    inline_refs(v, &defs, &kept, 0);
+    let mut kept_done = Map::new();
+    for (name, mut def) in kept.clone() {
+        inline_refs(&mut def, &defs, &kept, 0);
+        kept_done.insert(name, def);
+    }
+    enums_for_const_unions(v);
+    for def in kept_done.values_mut() {
+        enums_for_const_unions(def);
+    }
+    if let Value::Object(root) = v
+        && !kept_done.is_empty()
+    {
+        root.insert("$defs".into(), Value::Object(kept_done));
+    }
+}
+
+fn count_refs(v: &Value, out: &mut std::collections::HashMap<String, usize>) {
+    match v {
+        Value::Object(m) => {
+            if let Some(Value::String(r)) = m.get("$ref") {
+                *out.entry(r.clone()).or_insert(0) += 1;
+            }
+            m.values().for_each(|s| count_refs(s, out));
+        }
+        Value::Array(list) => list.iter().for_each(|s| count_refs(s, out)),
+        _ => {}
+    }
+}
+
+/// Replace each `$ref` to a definition not in `kept` by the definition, merged under the
+/// referring schema's own keys.
+fn inline_refs(v: &mut Value, defs: &Map<String, Value>, kept: &Map<String, Value>, depth: u32) {
+    match v {
+        Value::Object(m) => {
+            let target = m
+                .get("$ref")
+                .and_then(Value::as_str)
+                .and_then(|r| r.strip_prefix("#/$defs/"))
+                .filter(|name| !kept.contains_key(*name))
+                .and_then(|name| defs.get(name))
+                .cloned();
+            if let (Some(Value::Object(def)), true) = (target, depth < 32) {
+                m.remove("$ref");
+                for (k, val) in def {
+                    m.entry(k).or_insert(val);
+                }
+            }
+            for sub in m.values_mut() {
+                inline_refs(sub, defs, kept, depth + 1);
+            }
+        }
+        Value::Array(list) => {
+            for sub in list {
+                inline_refs(sub, defs, kept, depth + 1);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `{"oneOf": [{"const": "a", "type": "string", ...}, ...]}` → `{"type": "string", "enum":
+/// ["a", ...]}`.
+fn enums_for_const_unions(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            let consts: Option<Vec<Value>> = ["oneOf", "anyOf"].iter().find_map(|k| {
+                let list = m.get(*k)?.as_array()?;
+                list.iter()
+                    .map(|b| b.get("const").filter(|c| c.is_string()).cloned())
+                    .collect::<Option<Vec<_>>>()
+                    .filter(|c| !c.is_empty())
+            });
+            if let Some(values) = consts {
+                m.remove("oneOf");
+                m.remove("anyOf");
+                m.insert("type".into(), json!("string"));
+                m.insert("enum".into(), Value::Array(values));
+            }
+            m.values_mut().for_each(enums_for_const_unions);
+        }
+        Value::Array(list) => list.iter_mut().for_each(enums_for_const_unions),
+        _ => {}
+    }
 }
 
 /// Rewrites a schema and its subschemas into the plain form described in the module comment.
@@ -258,6 +376,38 @@ pub(super) mod tests {
         let mut s = Schema::try_from(v).unwrap();
         PlainSchema.transform(&mut s);
         s.to_value()
+    }
+
+    #[test]
+    fn compact_inlines_single_use_defs_and_turns_const_unions_into_enums() {
+        let mut v = json!({
+            "title": "Args", "description": "Arguments of x.", "type": "object",
+            "properties": {
+                "mode": {"$ref": "#/$defs/Mode", "description": "create or append"},
+                "list": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+                "again": {"$ref": "#/$defs/Item"}
+            },
+            "$defs": {
+                "Mode": {"description": "How.", "oneOf": [
+                    {"const": "create", "type": "string", "description": "c"},
+                    {"const": "append", "type": "string", "description": "a"}]},
+                "Item": {"type": "object", "properties": {"n": {"type": "integer"}}}
+            }
+        });
+        compact(&mut v);
+        assert_eq!(
+            v,
+            json!({
+                "type": "object",
+                "properties": {
+                    "mode": {"description": "create or append", "type": "string",
+                             "enum": ["create", "append"]},
+                    "list": {"type": "array", "items": {"$ref": "#/$defs/Item"}},
+                    "again": {"$ref": "#/$defs/Item"}
+                },
+                "$defs": {"Item": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+            })
+        );
     }
 
     #[test]

@@ -83,6 +83,8 @@ impl Server {
             .env_remove("RW_WORKSPACE")
             .env_remove("RW_STATE_DIR")
             .env_remove("RW_FAULT_INJECT")
+            .env_remove("RW_TOOLS")
+            .env_remove("RW_READ_ONLY")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());

@@ -84,7 +84,9 @@ pub enum Failure {
     InvalidPath { path: String, reason: String },
     #[error("no usable workspace: {reason}")]
     NoWorkspace { reason: String },
-    #[error("{path}: resilient-write's own state directory is not writable through tools")]
+    #[error(
+        "{path}: resilient-write's own state directory is not readable or writable through file tools"
+    )]
     StateDirectory { path: String },
     #[error("{path}: is a directory")]
     IsDirectory { path: String },
@@ -138,6 +140,17 @@ pub enum Failure {
     Encoding { field: String, reason: String },
     #[error("invalid arguments: {message}")]
     InvalidArguments { message: String },
+    /// One argument that does not fit the tool's input schema: `problem` is `missing`,
+    /// `wrong_type` or `unknown`; `message` names the argument, the expected type and an
+    /// example value.
+    #[error("invalid arguments: {message}")]
+    BadArgument {
+        argument: String,
+        problem: &'static str,
+        expected: Option<String>,
+        example: Option<Value>,
+        message: String,
+    },
     #[error("idempotency_key {key:?} was used before with different arguments")]
     IdempotencyConflict { key: String },
     #[error("identical call failed too often; change the request instead of retrying it")]
@@ -170,6 +183,9 @@ pub enum Failure {
     },
     #[error("unknown tool {name:?}")]
     UnknownTool { name: String },
+    /// A tool this server does not expose (`serve --tools`, `--read-only`).
+    #[error("tool {name:?} is not enabled on this server (enabled: {})", enabled.join(", "))]
+    ToolNotEnabled { name: String, enabled: Vec<String> },
     /// The workspace policy file could not be used; tools that need it refuse until it is fixed
     /// and the server restarted (never a silent fallback to the defaults).
     #[error("policy file unusable: {message}")]
@@ -336,9 +352,10 @@ impl Failure {
             Failure::Io { source, .. } => classify_io(source),
             Failure::TooLarge { .. } => (K::QuotaExceeded, R::SizeLimit, A::Split),
             Failure::Encoding { .. } => (K::PolicyViolation, R::Encoding, A::Escape),
-            Failure::InvalidArguments { .. } | Failure::UnknownTool { .. } => {
-                (K::PolicyViolation, R::Unknown, A::Abort)
-            }
+            Failure::InvalidArguments { .. }
+            | Failure::BadArgument { .. }
+            | Failure::UnknownTool { .. } => (K::PolicyViolation, R::Unknown, A::Abort),
+            Failure::ToolNotEnabled { .. } => (K::PolicyViolation, R::Permission, A::Abort),
             Failure::IdempotencyConflict { .. } => (K::StalePrecondition, R::Unknown, A::Abort),
             Failure::RetryBudgetExhausted { .. } => (K::Blocked, R::Unknown, A::Abort),
             Failure::ContentBlocked { .. } => (K::Blocked, R::ContentFilter, A::Redact),
@@ -365,7 +382,9 @@ impl Failure {
             Failure::ContentBlocked { .. }
                 | Failure::RetryBudgetExhausted { .. }
                 | Failure::InvalidArguments { .. }
+                | Failure::BadArgument { .. }
                 | Failure::UnknownTool { .. }
+                | Failure::ToolNotEnabled { .. }
                 | Failure::Encoding { .. }
                 | Failure::OutsideWorkspace { .. }
                 | Failure::StateDirectory { .. }
@@ -473,9 +492,31 @@ impl Failure {
                 put("reason", json!(reason));
             }
             Failure::InvalidArguments { .. } => put("reason", json!("invalid_arguments")),
+            Failure::BadArgument {
+                argument,
+                problem,
+                expected,
+                example,
+                ..
+            } => {
+                put("reason", json!("invalid_arguments"));
+                put("argument", json!(argument));
+                put("problem", json!(problem));
+                if let Some(e) = expected {
+                    put("expected", json!(e));
+                }
+                if let Some(e) = example {
+                    put("example", e.clone());
+                }
+            }
             Failure::UnknownTool { name } => {
                 put("reason", json!("unknown_tool"));
                 put("name", json!(name));
+            }
+            Failure::ToolNotEnabled { name, enabled } => {
+                put("reason", json!("tool_not_enabled"));
+                put("name", json!(name));
+                put("enabled_tools", json!(enabled));
             }
             Failure::IdempotencyConflict { key } => {
                 put("reason", json!("idempotency_key_reused"));

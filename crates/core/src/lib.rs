@@ -26,6 +26,7 @@ pub mod objects;
 pub mod policy;
 pub mod preflight;
 pub mod progress;
+pub mod read;
 pub mod retry;
 pub mod scratch;
 pub mod session;

@@ -58,6 +58,7 @@ const RANKS: &[(&str, u32)] = &[
     ("startup", 7),
     ("maint", 8),
     ("native", 8),
+    ("read", 8),
 ];
 
 /// Old paths kept by `pub use` in lib.rs, and what they name.

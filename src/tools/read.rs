@@ -1,0 +1,165 @@
+//! `read` and `stat` (read-only): a workspace file's content or metadata with the SHA-256 an
+//! edit's `expected_prev_sha256` compares against. The logic is [`crate::read`].
+
+use super::write::ContentEncoding;
+use super::{ToolSpec, parse_args, result_schema, schema, to_value};
+use crate::envelope::{Failure, Result};
+use crate::read::{self, LineRange};
+use crate::store::Store;
+use base64::Engine;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Arguments of `read`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReadArgs {
+    /// File to read, relative to the working directory or absolute beneath a workspace root.
+    pub path: String,
+    /// First line to return (1-based; default 1).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub start_line: Option<u64>,
+    /// Last line to return, inclusive (default: the last line).
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    pub end_line: Option<u64>,
+    /// utf-8 (default; a file that is not UTF-8 is refused with reason_hint=encoding) or
+    /// base64 (any bytes).
+    #[serde(default)]
+    pub encoding: ContentEncoding,
+}
+
+/// Result of `read`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ReadResult {
+    pub ok: bool,
+    /// Workspace-relative path, as the journal records it.
+    pub path: String,
+    pub abs_path: String,
+    /// The requested lines (newlines kept), in `encoding`.
+    pub content: String,
+    pub encoding: ContentEncoding,
+    /// SHA-256 of the whole file, even for a slice: pass it as expected_prev_sha256.
+    pub sha256: String,
+    /// Size of the whole file.
+    pub bytes: u64,
+    /// Lines in the whole file.
+    pub lines: u64,
+    /// True when content holds only start_line..=end_line.
+    pub slice: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_line: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end_line: Option<u64>,
+}
+
+/// Arguments of `stat`.
+#[derive(Debug, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct StatArgs {
+    /// File to describe, relative to the working directory or absolute beneath a workspace
+    /// root.
+    pub path: String,
+}
+
+/// Result of `stat`.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct StatResult {
+    pub ok: bool,
+    pub path: String,
+    pub abs_path: String,
+    /// SHA-256 of the content: pass it as expected_prev_sha256.
+    pub sha256: String,
+    pub bytes: u64,
+    pub lines: u64,
+    /// Last modification (RFC 3339, UTC).
+    pub mtime: String,
+    /// Journaled versions of the file (0: history holds none).
+    pub history_versions: u64,
+    /// Earlier versions that restore can still put back.
+    pub history_restorable: u64,
+}
+
+pub const READ: ToolSpec = ToolSpec {
+    name: "read",
+    title: "Read a file",
+    description: "Read a workspace file, or lines start_line..=end_line of it, with the SHA-256 \
+        of the whole file (pass it as expected_prev_sha256 when you edit), its bytes and line \
+        count; slice says whether content is partial. Non-UTF-8 files need encoding=base64. \
+        A missing file is stale_precondition.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<ReadArgs>,
+    output_schema: result_schema::<ReadResult>,
+    run: run_read,
+};
+
+pub const STAT: ToolSpec = ToolSpec {
+    name: "stat",
+    title: "Describe a file",
+    description: "A workspace file's SHA-256 (for expected_prev_sha256), bytes, lines, mtime, \
+        and how many versions history holds (history_versions) and can restore. No content.",
+    read_only: true,
+    destructive: false,
+    idempotent: true,
+    input_schema: schema::<StatArgs>,
+    output_schema: result_schema::<StatResult>,
+    run: run_stat,
+};
+
+fn run_read(svc: &Store, raw: Value) -> Result<Value> {
+    let args: ReadArgs = parse_args(raw)?;
+    let range = LineRange {
+        start: args.start_line,
+        end: args.end_line,
+    };
+    let limit = svc.config().max_write_bytes;
+    let file = read::read(svc, &args.path, range, limit)?;
+    let content = match args.encoding {
+        ContentEncoding::Base64 => base64::engine::general_purpose::STANDARD.encode(&file.content),
+        ContentEncoding::Utf8 => String::from_utf8(file.content).map_err(|e| {
+            let at = e.utf8_error().valid_up_to();
+            Failure::Encoding {
+                field: "content".into(),
+                reason: format!(
+                    "{} is not UTF-8 text (invalid byte at offset {at} of the content read); \
+                     read it with encoding=base64",
+                    args.path
+                ),
+            }
+        })?,
+    };
+    let (start_line, end_line) = file.slice.unzip();
+    to_value(&ReadResult {
+        ok: true,
+        path: file.path,
+        abs_path: file.abs_path,
+        content,
+        encoding: args.encoding,
+        sha256: file.sha256,
+        bytes: file.bytes,
+        lines: file.lines,
+        slice: file.slice.is_some(),
+        start_line,
+        end_line,
+    })
+}
+
+fn run_stat(svc: &Store, raw: Value) -> Result<Value> {
+    let args: StatArgs = parse_args(raw)?;
+    let st = read::stat(svc, &args.path)?;
+    to_value(&StatResult {
+        ok: true,
+        path: st.path,
+        abs_path: st.abs_path,
+        sha256: st.sha256,
+        bytes: st.bytes,
+        lines: st.lines,
+        mtime: st.mtime,
+        history_versions: st.history_versions,
+        history_restorable: st.history_restorable,
+    })
+}
