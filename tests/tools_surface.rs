@@ -322,18 +322,32 @@ fn the_core_profile_lists_the_write_path_and_refuses_the_rest() {
     let ws = Workspace::new();
     let mut s = serve(&ws, &["serve", "--tools", "core"], &[]);
     let tools = list_tools(&mut s);
-    // A narrowed listing leaves output schemas out (the default `all` keeps them); the
-    // results are the same structured JSON.
-    assert!(
-        tools.iter().all(|t| t.get("outputSchema").is_none()),
-        "{tools:?}"
-    );
+    // Every tool publishes an output schema (SPEC section 4); a narrowed listing publishes
+    // it without prose (names, types, required fields, enums), and results still match it.
+    for t in &tools {
+        let schema = &t["outputSchema"];
+        assert_eq!(schema["type"], "object", "{t}");
+        assert!(
+            !schema.to_string().contains("\"description\":\""),
+            "prose left in {}: {schema}",
+            t["name"]
+        );
+    }
     let mut all = ws.server();
+    let full = list_tools(&mut all);
+    assert!(full.iter().all(|t| t["outputSchema"]["type"] == "object"));
     assert!(
-        list_tools(&mut all)
-            .iter()
-            .all(|t| t["outputSchema"]["type"] == "object")
+        full.iter()
+            .any(|t| t["outputSchema"].to_string().contains("\"description\":\"")),
+        "the default listing keeps the output schemas' descriptions"
     );
+    let written = s.ok(
+        "rw_safe_write",
+        json!({"path": "terse.txt", "content": "x", "mode": "create"}),
+    );
+    let safe_write = tools.iter().find(|t| t["name"] == "rw_safe_write").unwrap();
+    let v = jsonschema::validator_for(&safe_write["outputSchema"]).unwrap();
+    assert!(v.is_valid(&written), "{written}");
     let mut listed = names(&tools);
     listed.sort();
     let mut want: Vec<String> = CORE.iter().map(|s| s.to_string()).collect();
@@ -469,7 +483,7 @@ fn tokens_of_listing(args: &[&str]) -> (usize, usize, usize) {
 }
 
 #[test]
-fn the_core_profile_costs_under_3000_tokens_and_every_profile_is_printed() {
+fn the_core_profile_stays_within_its_token_budget_and_every_profile_is_printed() {
     let mut rows = Vec::new();
     for (label, args) in [
         ("core", &["serve", "--tools", "core"][..]),
@@ -487,7 +501,10 @@ fn the_core_profile_costs_under_3000_tokens_and_every_profile_is_printed() {
         rows.push((label, tools, tokens));
     }
     let core = rows[0].2;
-    assert!(core < 3_000, "core profile: {core} tokens");
+    // Issue 20 asks for under 3,000; SPEC section 4 (which wins) has every tool publish an
+    // output schema, and the core profile's terse ones cost about 1,100 tokens. This guards
+    // the figure measured with them (README, "Tool profiles") against growing.
+    assert!(core < 3_700, "core profile: {core} tokens");
     let all = rows[3].2;
     assert!(
         core * 3 < all,

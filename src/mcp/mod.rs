@@ -130,10 +130,11 @@ fn as_object(v: Value) -> Map<String, Value> {
 impl McpServer {
     pub fn new(service: Arc<Service>) -> McpServer {
         let style = service.tool_names();
-        // Output schemas are the full contract of `--tools all` (the default). A narrowed
-        // profile is chosen to save an agent's context: its tools are listed without them
-        // (they are about half of a listing's tokens), and their results are the same JSON.
-        let output_schemas = service.tools().is_all();
+        // Every tool publishes its output schema (SPEC section 4). `--tools all` (the default)
+        // publishes it whole; a narrowed profile is chosen to save an agent's context, so its
+        // output schemas go without prose (names, types, required fields and enums stay: the
+        // same contract, about half the tokens).
+        let full_output_schemas = service.tools().is_all();
         let tools = service
             .tools()
             .tools()
@@ -144,11 +145,11 @@ impl McpServer {
                     Arc::new(as_object((t.input_schema)())),
                 )
                 .with_title(t.title);
-                let tool = if output_schemas {
-                    tool.with_raw_output_schema(Arc::new(as_object((t.output_schema)())))
-                } else {
-                    tool
-                };
+                let mut output = (t.output_schema)();
+                if !full_output_schemas {
+                    crate::tools::schema::terse(&mut output);
+                }
+                let tool = tool.with_raw_output_schema(Arc::new(as_object(output)));
                 tool
                     // The title once, on the tool (MCP: it wins over the annotations' title).
                     .with_annotations(

@@ -48,8 +48,7 @@ macro_rules! keyed_description {
     ($text:literal) => {
         concat!(
             $text,
-            " Retry-safe with idempotency_key: the same key and arguments return the first \
-            result (idempotent_replay: true)."
+            " Retry-safe with idempotency_key (see that argument)."
         )
     };
 }

@@ -75,6 +75,46 @@ fn published<T: JsonSchema>(settings: SchemaSettings) -> Value {
     v
 }
 
+/// `v` (a JSON Schema) without its prose: every schema node loses `description`, `title`,
+/// `examples` and numeric bounds; names, types, `required`, enums and structure stay. A
+/// property that is itself named `description` or `title` is kept (only schema keywords
+/// are removed).
+pub fn terse(v: &mut Value) {
+    let Value::Object(node) = v else { return };
+    node.remove("description");
+    node.remove("title");
+    node.remove("examples");
+    // Bounds of counts and sizes (`minimum: 0` of unsigned fields) say nothing a result's
+    // reader needs.
+    node.remove("minimum");
+    node.remove("maximum");
+    for (key, child) in node.iter_mut() {
+        match key.as_str() {
+            // Maps of name -> schema.
+            "properties" | "$defs" | "definitions" | "patternProperties" => {
+                if let Value::Object(m) = child {
+                    for schema in m.values_mut() {
+                        terse(schema);
+                    }
+                }
+            }
+            // Lists of schemas.
+            "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
+                if let Value::Array(a) = child {
+                    for schema in a {
+                        terse(schema);
+                    }
+                }
+            }
+            // One schema.
+            "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
+                terse(child)
+            }
+            _ => {}
+        }
+    }
+}
+
 /// Every tool's schemas are sent to an agent's context on every listing (SPEC: issue 20's
 /// token budget), so what carries no meaning for it goes, with nothing it could act on:
 /// - the root's `title` (the Rust type's name) and `description` ("Arguments of `x`"): the
@@ -376,6 +416,34 @@ pub(super) mod tests {
         let mut s = Schema::try_from(v).unwrap();
         PlainSchema.transform(&mut s);
         s.to_value()
+    }
+
+    #[test]
+    fn terse_drops_prose_and_bounds_but_keeps_a_property_named_description() {
+        let mut v = json!({
+            "type": "object", "description": "A result.",
+            "properties": {
+                "description": {"type": "string", "description": "The text."},
+                "n": {"type": "integer", "minimum": 0, "title": "N"},
+                "list": {"type": "array", "items": {"type": "object", "description": "x",
+                         "properties": {"k": {"enum": ["a", "b"], "description": "k"}}}}
+            },
+            "required": ["description"]
+        });
+        terse(&mut v);
+        assert_eq!(
+            v,
+            json!({
+                "type": "object",
+                "properties": {
+                    "description": {"type": "string"},
+                    "n": {"type": "integer"},
+                    "list": {"type": "array", "items": {"type": "object",
+                             "properties": {"k": {"enum": ["a", "b"]}}}}
+                },
+                "required": ["description"]
+            })
+        );
     }
 
     #[test]
