@@ -206,6 +206,14 @@ fn a_serve_option_before_another_subcommand_is_refused_not_ignored() {
             stderr(&o)
         );
     }
+    // Before `serve`, the HTTP options were never accepted: refused too, naming where they go.
+    let o = run(d.path(), &["--port", "0", "serve"], &[]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("give it after `serve`"),
+        "{}",
+        stderr(&o)
+    );
     // From the environment it is no error: RW_MAX_WRITE_BYTES serves every subcommand.
     let o = run(d.path(), &["journal"], &[("RW_MAX_WRITE_BYTES", "10")]);
     assert!(o.status.success(), "{}", stderr(&o));
@@ -338,6 +346,29 @@ fn journal_lines_has_a_short_form_and_keeps_the_old_spelling() {
     let h = help(&["journal", "--help"]);
     assert!(h.contains("-n, --lines <N>"), "{h}");
     assert!(!h.contains("--n <"), "the old spelling is hidden: {h}");
+}
+
+#[test]
+fn the_write_cap_and_tool_names_still_apply_when_typed_before_serve() {
+    let ws = common::Workspace::new();
+    // They were global options: `--tool-names dotted serve` lists dotted names.
+    let mut s = common::Server::start(&ws.root, &["--tool-names", "dotted", "serve"], &[]);
+    let tools = s.request("tools/list", serde_json::json!({}));
+    let names: Vec<&str> = tools["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(names.contains(&"rw.safe_write"), "{names:?}");
+    s.shutdown();
+    let mut s = common::Server::start(&ws.root, &["--max-write-bytes", "10", "serve"], &[]);
+    let env = s.err(
+        "rw_safe_write",
+        serde_json::json!({"path": "big.txt", "content": "x".repeat(11)}),
+    );
+    assert_eq!(env["error"], "quota_exceeded", "{env}");
+    s.shutdown();
 }
 
 #[test]

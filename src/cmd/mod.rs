@@ -105,9 +105,9 @@ pub struct ServiceArgs {
     #[arg(long, env = "RW_MAX_WRITE_BYTES", value_name = "BYTES")]
     pub max_write_bytes: Option<u64>,
     /// How tools are listed: rw_name (underscore, accepted by every client) or rw.name
-    /// (the original's dotted names). Calls accept both.
-    #[arg(long, value_enum, default_value = "underscore")]
-    pub tool_names: NameStyle,
+    /// (the original's dotted names). Calls accept both [default: underscore].
+    #[arg(long, value_enum, value_name = "STYLE")]
+    pub tool_names: Option<NameStyle>,
 }
 
 /// Every option that shapes the service, resolved from the top level and the subcommand.
@@ -280,29 +280,26 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     Ok(config)
 }
 
-/// Whether any of the bare invocation's serve-only options was typed on the command line.
-fn serve_option_given(m: &clap::ArgMatches) -> Option<String> {
-    let serve = Cli::command();
-    let only_serve: Vec<&clap::Arg> = serve
-        .get_arguments()
+/// The first of the bare invocation's serve options typed on the command line before a
+/// subcommand that does not take it there: before `serve`, the HTTP options (which were never
+/// accepted there); before any other subcommand, every serve option.
+fn misplaced_serve_option(m: &clap::ArgMatches, command: &Command) -> Option<String> {
+    let before_serve = matches!(command, Command::Serve { .. });
+    let top = Cli::command();
+    top.get_arguments()
         .filter(|a| {
             let id = a.get_id().as_str();
-            !matches!(
+            let shared = matches!(
                 id,
-                "workspaces"
-                    | "state_dir"
-                    | "policy_file"
-                    | "log_level"
-                    | "log_file"
-                    | "help"
-                    | "version"
-            )
+                "workspaces" | "state_dir" | "policy_file" | "log_level" | "log_file"
+            );
+            let service = matches!(id, "max_write_bytes" | "tool_names");
+            !shared && !(before_serve && service)
         })
-        .collect();
-    only_serve.iter().find_map(|a| {
-        (m.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine))
-            .then(|| format!("--{}", a.get_long().unwrap_or(a.get_id().as_str())))
-    })
+        .find(|a| {
+            m.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine)
+        })
+        .map(|a| format!("--{}", a.get_long().unwrap_or(a.get_id().as_str())))
 }
 
 /// The parsed command line: the subcommand (`None` = serve), the serve options and the
@@ -330,8 +327,12 @@ fn resolve(cli: Cli) -> (Option<Command>, ServeArgs, GlobalArgs) {
             | Command::Doctor { common, .. }
             | Command::Hook { common, .. },
         ) => {
+            // Before `serve` too, the write cap and the tool names apply (they were global).
             let service = match &command {
-                Some(Command::Serve { service, .. }) => service.clone(),
+                Some(Command::Serve { service: own, .. }) => ServiceArgs {
+                    max_write_bytes: own.max_write_bytes.or(service.max_write_bytes),
+                    tool_names: own.tool_names.or(service.tool_names),
+                },
                 _ => service,
             };
             (
@@ -356,7 +357,7 @@ fn resolve(cli: Cli) -> (Option<Command>, ServeArgs, GlobalArgs) {
         workspaces: state.workspaces,
         state_dir: state.state_dir,
         max_write_bytes: service.max_write_bytes.unwrap_or(DEFAULT_MAX_WRITE_BYTES),
-        tool_names: service.tool_names,
+        tool_names: service.tool_names.unwrap_or_default(),
         policy_file: policy,
         log_level: log.log_level.unwrap_or_else(|| "warn".into()),
         log_file: log.log_file,
@@ -403,17 +404,16 @@ pub fn main() -> ExitCode {
         }
         Err(e) => e.exit(),
     };
-    // The bare invocation's options are serve's: before another subcommand they would be
-    // silently ignored, so they are refused (exit 2, like any other usage error).
-    if cli
-        .command
-        .as_ref()
-        .is_some_and(|c| !matches!(c, Command::Serve { .. }))
-        && let Some(flag) = serve_option_given(&matches)
+    // The bare invocation's options are serve's: typed before a subcommand that does not
+    // take them there they would be silently ignored, so they are refused (exit 2, like any
+    // other usage error).
+    if let Some(command) = &cli.command
+        && let Some(flag) = misplaced_serve_option(&matches, command)
     {
+        let name = matches.subcommand_name().unwrap_or("the subcommand");
         eprintln!(
-            "resilient-write: {flag} is an option of `serve` (the bare invocation), not of the \
-             subcommand given; see `resilient-write SUBCOMMAND --help`"
+            "resilient-write: {flag} is an option of `serve` (the bare invocation); give it \
+             after `{name}` if it takes it (see `resilient-write {name} --help`)"
         );
         return ExitCode::from(2);
     }
