@@ -293,8 +293,9 @@ fn misplaced_serve_option(m: &clap::ArgMatches, command: &Command) -> Option<Str
                 id,
                 "workspaces" | "state_dir" | "policy_file" | "log_level" | "log_file"
             );
-            let service = matches!(id, "max_write_bytes" | "tool_names");
-            !shared && !(before_serve && service)
+            // Before `serve`, the write cap and tool names apply (they were global).
+            let merged = before_serve && matches!(id, "max_write_bytes" | "tool_names");
+            !(shared || merged)
         })
         .find(|a| {
             m.value_source(a.get_id().as_str()) == Some(clap::parser::ValueSource::CommandLine)
