@@ -6,9 +6,10 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct AnalyticsCliArgs {
-    /// Only rows at or after this time (RFC 3339 or a date).
-    #[arg(long)]
-    pub since: Option<String>,
+    /// Only rows at or after this time: a duration back from now (30m, 24h, 7d), a date
+    /// (2026-12-01, midnight UTC) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN", value_parser = super::since::parse)]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
     /// Only this chunk session in the sessions breakdown.
     #[arg(long)]
     pub session: Option<String>,
@@ -25,7 +26,9 @@ pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
     let a = match crate::analytics::query::query(
         service.pipeline().journal(),
         service.workspaces().journal_paths(),
-        args.since.as_deref(),
+        args.since
+            .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
+            .as_deref(),
         args.session,
     ) {
         Ok(a) => a,

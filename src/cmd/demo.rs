@@ -16,11 +16,11 @@
 //! says makes the command exit 1, naming the step, so the demo doubles as a test.
 
 use crate::client::{ClientError, Launch, McpClient};
+use crate::cmd::style::{self, paint};
 use crate::dispatch::{Config, STATE_DIR_NAME};
 use crate::hash::sha256_hex;
 use clap::Args;
 use serde_json::{Value, json};
-use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
@@ -63,42 +63,32 @@ fn expect(cond: bool, what: impl FnOnce() -> String) -> Step {
     }
 }
 
-/// Terminal output with optional colour.
-struct Out {
-    color: bool,
-}
+/// Terminal output, coloured where the terminal takes it ([`crate::cmd::style`]).
+struct Out;
 
 impl Out {
-    fn paint(&self, code: &str, s: &str) -> String {
-        if self.color {
-            format!("\x1b[{code}m{s}\x1b[0m")
-        } else {
-            s.to_string()
-        }
-    }
-
     fn step(&self, n: usize, text: &str) {
-        println!("\n{} {text}", self.paint("1", &format!("{n}.")));
+        anstream::println!("\n{} {text}", paint(style::BOLD, &format!("{n}.")));
     }
 
     fn call(&self, tool: &str, args: &str) {
-        println!(
+        anstream::println!(
             "   {} {} {args}",
-            self.paint("36", "->"),
-            self.paint("1", tool)
+            paint(style::CALL, "->"),
+            paint(style::BOLD, tool)
         );
     }
 
     fn ok(&self, text: &str) {
-        println!("   {} {text}", self.paint("32", "<-"));
+        anstream::println!("   {} {text}", paint(style::GOOD, "<-"));
     }
 
     fn refused(&self, text: &str) {
-        println!("   {} {text}", self.paint("33", "<-"));
+        anstream::println!("   {} {text}", paint(style::WARNING, "<-"));
     }
 
     fn note(&self, text: &str) {
-        println!("      {text}");
+        anstream::println!("      {text}");
     }
 }
 
@@ -554,9 +544,7 @@ fn contains(hay: &[u8], needle: &[u8]) -> bool {
 
 /// Run the demo; the exit code says whether every step behaved as expected.
 pub fn run(config: &Config, args: &DemoArgs) -> ExitCode {
-    let out = Out {
-        color: std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none(),
-    };
+    let out = Out;
     let dir = match tempfile::Builder::new()
         .prefix("resilient-write-demo-")
         .tempdir()
@@ -571,10 +559,10 @@ pub fn run(config: &Config, args: &DemoArgs) -> ExitCode {
         .path()
         .canonicalize()
         .unwrap_or_else(|_| dir.path().to_path_buf());
-    println!(
+    anstream::println!(
         "{}",
-        out.paint(
-            "1",
+        paint(
+            style::BOLD,
             "resilient-write demo: the paper's motivating incident, against the real server"
         )
     );
@@ -590,11 +578,17 @@ pub fn run(config: &Config, args: &DemoArgs) -> ExitCode {
     let result = drive(config, args, &root, out);
     let code = match result {
         Ok(n) => {
-            println!("\nAll {n} steps behaved as the paper describes.");
+            anstream::println!(
+                "\n{}",
+                paint(
+                    style::GOOD,
+                    &format!("All {n} steps behaved as the paper describes.")
+                )
+            );
             ExitCode::SUCCESS
         }
         Err(StepFailed(why)) => {
-            println!("\nDEMO FAILED: {why}");
+            anstream::println!("\n{} {why}", paint(style::PROBLEM, "DEMO FAILED:"));
             ExitCode::FAILURE
         }
     };

@@ -9,6 +9,7 @@
 //! reported with what to do. Exit status: 0 healthy (warnings allowed), 1 problems remain.
 //! Long scans show progress on stderr when it is a terminal.
 
+use crate::cmd::style::{self, paint};
 use crate::dispatch::{Config, Service};
 use crate::maint::{Finding, Repair, Severity, problems};
 use clap::Args;
@@ -125,11 +126,12 @@ fn start(config: &Config) -> Arc<Service> {
 
 fn print_findings(findings: &[Finding], fixed: &[(usize, Result<(), String>)]) {
     for (i, f) in findings.iter().enumerate() {
+        // Padded before painting: escape codes would count towards the width.
         let tag = match f.severity {
-            Severity::Problem => "PROBLEM",
-            Severity::Warning => "warning",
+            Severity::Problem => paint(style::PROBLEM, &format!("{:<8}", "PROBLEM")),
+            Severity::Warning => paint(style::WARNING, &format!("{:<8}", "warning")),
         };
-        println!("{tag:<8} {:<12} {}", f.check, f.message);
+        anstream::println!("{tag} {:<12} {}", f.check, f.message);
         let outcome = fixed.iter().find(|(j, _)| *j == i).map(|(_, r)| r);
         match outcome {
             Some(Ok(())) => println!("{:<21} fixed: {}", "", f.fix),
@@ -211,7 +213,7 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
         print_findings(&findings, &fixed);
         let warnings = findings.len() - problems(&findings);
         if findings.is_empty() {
-            println!("healthy: no problems found");
+            anstream::println!("{}: no problems found", paint(style::GOOD, "healthy"));
         } else if let Some(after) = &after {
             println!(
                 "{} problem(s), {} warning(s); after --fix: {} problem(s) remain",
@@ -220,7 +222,12 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
                 problems(after)
             );
             for f in after.iter().filter(|f| f.severity == Severity::Problem) {
-                println!("  remains: {} {}", f.check, f.message);
+                anstream::println!(
+                    "  {} {} {}",
+                    paint(style::PROBLEM, "remains:"),
+                    f.check,
+                    f.message
+                );
             }
         } else {
             let fixable = findings.iter().filter(|f| f.fixable).count();

@@ -6,9 +6,19 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct JournalArgs {
-    /// How many rows.
-    #[arg(short, long, default_value_t = 20)]
-    pub n: usize,
+    /// How many rows (the newest; `--n` is an old spelling, still accepted).
+    #[arg(
+        short = 'n',
+        long = "lines",
+        alias = "n",
+        value_name = "N",
+        default_value_t = 20
+    )]
+    pub lines: usize,
+    /// Only rows at or after this time: a duration back from now (30m, 24h, 7d), a date
+    /// (2026-12-01, midnight UTC) or an RFC 3339 time.
+    #[arg(long, value_name = "WHEN", value_parser = super::since::parse)]
+    pub since: Option<chrono::DateTime<chrono::Utc>>,
     /// Only rows for this file (relative to the workspace root or the working directory, or
     /// absolute).
     #[arg(long)]
@@ -26,7 +36,7 @@ pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
     let Some(service) = super::service(config) else {
         return ExitCode::from(2);
     };
-    let mut call = serde_json::json!({ "n": args.n });
+    let mut call = serde_json::json!({ "n": args.lines });
     if let Some(p) = args.path {
         call["filter_path"] = p.into();
     }
@@ -35,7 +45,17 @@ pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
     }
     match service.call("journal_tail", call) {
         Ok(v) => {
-            let rows = v["entries"].as_array().cloned().unwrap_or_default();
+            let mut rows = v["entries"].as_array().cloned().unwrap_or_default();
+            // Rows are appended in time order, so the newest N at or after --since are the
+            // newest N rows less those before it.
+            if let Some(since) = args.since {
+                rows.retain(|r| {
+                    r["ts"]
+                        .as_str()
+                        .and_then(crate::analytics::parse_since)
+                        .is_some_and(|t| t >= since)
+                });
+            }
             if args.json {
                 for r in rows {
                     println!("{r}");

@@ -94,22 +94,6 @@ impl Default for ServeArgs {
     }
 }
 
-/// `resilient-write` with no subcommand: `serve`'s defaults, with the environment
-/// (`RW_TOOLS`, `RW_READ_ONLY`) applied as for `serve`.
-#[derive(Debug, clap::Parser)]
-#[command(name = "resilient-write")]
-struct Bare {
-    #[command(flatten)]
-    serve: ServeArgs,
-}
-
-impl ServeArgs {
-    /// The arguments of a bare `resilient-write`: defaults plus the environment.
-    pub fn from_env() -> Result<ServeArgs, clap::Error> {
-        <Bare as clap::Parser>::try_parse_from(["resilient-write"]).map(|b| b.serve)
-    }
-}
-
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Transport {
     /// MCP over stdin/stdout.

@@ -269,6 +269,10 @@ fn before(ws: &NativeWorkspace, write: &NativeWrite, call: &NativeCall<'_>) -> A
     Answer::Allow
 }
 
+/// The keys of the policy file's `hooks` section this command reads (docs/policy.md).
+pub const POLICY_KEYS: [&str; 1] = [REJECT_AT];
+const REJECT_AT: &str = "reject_at";
+
 /// The policy's reject level for native writes: `hooks.reject_at`, default `medium` (one live
 /// credential). Stricter than the tools' `classify_reject_at` default (`high`): a native write
 /// has no opt-in `classify` flag, and screening secrets is the hook's reason to exist.
@@ -277,7 +281,7 @@ fn reject_at(ws: &NativeWorkspace) -> RejectAt {
         .policy()
         .policy()
         .and_then(|p| p.hooks.as_ref())
-        .and_then(|h| h.get("reject_at"));
+        .and_then(|h| h.get(REJECT_AT));
     match set.map(|v| serde_json::from_value::<RejectAt>(v.clone())) {
         None => RejectAt::Medium,
         Some(Ok(level)) => level,
