@@ -4,7 +4,10 @@
 //! - A row is appended with a single `write(2)` on an `O_APPEND` descriptor while holding an
 //!   exclusive `flock` on the journal, so rows of concurrent processes never interleave.
 //! - A row is `fdatasync`ed before [`Journal::append`] returns, so a write the server
-//!   acknowledges never loses its row on power loss.
+//!   acknowledges never loses its row on power loss. [`Journal::commit_row`] (the pipeline's
+//!   path) does the same for concurrent writers of one process with one `fdatasync` per batch
+//!   and runs their renames under the lock ([`group`]); a row is never acknowledged by a sync
+//!   that began before it was written.
 //! - A torn last line (a process killed mid-append) is cut off, under the lock, before the next
 //!   append and at start; readers skip it (and count corrupt lines) instead of failing.
 //! - Content is never copied into the journal: rows carry hashes, sizes and names only.
