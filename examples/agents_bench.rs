@@ -23,7 +23,7 @@ use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Barrier;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 const LEN: usize = 1024;
 

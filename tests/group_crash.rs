@@ -29,7 +29,7 @@ use std::time::{Duration, Instant};
 const WRITERS: usize = 8;
 
 fn rel(w: usize) -> String {
-    if w % 2 == 0 {
+    if w.is_multiple_of(2) {
         format!("shared/w{w}.txt")
     } else {
         format!("own{w}/w{w}.txt")

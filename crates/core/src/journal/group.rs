@@ -157,7 +157,18 @@ impl CommitQueue {
                 while !st.done.contains_key(&id) {
                     let batch: Vec<Entry> = st.pending.drain(..).collect();
                     drop(st);
-                    let (settled, again) = self.run_batch(journal, batch);
+                    let ids: Vec<u64> = batch.iter().map(|e| e.id).collect();
+                    // A panic here must not leave the writers of the batch waiting forever.
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        self.run_batch(journal, batch)
+                    }));
+                    let (settled, again) = run.unwrap_or_else(|_| {
+                        let failed = ids.into_iter().map(|id| {
+                            let e = io::Error::other("journal group commit panicked");
+                            (id, Err(CommitError::Append(e)))
+                        });
+                        (failed.collect(), Vec::new())
+                    });
                     st = self.lock();
                     st.done.extend(settled);
                     for e in again.into_iter().rev() {
