@@ -4,7 +4,10 @@
 //! - A row is appended with a single `write(2)` on an `O_APPEND` descriptor while holding an
 //!   exclusive `flock` on the journal, so rows of concurrent processes never interleave.
 //! - A row is `fdatasync`ed before [`Journal::append`] returns, so a write the server
-//!   acknowledges never loses its row on power loss.
+//!   acknowledges never loses its row on power loss. [`Journal::commit_row`] (the pipeline's
+//!   path) does the same for concurrent writers of one process with one `fdatasync` per batch
+//!   and runs their renames under the lock ([`group`]); a row is never acknowledged by a sync
+//!   that began before it was written.
 //! - A torn last line (a process killed mid-append) is cut off, under the lock, before the next
 //!   append and at start; readers skip it (and count corrupt lines) instead of failing.
 //! - Content is never copied into the journal: rows carry hashes, sizes and names only.
@@ -20,6 +23,7 @@
 //!
 //! [`tail`] is the filtered tail that `journal_tail` and the journal-tail resource serve.
 
+pub mod group;
 pub mod paths;
 pub mod tail;
 
@@ -28,7 +32,7 @@ use rustix::fs::FlockOperation;
 use serde_json::{Map, Value};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
-use std::io::{self, Read, Seek, SeekFrom, Write};
+use std::io::{self, Read, Seek, SeekFrom};
 use std::os::unix::fs::FileExt;
 use std::path::{Path, PathBuf};
 
@@ -117,10 +121,12 @@ pub fn now_rfc3339() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Micros, true)
 }
 
-/// The journal of one state directory.
+/// The journal of one state directory. Clones share one [`group::CommitQueue`], so the
+/// writers of one process that go through [`Journal::commit_row`] share syncs.
 #[derive(Debug, Clone)]
 pub struct Journal {
     path: PathBuf,
+    queue: std::sync::Arc<group::CommitQueue>,
 }
 
 /// An appended, durable row whose journal lock is still held: the pipeline renames while
@@ -173,15 +179,52 @@ const MAX_BLOCK: usize = 4 * 1024 * 1024;
 
 impl Journal {
     pub fn new(state_dir: &Path) -> Journal {
-        Journal {
-            path: state_dir.join(JOURNAL_FILE),
-        }
+        Journal::at(state_dir.join(JOURNAL_FILE))
     }
 
     /// A log in the journal's line format at `path`, read with [`Journal::read_from`] (the
     /// idempotency result log, [`crate::write::idempotency::ResultLog`]).
     pub fn at(path: PathBuf) -> Journal {
-        Journal { path }
+        Journal {
+            path,
+            queue: Default::default(),
+        }
+    }
+
+    #[cfg(test)]
+    pub(crate) fn with_queue(
+        state_dir: &Path,
+        queue: std::sync::Arc<group::CommitQueue>,
+    ) -> Journal {
+        Journal {
+            path: state_dir.join(JOURNAL_FILE),
+            queue,
+        }
+    }
+
+    /// The commit queue this journal's clones share.
+    pub fn queue(&self) -> &std::sync::Arc<group::CommitQueue> {
+        &self.queue
+    }
+
+    /// Append `row` durably, then run `apply` (the rename) while the journal is still locked;
+    /// a failed `apply` takes the row back. Concurrent callers in this process share one
+    /// `fdatasync` per batch; none is acknowledged by a sync that began before its row was
+    /// written (see [`group`]).
+    pub fn commit_row(
+        &self,
+        row: &JournalRow,
+        apply: group::Apply,
+    ) -> std::result::Result<group::Receipt, group::CommitError> {
+        self.commit_line(row.to_line(), apply)
+    }
+
+    pub(crate) fn commit_line(
+        &self,
+        line: String,
+        apply: group::Apply,
+    ) -> std::result::Result<group::Receipt, group::CommitError> {
+        self.queue.submit(self, line, apply)
     }
 
     pub fn path(&self) -> &Path {
@@ -259,19 +302,7 @@ impl Journal {
         rustix::fs::flock(&file, FlockOperation::LockExclusive)?;
         let offset = Self::cut_torn_tail(&file)?;
         let result = (|| {
-            let n = file.write(line.as_bytes())?;
-            if n != line.len() {
-                // A short write: the disk (or a quota) filled up in the middle of the row.
-                // Writing the rest tells why (ENOSPC, EDQUOT, EFBIG), so the envelope says
-                // quota_exceeded; the row is cut off below either way.
-                return Err(match file.write(&line.as_bytes()[n..]) {
-                    Err(e) => e,
-                    Ok(_) => io::Error::new(
-                        io::ErrorKind::WriteZero,
-                        "short write appending a journal row",
-                    ),
-                });
-            }
+            group::write_whole(&mut file, line.as_bytes())?;
             file.sync_data()
         })();
         match result {
@@ -573,6 +604,7 @@ fn visit_block(
 mod tests {
     use super::*;
     use std::fs::OpenOptions;
+    use std::io::Write;
 
     fn row(path: &str, i: u64) -> JournalRow {
         JournalRow {

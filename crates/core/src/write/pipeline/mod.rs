@@ -3,7 +3,7 @@
 //! The protocol, for one target already resolved beneath a root ([`crate::workspace::Target`]):
 //!
 //! 1. Lock: `flock(LOCK_EX)` on the target's parent directory handle. The lock excludes other
-//!    threads and other processes writing into that directory until the rename is durable. (It
+//!    threads and other processes writing into that directory until the rename is done. (It
 //!    is per directory, not per file: a rename replaces the file's inode, so a lock on the file
 //!    itself would not exclude a writer that opened the new inode.)
 //! 2. Precondition: the current content is read (`O_NOFOLLOW` relative to the directory handle)
@@ -25,12 +25,18 @@
 //!    the journal row and the rename. So every acknowledged write whose row names a pre-image
 //!    keeps it, durably, and a write that fails takes its new object back. Keeping it never fails the write: a pre-image
 //!    that cannot be kept is named in the row and the result (`history_not_kept`).
-//! 5. Journal: the row is appended and `fdatasync`ed, and the journal stays locked.
+//! 5. Journal: the row is appended and `fdatasync`ed, and the journal stays locked. Writers of
+//!    one process go through the journal's commit queue (`journal/group.rs`): one leader
+//!    appends every queued row with one `write(2)`, starts one `fdatasync` after that write,
+//!    and runs the queued renames (step 6) in order under the same lock; no write is
+//!    acknowledged by a sync that began before its row was written.
 //! 6. Rename: `renameat2(RENAME_NOREPLACE)` for create (a file that appeared meanwhile is never
 //!    clobbered; `link`+`unlink` where the filesystem lacks the flag), `renameat` otherwise. If
 //!    the rename fails, the row is truncated away and the temp file removed: the server never
 //!    reports failure for a write it applied, nor keeps a row for one it did not.
-//! 7. Durability: the parent directory (and every directory created on the way) is `fsync`ed.
+//! 7. Durability: the directory lock is released, then the parent directory (and every
+//!    directory created on the way) is `fsync`ed before the write is acknowledged. Writers of
+//!    one directory share that fsync: a writer waits for one that began after its rename.
 //!
 //! [`Pipeline::commit_many`] runs the same steps for several targets at once (transactions):
 //! all directories locked in a stable order, all preconditions checked, all temp files staged,
@@ -45,6 +51,7 @@
 
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
+use crate::journal::group::{Apply, CommitError, DirSyncs};
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
 use crate::util::sys::errno_io;
@@ -178,6 +185,8 @@ pub struct Pipeline {
     objects: Option<ObjectStore>,
     /// The store's budget, enforced as objects are added; `None` enforces none.
     auto: Option<std::sync::Arc<AutoRetention>>,
+    /// Coalesced directory fsyncs of this process's writers (step 7).
+    dir_syncs: std::sync::Arc<DirSyncs>,
 }
 
 /// Holds the directory lock; releases it when dropped, on every exit path.
@@ -274,11 +283,28 @@ fn check_writable(target: &Target, existing: Option<&Existing>) -> Result<()> {
 
 /// Step 6: rename the staged temp file over the target (never clobbering in create mode).
 fn rename_into_place(target: &Target, tmp: &[u8], create_only: bool) -> io::Result<()> {
+    rename_in(&target.dir, tmp, &target.name, create_only)
+}
+
+fn rename_in(
+    dir: &OwnedFd,
+    tmp: &[u8],
+    name: &std::ffi::OsStr,
+    create_only: bool,
+) -> io::Result<()> {
     if create_only {
-        rename_noreplace(&target.dir, tmp, &target.name)
+        rename_noreplace(dir, tmp, name)
     } else {
-        rustix::fs::renameat(&target.dir, tmp, &target.dir, &target.name).map_err(errno_io)
+        rustix::fs::renameat(dir, tmp, dir, name).map_err(errno_io)
     }
+}
+
+/// Step 6 as the journal's commit queue runs it (on whichever thread leads the batch): the
+/// rename with its own handle on the directory.
+fn renamer(target: &Target, tmp: &[u8], create_only: bool) -> io::Result<Apply> {
+    let dir = rustix::io::fcntl_dupfd_cloexec(&target.dir, 0).map_err(errno_io)?;
+    let (tmp, name) = (tmp.to_vec(), target.name.clone());
+    Ok(Box::new(move || rename_in(&dir, &tmp, &name, create_only)))
 }
 
 /// The failure for a rename that did not happen.
@@ -352,6 +378,7 @@ impl Pipeline {
             journal,
             objects: None,
             auto: None,
+            dir_syncs: Default::default(),
         }
     }
 
@@ -461,32 +488,39 @@ impl Pipeline {
             extra,
         );
         let (journal_id, wrote_at) = (row.journal_id.clone(), row.ts.clone());
-        let appended = if fault("enospc_journal") {
-            Err(errno_io(rustix::io::Errno::NOSPC))
-        } else {
-            self.journal.append(&row)
-        }
-        .map_err(|e| {
+        // 6. Rename into place, run by the journal's commit queue once the row is durable and
+        // while the journal is still locked; a failed rename takes its row back.
+        let rename = renamer(target, &staged.guard.name, plan.create_only)
+            .map_err(|e| Failure::io("rename into place", shown, e));
+        let committed = match rename {
+            Err(f) => Err(f),
+            Ok(_) if fault("enospc_journal") => Err(Failure::io(
+                "append journal row",
+                self.journal.path(),
+                errno_io(rustix::io::Errno::NOSPC),
+            )),
+            Ok(apply) => self.journal.commit_row(&row, apply).map_err(|e| match e {
+                CommitError::Append(e) => Failure::io("append journal row", self.journal.path(), e),
+                CommitError::Apply(e) => rename_failure(target, e),
+            }),
+        };
+        if let Err(f) = committed {
             self.settle(&kept, false);
-            Failure::io("append journal row", self.journal.path(), e)
-        })?;
-
-        // 6. Rename into place; a failed rename takes its row back.
-        if let Err(e) = rename_into_place(target, &staged.guard.name, plan.create_only) {
-            if let Err(re) = appended.rollback() {
-                tracing::error!("journal rollback after failed rename: {re}");
-            }
-            self.settle(&kept, false);
-            return Err(rename_failure(target, e));
+            return Err(f);
         }
         staged.guard.armed = false;
-        appended.commit();
         self.settle(&kept, true);
 
-        // 7. Make the rename (and any new directories) durable. The write is applied now:
-        // a failure here is reported as a warning, never as a failed write.
+        // 7. Make the rename (and any new directories) durable: after the directory lock is
+        // released, so writers of one directory share the fsync (see journal/group.rs). The
+        // write is applied now: a failure here is reported as a warning, never as a failed
+        // write.
         let mut warnings = std::mem::take(&mut staged.warnings);
-        if let Err(e) = rustix::fs::fsync(&target.dir) {
+        let detached_hardlinks =
+            hardlink_warning(self.objects.as_ref(), existing.as_ref(), &mut warnings);
+        warnings.extend(kept.warning());
+        drop(lock);
+        if let Err(e) = self.dir_syncs.sync(&target.dir) {
             warnings.push(format!("fsync of the parent directory failed: {e}"));
         }
         for d in &target.created_dirs {
@@ -494,10 +528,6 @@ impl Pipeline {
                 warnings.push(format!("fsync of a created directory failed: {e}"));
             }
         }
-        let detached_hardlinks =
-            hardlink_warning(self.objects.as_ref(), existing.as_ref(), &mut warnings);
-        warnings.extend(kept.warning());
-        drop(lock);
         self.enforce_retention(kept.added);
         Ok((
             Some(Outcome {

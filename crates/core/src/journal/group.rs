@@ -1,0 +1,642 @@
+//! Group commit: the writers of one process share the journal's `fdatasync`, and writers of one
+//! directory share its `fsync`.
+//!
+//! **The invariant.** No write is acknowledged on the strength of a sync that began before its
+//! own data was written. A sync covers what was written before it *started*; a sync already
+//! running when a row (or a rename) was made may have flushed the file before that data
+//! existed. Both queues here enforce it with a counter, not with timing:
+//!
+//! - [`CommitQueue`] (the journal): a writer queues its row and the step that applies the write
+//!   (the rename). One writer at a time is the leader: it takes every queued row, writes them
+//!   with one `write(2)` under the journal's `flock`, *then* starts one `fdatasync`, then applies
+//!   the writes in queue order, still under the lock, and hands each writer a [`Receipt`]: the
+//!   tick of the event clock at which its row was written and the tick at which the sync that
+//!   covers it began. A writer checks `sync_started > written` before it acknowledges anything;
+//!   a row queued while a sync runs waits for the next batch (tested with a sync held open).
+//! - [`GroupSync`] (a directory): a writer that renamed into a directory asks for a sync that
+//!   starts after its call (generation `started + 1` at the time of asking); if one is already
+//!   running it waits for that one to finish and for the next, which it may run itself.
+//!
+//! Across processes nothing is shared but the `flock`: rows of two processes never interleave
+//! (each batch is one `write(2)` under the lock), and a process holds the lock for one batch:
+//! its write, its sync and its renames, never while it waits for other writers.
+//!
+//! If applying a write fails (a rename refused), its row is cut off the journal, still under the
+//! lock, and the writers queued after it in the batch (not yet applied) are queued again: their
+//! rows are written again in the next batch, so no row ever names a write that did not happen
+//! and no applied write loses its row.
+
+use rustix::fs::FlockOperation;
+use std::collections::{HashMap, VecDeque};
+use std::fs::File;
+use std::io::{self, Write};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// The step that applies a write once its row is durable (the rename), run by the leader
+/// under the journal's lock.
+pub type Apply = Box<dyn FnOnce() -> io::Result<()> + Send>;
+
+/// Why a queued write was not committed.
+#[derive(Debug)]
+pub enum CommitError {
+    /// Appending or syncing the row failed: nothing was applied, no row is left.
+    Append(io::Error),
+    /// The row was durable but applying the write failed: the row was taken back.
+    Apply(io::Error),
+}
+
+/// When a committed row was written and when the sync that made it durable began, on the
+/// queue's event clock; `batch` is how many rows that sync covered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Receipt {
+    pub written: u64,
+    pub sync_started: u64,
+    pub batch: usize,
+}
+
+impl Receipt {
+    /// The invariant: the sync began after the row was written.
+    pub fn covers(&self) -> bool {
+        self.sync_started > self.written
+    }
+}
+
+struct Entry {
+    id: u64,
+    line: String,
+    apply: Apply,
+}
+
+type Outcome = Result<Receipt, CommitError>;
+
+#[derive(Default)]
+struct State {
+    next_id: u64,
+    pending: VecDeque<Entry>,
+    leading: bool,
+    done: HashMap<u64, Outcome>,
+}
+
+/// How the leader makes the journal durable (`fdatasync`; tests hold it open).
+pub(crate) type SyncFn = dyn Fn(&File) -> io::Result<()> + Send + Sync;
+
+/// The journal's commit queue, shared by every clone of one [`super::Journal`].
+pub struct CommitQueue {
+    state: Mutex<State>,
+    turn: Condvar,
+    clock: AtomicU64,
+    syncs: AtomicU64,
+    sync: Box<SyncFn>,
+}
+
+impl std::fmt::Debug for CommitQueue {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CommitQueue")
+            .field("syncs", &self.syncs.load(Ordering::Relaxed))
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for CommitQueue {
+    fn default() -> Self {
+        CommitQueue::with_sync(Box::new(|f: &File| f.sync_data()))
+    }
+}
+
+impl CommitQueue {
+    pub(crate) fn with_sync(sync: Box<SyncFn>) -> CommitQueue {
+        CommitQueue {
+            state: Mutex::new(State::default()),
+            turn: Condvar::new(),
+            clock: AtomicU64::new(0),
+            syncs: AtomicU64::new(0),
+            sync,
+        }
+    }
+
+    /// How many journal syncs this queue has started (benchmarks and tests).
+    pub fn syncs(&self) -> u64 {
+        self.syncs.load(Ordering::Relaxed)
+    }
+
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding this lock cannot leave the state half-changed (every change
+        // is one insert or drain), so a poisoned lock is still usable.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Queue `line` (whole rows, newline-terminated) and `apply`; return once the rows are
+    /// durable and `apply` ran, or with why not.
+    pub(crate) fn submit(
+        &self,
+        journal: &super::Journal,
+        line: String,
+        apply: Apply,
+    ) -> Result<Receipt, CommitError> {
+        let mut st = self.lock();
+        let id = st.next_id;
+        st.next_id += 1;
+        st.pending.push_back(Entry { id, line, apply });
+        loop {
+            if let Some(out) = st.done.remove(&id) {
+                return match out {
+                    Ok(r) if !r.covers() => Err(CommitError::Append(io::Error::other(
+                        "journal group commit: the covering sync began before the row was written",
+                    ))),
+                    other => other,
+                };
+            }
+            if !st.leading {
+                st.leading = true;
+                // Lead batches until this writer's own row is settled, then hand over.
+                while !st.done.contains_key(&id) {
+                    let batch: Vec<Entry> = st.pending.drain(..).collect();
+                    drop(st);
+                    let ids: Vec<u64> = batch.iter().map(|e| e.id).collect();
+                    // A panic here must not leave the writers of the batch waiting forever.
+                    let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        self.run_batch(journal, batch)
+                    }));
+                    let (settled, again) = run.unwrap_or_else(|_| {
+                        let failed = ids.into_iter().map(|id| {
+                            let e = io::Error::other("journal group commit panicked");
+                            (id, Err(CommitError::Append(e)))
+                        });
+                        (failed.collect(), Vec::new())
+                    });
+                    st = self.lock();
+                    st.done.extend(settled);
+                    for e in again.into_iter().rev() {
+                        st.pending.push_front(e);
+                    }
+                    self.turn.notify_all();
+                }
+                st.leading = false;
+                self.turn.notify_all();
+                continue;
+            }
+            st = self.turn.wait(st).unwrap_or_else(|p| p.into_inner());
+        }
+    }
+
+    /// Write, sync and apply one batch under the journal's lock. Returns the settled entries and
+    /// those to queue again (after one whose apply failed).
+    fn run_batch(
+        &self,
+        journal: &super::Journal,
+        batch: Vec<Entry>,
+    ) -> (Vec<(u64, Outcome)>, Vec<Entry>) {
+        let fail_all = |batch: Vec<Entry>, e: io::Error| {
+            let msg = e.to_string();
+            let kind = e.kind();
+            let raw = e.raw_os_error();
+            batch
+                .into_iter()
+                .map(|en| {
+                    let err = match raw {
+                        Some(code) => io::Error::from_raw_os_error(code),
+                        None => io::Error::new(kind, msg.clone()),
+                    };
+                    (en.id, Err(CommitError::Append(err)))
+                })
+                .collect::<Vec<_>>()
+        };
+        let mut file = match journal.open_for_append() {
+            Ok(f) => f,
+            Err(e) => return (fail_all(batch, e), Vec::new()),
+        };
+        if let Err(e) = rustix::fs::flock(&file, FlockOperation::LockExclusive) {
+            return (fail_all(batch, e.into()), Vec::new());
+        }
+        let unlock = |file: &File| {
+            let _ = rustix::fs::flock(file, FlockOperation::Unlock);
+        };
+        let offset = match super::Journal::cut_torn_tail(&file) {
+            Ok(o) => o,
+            Err(e) => {
+                unlock(&file);
+                return (fail_all(batch, e), Vec::new());
+            }
+        };
+        let mut starts = Vec::with_capacity(batch.len());
+        let mut bytes = String::with_capacity(batch.iter().map(|e| e.line.len()).sum());
+        for e in &batch {
+            starts.push(offset + bytes.len() as u64);
+            bytes.push_str(&e.line);
+        }
+        if let Err(e) = write_whole(&mut file, bytes.as_bytes()) {
+            let _ = file.set_len(offset);
+            unlock(&file);
+            return (fail_all(batch, e), Vec::new());
+        }
+        let written = self.tick();
+        let sync_started = self.tick();
+        self.syncs.fetch_add(1, Ordering::Relaxed);
+        if let Err(e) = (self.sync)(&file) {
+            // Never leave rows behind for writes that will not happen.
+            let _ = file.set_len(offset);
+            unlock(&file);
+            return (fail_all(batch, e), Vec::new());
+        }
+        let receipt = Receipt {
+            written,
+            sync_started,
+            batch: batch.len(),
+        };
+        let mut settled = Vec::with_capacity(batch.len());
+        let mut rest = batch.into_iter().enumerate();
+        let mut again = Vec::new();
+        for (i, e) in rest.by_ref() {
+            match (e.apply)() {
+                Ok(()) => settled.push((e.id, Ok(receipt))),
+                Err(err) => {
+                    // Cut this row and every later one (none applied yet); those are queued
+                    // again and rewritten by the next batch.
+                    if let Err(re) = file.set_len(starts[i]).and_then(|()| file.sync_data()) {
+                        tracing::error!("journal rollback after failed rename: {re}");
+                    }
+                    settled.push((e.id, Err(CommitError::Apply(err))));
+                    break;
+                }
+            }
+        }
+        again.extend(rest.map(|(_, e)| e));
+        unlock(&file);
+        (settled, again)
+    }
+}
+
+/// One `write(2)` of `bytes`; a short write (the disk or a quota filled mid-row) reports why.
+pub(super) fn write_whole(file: &mut File, bytes: &[u8]) -> io::Result<()> {
+    let n = file.write(bytes)?;
+    if n != bytes.len() {
+        // Writing the rest tells why (ENOSPC, EDQUOT, EFBIG), so the envelope says
+        // quota_exceeded; the caller cuts the partial rows off either way.
+        return Err(match file.write(&bytes[n..]) {
+            Err(e) => e,
+            Ok(_) => io::Error::new(
+                io::ErrorKind::WriteZero,
+                "short write appending a journal row",
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Coalesced `fsync`s of one object (a directory): see the module's invariant.
+#[derive(Debug, Default)]
+pub struct GroupSync {
+    state: Mutex<SyncState>,
+    done: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct SyncState {
+    /// Syncs started so far (the generation of the newest).
+    started: u64,
+    /// The newest generation finished.
+    completed: u64,
+    running: bool,
+    /// The newest generation that failed, and why.
+    failed: Option<(u64, String)>,
+    /// Threads waiting for a generation (tests look).
+    waiting: usize,
+}
+
+impl GroupSync {
+    fn lock(&self) -> MutexGuard<'_, SyncState> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Return once a sync that started after this call has finished, running `sync` if none
+    /// is running. Returns the generation that covered the caller. A failure of any sync from
+    /// the caller's generation on is reported (conservatively: never a success that was not).
+    pub fn sync_after(&self, sync: impl FnOnce() -> io::Result<()>) -> io::Result<u64> {
+        let mut st = self.lock();
+        let need = st.started + 1;
+        let mut sync = Some(sync);
+        loop {
+            if st.completed >= need {
+                return match &st.failed {
+                    Some((g, why)) if *g >= need => Err(io::Error::other(why.clone())),
+                    _ => Ok(need),
+                };
+            }
+            if !st.running
+                && let Some(run) = sync.take()
+            {
+                st.running = true;
+                st.started += 1;
+                let generation = st.started;
+                drop(st);
+                let result = run();
+                st = self.lock();
+                st.running = false;
+                st.completed = generation;
+                if let Err(e) = result {
+                    st.failed = Some((generation, e.to_string()));
+                }
+                self.done.notify_all();
+                continue;
+            }
+            st.waiting += 1;
+            st = self.done.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.waiting -= 1;
+        }
+    }
+
+    #[cfg(test)]
+    fn waiting(&self) -> usize {
+        self.lock().waiting
+    }
+}
+
+/// One [`GroupSync`] per directory (by device and inode), for the directory fsyncs of writes in
+/// one process.
+#[derive(Debug, Default)]
+pub struct DirSyncs {
+    dirs: Mutex<HashMap<(u64, u64), Arc<GroupSync>>>,
+}
+
+/// Directories remembered before the unused ones are forgotten.
+const DIRS_KEPT: usize = 1024;
+
+impl DirSyncs {
+    /// Fsync directory `dir`, sharing the sync with writers of the same directory: returns once
+    /// a sync of it that began after this call has finished.
+    pub fn sync(&self, dir: &rustix::fd::OwnedFd) -> io::Result<()> {
+        let st = rustix::fs::fstat(dir)?;
+        let key = (st.st_dev, st.st_ino);
+        let group = {
+            let mut dirs = self.dirs.lock().unwrap_or_else(|p| p.into_inner());
+            if dirs.len() >= DIRS_KEPT {
+                dirs.retain(|_, g| Arc::strong_count(g) > 1);
+            }
+            dirs.entry(key).or_default().clone()
+        };
+        group
+            .sync_after(|| rustix::fs::fsync(dir).map_err(io::Error::from))
+            .map(|_| ())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
+    use std::collections::BTreeMap;
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    fn line(path: &str) -> String {
+        JournalRow {
+            journal_id: new_journal_id(),
+            ts: now_rfc3339(),
+            path: path.into(),
+            sha256: "00".into(),
+            prev_sha256: None,
+            bytes: 1,
+            mode: "create".into(),
+            caller: "test".into(),
+            tool: "safe_write".into(),
+            extra: BTreeMap::new(),
+        }
+        .to_line()
+    }
+
+    fn ok() -> Apply {
+        Box::new(|| Ok(()))
+    }
+
+    /// Wait (bounded) until `cond` holds.
+    fn until(mut cond: impl FnMut() -> bool) {
+        for _ in 0..10_000 {
+            if cond() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("condition never held");
+    }
+
+    fn paths(j: &Journal) -> Vec<String> {
+        let (rows, _) = j.tail(1000, |_| true).unwrap();
+        rows.iter()
+            .map(|r| r["path"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    /// A row queued while a sync is running is not acknowledged by that sync: it waits for
+    /// one that started after its row was written. A queue that let it ride on the running
+    /// sync would hand it a receipt from the first sync (and start only one).
+    #[test]
+    fn a_row_queued_during_a_sync_waits_for_a_sync_that_starts_after_it() {
+        let t = tempfile::tempdir().unwrap();
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let entered_tx = Mutex::new(entered_tx);
+        let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
+            entered_tx.lock().unwrap().send(()).unwrap();
+            release_rx.lock().unwrap().recv().unwrap();
+            f.sync_data()
+        }));
+        let j = Journal::with_queue(t.path(), Arc::new(queue));
+        std::thread::scope(|s| {
+            let first = s.spawn(|| j.commit_line(line("first"), ok()).unwrap());
+            entered_rx.recv().unwrap(); // the first sync is running
+            let second = s.spawn(|| j.commit_line(line("second"), ok()).unwrap());
+            // The second row is queued (not written) while the first sync runs.
+            until(|| j.queue().lock().pending.len() == 1);
+            release_tx.send(()).unwrap(); // first sync ends
+            let a = first.join().unwrap();
+            // A second sync starts, for the second row (a queue that acknowledged it with the
+            // first sync would start none).
+            entered_rx
+                .recv_timeout(Duration::from_secs(60))
+                .expect("a second sync");
+            release_tx.send(()).unwrap();
+            let b = second.join().unwrap();
+            assert!(a.covers() && b.covers());
+            assert!(b.written > a.sync_started, "{a:?} {b:?}");
+            assert!(b.sync_started > a.sync_started);
+            assert_eq!((a.batch, b.batch), (1, 1));
+        });
+        assert_eq!(j.queue().syncs(), 2);
+        assert_eq!(paths(&j), ["first", "second"]);
+    }
+
+    /// Writers queued together share one sync, and each one's row lands once.
+    #[test]
+    fn concurrent_writers_share_syncs_and_every_row_lands_once() {
+        let t = tempfile::tempdir().unwrap();
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let entered_tx = Mutex::new(entered_tx);
+        let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
+            let _ = entered_tx.lock().unwrap().send(());
+            release_rx.lock().unwrap().recv().unwrap();
+            f.sync_data()
+        }));
+        let j = Journal::with_queue(t.path(), Arc::new(queue));
+        std::thread::scope(|s| {
+            let first = s.spawn(|| j.commit_line(line("w0"), ok()).unwrap());
+            entered_rx.recv().unwrap();
+            let rest: Vec<_> = (1..8)
+                .map(|i| {
+                    let j = &j;
+                    s.spawn(move || j.commit_line(line(&format!("w{i}")), ok()).unwrap())
+                })
+                .collect();
+            until(|| j.queue().lock().pending.len() == 7);
+            release_tx.send(()).unwrap();
+            entered_rx.recv().unwrap();
+            release_tx.send(()).unwrap();
+            first.join().unwrap();
+            for h in rest {
+                let r = h.join().unwrap();
+                assert_eq!(r.batch, 7, "the seven queued rows share one sync");
+                assert!(r.covers());
+            }
+        });
+        assert_eq!(j.queue().syncs(), 2);
+        let mut got = paths(&j);
+        got.sort();
+        let mut want: Vec<String> = (0..8).map(|i| format!("w{i}")).collect();
+        want.sort();
+        assert_eq!(got, want);
+    }
+
+    /// A failed apply takes its own row back; rows queued after it in the same batch are
+    /// written again and applied, so every applied write has exactly one row.
+    #[test]
+    fn a_failed_apply_cuts_its_row_and_requeues_the_rows_after_it() {
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::new(t.path());
+        let q = j.queue().clone();
+        let batch = vec![
+            Entry {
+                id: 100,
+                line: line("a"),
+                apply: ok(),
+            },
+            Entry {
+                id: 101,
+                line: line("refused"),
+                apply: Box::new(|| Err(io::Error::from_raw_os_error(17))),
+            },
+            Entry {
+                id: 102,
+                line: line("c"),
+                apply: Box::new(|| panic!("applied before its row was rewritten")),
+            },
+        ];
+        let (settled, again) = q.run_batch(&j, batch);
+        assert_eq!(settled.len(), 2);
+        assert!(settled[0].1.is_ok());
+        assert!(matches!(settled[1].1, Err(CommitError::Apply(_))));
+        assert_eq!(again.len(), 1);
+        assert_eq!(again[0].id, 102);
+        assert_eq!(paths(&j), ["a"]);
+        let (settled, again) = q.run_batch(
+            &j,
+            vec![Entry {
+                id: 102,
+                line: line("c"),
+                apply: ok(),
+            }],
+        );
+        assert!(settled[0].1.is_ok() && again.is_empty());
+        assert_eq!(paths(&j), ["a", "c"]);
+        // Through the queue, a refused apply is the caller's error and leaves no row.
+        let err = j
+            .commit_line(
+                line("refused"),
+                Box::new(|| Err(io::Error::from_raw_os_error(17))),
+            )
+            .unwrap_err();
+        assert!(matches!(err, CommitError::Apply(_)));
+        assert_eq!(paths(&j), ["a", "c"]);
+    }
+
+    /// A directory sync already running when a writer asks does not cover it: the writer gets
+    /// the next generation (and a second sync runs). Accepting the running one would return
+    /// generation 1 after a single sync.
+    #[test]
+    fn a_directory_sync_running_before_the_call_does_not_cover_it() {
+        let g = GroupSync::default();
+        let runs = AtomicU64::new(0);
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        std::thread::scope(|s| {
+            let first = s.spawn(|| {
+                g.sync_after(|| {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    entered_tx.send(()).unwrap();
+                    release_rx.lock().unwrap().recv().unwrap();
+                    Ok(())
+                })
+                .unwrap()
+            });
+            entered_rx.recv().unwrap();
+            let second = s.spawn(|| {
+                g.sync_after(|| {
+                    runs.fetch_add(1, Ordering::SeqCst);
+                    Ok(())
+                })
+                .unwrap()
+            });
+            until(|| g.waiting() == 1);
+            release_tx.send(()).unwrap();
+            assert_eq!(first.join().unwrap(), 1);
+            assert_eq!(second.join().unwrap(), 2);
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 2);
+    }
+
+    /// Writers that ask while no sync is running share one; a failed sync is reported to
+    /// every writer it was meant to cover.
+    #[test]
+    fn directory_syncs_coalesce_and_report_failures() {
+        let g = GroupSync::default();
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let runs = AtomicU64::new(0);
+        std::thread::scope(|s| {
+            let first = s.spawn(|| {
+                g.sync_after(|| {
+                    entered_tx.send(()).unwrap();
+                    release_rx.lock().unwrap().recv().unwrap();
+                    Ok(())
+                })
+            });
+            entered_rx.recv().unwrap();
+            let waiters: Vec<_> = (0..4)
+                .map(|_| {
+                    s.spawn(|| {
+                        g.sync_after(|| {
+                            runs.fetch_add(1, Ordering::SeqCst);
+                            Err(io::Error::other("disk gone"))
+                        })
+                    })
+                })
+                .collect();
+            until(|| g.waiting() == 4);
+            release_tx.send(()).unwrap();
+            assert_eq!(first.join().unwrap().unwrap(), 1);
+            for w in waiters {
+                let e = w.join().unwrap().unwrap_err();
+                assert!(e.to_string().contains("disk gone"));
+            }
+        });
+        assert_eq!(runs.load(Ordering::SeqCst), 1, "four waiters, one sync");
+    }
+}

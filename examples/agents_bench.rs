@@ -1,0 +1,251 @@
+//! Many agents at once: aggregate 1 KB `safe_write` creates per second at 1, 4 and 16 agents,
+//! against as many independent bare floor loops (temp file, write, fsync, rename, directory
+//! fsync) measured in the same run:
+//!
+//! - **stdio**: one release server process per agent, all on one workspace (one journal);
+//! - **HTTP**: one release server, one MCP session per agent (the journal's group commit and
+//!   coalesced directory syncs apply to these).
+//!
+//! Each agent (and each floor loop) writes new files in a directory of its own, one call at a
+//! time, for the case's duration. The floor is measured before and after the two server runs
+//! of each agent count and averaged, so a drift of the disk during the run hits both sides.
+//! HTTP requests use one connection each (`Connection: close`), as the tests' client does.
+//!
+//! Run: `cargo build --release && cargo run --release --example agents_bench [SECONDS]`
+//! (SECONDS per case, default 3; the directory is `$RW_BENCH_DIR`, default a temp dir).
+
+use resilient_write::client::{Launch, McpClient};
+use serde_json::json;
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Barrier;
+use std::time::Instant;
+
+const LEN: usize = 1024;
+
+fn binary() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
+    target.join("release/resilient-write")
+}
+
+fn content(agent: usize, i: usize) -> String {
+    let mut s = format!("agent {agent} write {i}\n");
+    s.extend((s.len()..LEN).map(|k| (b'a' + ((k + i) % 26) as u8) as char));
+    s
+}
+
+/// Run `agents` loops of `one(agent, i)` for `secs` after a common start; total calls per
+/// second.
+fn run(agents: usize, secs: f64, one: impl Fn(usize, usize) + Sync) -> f64 {
+    let barrier = Barrier::new(agents);
+    let total: usize = std::thread::scope(|s| {
+        let handles: Vec<_> = (0..agents)
+            .map(|a| {
+                let (barrier, one) = (&barrier, &one);
+                s.spawn(move || {
+                    barrier.wait();
+                    let start = Instant::now();
+                    let mut i = 0;
+                    while start.elapsed().as_secs_f64() < secs {
+                        one(a, i);
+                        i += 1;
+                    }
+                    i
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("agent thread"))
+            .sum()
+    });
+    total as f64 / secs
+}
+
+/// The floor: `agents` independent loops, each in its own directory.
+fn floor(root: &Path, round: &str, agents: usize, secs: f64) -> f64 {
+    let dirs: Vec<(PathBuf, File)> = (0..agents)
+        .map(|a| {
+            let d = root.join(format!("floor-{round}-{agents}-{a}"));
+            std::fs::create_dir_all(&d).expect("floor dir");
+            let h = File::open(&d).expect("open floor dir");
+            (d, h)
+        })
+        .collect();
+    run(agents, secs, |a, i| {
+        let (dir, handle) = &dirs[a];
+        let tmp = dir.join(format!(".tmp{i}"));
+        let mut f = OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o644)
+            .open(&tmp)
+            .expect("create temp");
+        f.write_all(content(a, i).as_bytes()).expect("write");
+        f.sync_all().expect("fsync");
+        drop(f);
+        std::fs::rename(&tmp, dir.join(format!("f{i}.txt"))).expect("rename");
+        handle.sync_all().expect("fsync dir");
+    })
+}
+
+fn stdio(root: &Path, agents: usize, secs: f64) -> f64 {
+    let clients: Vec<std::sync::Mutex<McpClient>> = (0..agents)
+        .map(|_| {
+            std::sync::Mutex::new(
+                Launch::new(binary())
+                    .cwd(root)
+                    .client_name("agents-bench")
+                    .spawn()
+                    .expect("spawn the release binary (cargo build --release first)"),
+            )
+        })
+        .collect();
+    run(agents, secs, |a, i| {
+        let mut c = clients[a].lock().expect("client");
+        c.call(
+            "rw_safe_write",
+            json!({"path": format!("stdio-{agents}-{a}/f{i}.txt"), "content": content(a, i),
+                   "mode": "create"}),
+        )
+        .expect("safe_write over stdio");
+    })
+}
+
+struct Http {
+    child: Child,
+    addr: SocketAddr,
+}
+
+impl Drop for Http {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Http {
+    fn start(root: &Path) -> Http {
+        let mut child = Command::new(binary())
+            .args(["serve", "--transport", "http", "--port", "0"])
+            .current_dir(root)
+            .env_remove("RW_WORKSPACE")
+            .env_remove("RW_STATE_DIR")
+            .env_remove("RW_AUTH_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn the release binary (cargo build --release first)");
+        let mut lines = BufReader::new(child.stderr.take().expect("stderr"));
+        let addr = loop {
+            let mut line = String::new();
+            assert!(lines.read_line(&mut line).expect("stderr") > 0, "no listen");
+            if let Some(rest) = line.trim().split("listening on http://").nth(1) {
+                break rest
+                    .trim_end_matches("/mcp")
+                    .parse()
+                    .expect("bound address");
+            }
+        };
+        // Keep draining stderr so the server never blocks on it.
+        std::thread::spawn(move || {
+            let mut sink = Vec::new();
+            let _ = lines.read_to_end(&mut sink);
+        });
+        Http { child, addr }
+    }
+
+    fn post(&self, session: Option<&str>, body: &str) -> String {
+        let mut head = format!(
+            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
+            self.addr,
+            body.len()
+        );
+        if let Some(id) = session {
+            head.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+        }
+        head.push_str("\r\n");
+        let mut s = TcpStream::connect(self.addr).expect("connect");
+        s.write_all(head.as_bytes()).expect("send head");
+        s.write_all(body.as_bytes()).expect("send body");
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).expect("read reply");
+        raw
+    }
+
+    fn session(&self) -> String {
+        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "agents-bench", "version": "0"}}});
+        let reply = self.post(None, &init.to_string());
+        let id = reply
+            .lines()
+            .find_map(|l| {
+                let (k, v) = l.split_once(':')?;
+                k.eq_ignore_ascii_case("mcp-session-id")
+                    .then(|| v.trim().to_string())
+            })
+            .expect("Mcp-Session-Id");
+        let note = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        self.post(Some(&id), &note.to_string());
+        id
+    }
+}
+
+fn http(root: &Path, agents: usize, secs: f64) -> f64 {
+    let server = Http::start(root);
+    let sessions: Vec<String> = (0..agents).map(|_| server.session()).collect();
+    run(agents, secs, |a, i| {
+        let call = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {
+            "name": "rw_safe_write",
+            "arguments": {"path": format!("http-{agents}-{a}/f{i}.txt"), "content": content(a, i),
+                          "mode": "create"}}});
+        let reply = server.post(Some(&sessions[a]), &call.to_string());
+        assert!(
+            reply.contains("\\\"journal_id\\\"") || reply.contains("\"journal_id\""),
+            "safe_write over HTTP failed: {reply}"
+        );
+        assert!(!reply.contains("\"isError\":true"), "{reply}");
+    })
+}
+
+fn main() {
+    let secs: f64 = std::env::args()
+        .nth(1)
+        .and_then(|a| a.parse().ok())
+        .unwrap_or(3.0);
+    let base = std::env::var_os("RW_BENCH_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let dir = tempfile::Builder::new()
+        .prefix("rw-agents-bench")
+        .tempdir_in(&base)
+        .expect("bench dir");
+    let root = dir.path().canonicalize().expect("canonical");
+    println!(
+        "resilient-write agents benchmark: aggregate 1 KB creates/s, {secs} s per case, dir {}",
+        base.display()
+    );
+    println!("  agents  floor w/s   stdio w/s  ratio   http w/s  ratio");
+    for agents in [1, 4, 16] {
+        let before = floor(&root, "a", agents, secs);
+        let s = stdio(&root, agents, secs);
+        let h = http(&root, agents, secs);
+        let after = floor(&root, "b", agents, secs);
+        let f = (before + after) / 2.0;
+        println!(
+            "  {agents:>6} {f:>10.0} {s:>11.0} {:>5.2}x {h:>10.0} {:>5.2}x   (floor before {before:.0}, after {after:.0})",
+            s / f,
+            h / f
+        );
+    }
+    println!("  goals at 16 agents: stdio >= 0.7x, http >= 0.9x of the floor");
+}
