@@ -20,7 +20,7 @@ fn hex4(b: &[u8]) -> Option<u16> {
 
 /// Rewrite lone surrogate escapes and invalid UTF-8 in one JSON line. Borrowed when clean.
 pub fn sanitize_line(line: &[u8]) -> Cow<'_, [u8]> {
-    let has_escape_u = line.windows(2).any(|w| w == b"\\u");
+    let has_escape_u = memchr::memmem::find(line, b"\\u").is_some();
     let utf8_ok = std::str::from_utf8(line).is_ok();
     if !has_escape_u && utf8_ok {
         return Cow::Borrowed(line);

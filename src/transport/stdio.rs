@@ -23,7 +23,7 @@ pub fn sanitized(
                 }
                 break;
             }
-            let (take, complete) = match buf.iter().position(|&b| b == b'\n') {
+            let (take, complete) = match memchr::memchr(b'\n', buf) {
                 Some(p) => (p + 1, true),
                 None => (buf.len(), false),
             };
@@ -43,9 +43,16 @@ pub fn sanitized(
             if !complete {
                 continue;
             }
-            let out = if total <= max_line {
-                Some(sanitize_line(&line).into_owned())
-            } else {
+            if total <= max_line {
+                // Written as it is when clean (no copy of a megabyte line).
+                if writer.write_all(&sanitize_line(&line)).await.is_err() {
+                    break;
+                }
+                line.clear();
+                total = 0;
+                continue;
+            }
+            let out = {
                 let stand_in = oversize_stand_in(&line, &tail, total, max_line);
                 if stand_in.is_none() {
                     tracing::error!(bytes = total, "dropped an oversized message without an id");
