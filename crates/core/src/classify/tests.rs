@@ -5,6 +5,10 @@ use std::sync::OnceLock;
 
 use super::*;
 
+/// The evaluation corpus of the examples (`examples/l0_corpus`), for tests over many syntaxes.
+#[path = "../../../../examples/l0_corpus/mod.rs"]
+mod corpus;
+
 pub(crate) const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 pub(crate) const HEX: &[u8] = b"0123456789abcdef";
 const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -1129,4 +1133,68 @@ fn basic_credentials_in_any_header_syntax_are_found_when_they_decode_to_user_and
     let text = format!("proxy_set_header Authorization \"Basic {cred}\";\n");
     assert_eq!(patterns(&text), vec!["basic_auth_header"]);
     assert!(patterns("Basic configuration is described below.\n").is_empty());
+}
+
+/// The keyword gates (`rules::Gate`) only drop hits that cannot be inside a match: over
+/// the generated evaluation corpus (every credential case in its syntaxes, and mixed
+/// source with ordinary code around them) the findings are the same with and without them.
+#[test]
+fn keyword_gates_lose_no_finding() {
+    let with = Classifier::default();
+    let mut without = with.clone();
+    without.gates = false;
+    let mut r = corpus::Rng(0x18_0019);
+    let mut inputs: Vec<String> = Vec::new();
+    for (_, g) in corpus::credential_cases() {
+        for _ in 0..8 {
+            inputs.push(g(&mut r));
+        }
+    }
+    for _ in 0..3000 {
+        inputs.push(corpus::ordinary_line(&mut r));
+    }
+    inputs.push(corpus::mixed_source(&mut r, 400_000));
+    let mut compared = 0;
+    for input in &inputs {
+        let a = findings(input, &with);
+        let b = findings(input, &without);
+        assert_eq!(a, b, "gates changed the findings of {input:?}");
+        compared += b.len();
+    }
+    assert!(compared > 500, "only {compared} findings compared");
+}
+
+#[test]
+fn keyword_gates_drop_hits_that_cannot_match() {
+    use super::detect::gate_passes;
+    use super::rules::Gate;
+    let hit = |text: &str, kw: &str, gate: Gate| {
+        let at = text
+            .find(kw)
+            .unwrap_or_else(|| panic!("{kw} not in {text}"));
+        gate_passes(text.as_bytes(), at, at + kw.len(), gate)
+    };
+    assert!(hit("db_password_hash = x", "password", Gate::Assign));
+    assert!(hit("\"apiToken\": \"x\"", "Token", Gate::Assign));
+    assert!(hit("keys[\"secret\"] = x", "secret", Gate::Assign));
+    assert!(!hit("fn token(&self) -> Token", "token", Gate::Assign));
+    assert!(!hit("// the secret sauce", "secret", Gate::Assign));
+    assert!(hit(
+        "set(\"db.password\", \"x\")",
+        "password",
+        Gate::CallPair
+    ));
+    assert!(!hit("check_password(user, pw)", "password", Gate::CallPair));
+    assert!(hit("run --db-password=x", "password", Gate::CliFlag));
+    assert!(hit("run --token x", "token", Gate::CliFlag));
+    assert!(!hit("let password = x", "password", Gate::CliFlag));
+    assert!(hit("the passwords are", "password", Gate::Word));
+    assert!(!hit("password_hash", "password", Gate::Word));
+    assert!(!hit("mypassword is", "password", Gate::Word));
+    assert!(hit("https://u:p@host", "://", Gate::Userinfo));
+    assert!(!hit("https://host/a@b", "://", Gate::Userinfo));
+    assert!(hit("Authorization: Basic x", "Basic", Gate::SpaceOrQuote));
+    assert!(!hit("BasicAuth", "Basic", Gate::SpaceOrQuote));
+    assert!(hit("x EAAAb", "EAAA", Gate::TokenStart));
+    assert!(!hit("AAEAAAb", "EAAA", Gate::TokenStart));
 }
