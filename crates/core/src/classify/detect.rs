@@ -9,7 +9,7 @@ use std::ops::Range;
 use super::compile::Classifier;
 use super::rules::{Check, GATE_NAME_HEAD, GATE_NAME_TAIL, Gate, Scanner, Window};
 use super::verify::{Raw, find_sub, private_key_end, verify};
-use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii};
+use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii, tokens};
 
 #[derive(Clone, Copy)]
 struct Win {
@@ -348,6 +348,16 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                     example: false,
                 });
             }
+        });
+    }
+    if let Some(ri) = scanner_rule(Scanner::DiscordBot) {
+        tokens::scan_discord(bytes, |span| {
+            raws.push(Raw {
+                rule: ri,
+                snippet_start: span.start,
+                span,
+                example: false,
+            });
         });
     }
     let want_binary = [

@@ -109,6 +109,7 @@ pub(crate) enum Scanner {
     Base64Wrapped,
     HexBlob,
     NonPrintable,
+    DiscordBot,
 }
 
 #[derive(Debug, Clone)]
@@ -458,6 +459,12 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         v.push(redacted_prefix(vendor, prefix));
     }
     v.extend([
+        scanner(
+            "discord_bot_token",
+            "api_key",
+            Scanner::DiscordBot,
+            Tier::Vendor,
+        ),
         scanner("us_ssn", "pii_government_id", Scanner::Ssn, Tier::Pii),
         scanner(
             "credit_card_number",

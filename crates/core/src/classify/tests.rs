@@ -572,6 +572,78 @@ fn ssn_of_valid_shape_is_medium() {
     assert_eq!(r.verdict, Verdict::Medium);
 }
 
+/// A Discord bot token: a user id (digits) in unpadded base64, 6 characters, 27-38 characters.
+fn discord_token(r: &mut Rng, id_digits: usize, tail: usize) -> String {
+    use base64::Engine;
+    let id = format!(
+        "{}{}",
+        1 + r.next() % 9,
+        r.chars(b"0123456789", id_digits - 1)
+    );
+    let head = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id);
+    format!("{head}.{}.{}", r.chars(URLSAFE, 6), r.chars(URLSAFE, tail))
+}
+
+#[test]
+fn discord_bot_tokens_without_a_key_name_are_found() {
+    let mut r = Rng(0xd15c_0bd);
+    for (digits, tail) in [(17, 27), (18, 38), (19, 32), (18, 27)] {
+        let t = discord_token(&mut r, digits, tail);
+        for text in [
+            format!("client.run('{t}')"),
+            format!("The bot token is {t}, keep it out of git."),
+            format!("DISCORD={t}"),
+        ] {
+            let rep = score(&text);
+            let f = rep
+                .detected_patterns
+                .iter()
+                .find(|f| f.pattern == "discord_bot_token")
+                .unwrap_or_else(|| panic!("{text}: {:?}", rep.detected_patterns));
+            assert_eq!(&text[f.span()], t);
+            assert_eq!(rep.verdict, Verdict::Medium, "{text}");
+        }
+    }
+    // the same shape whose first segment is not a user id, or with a wrong middle, is not one
+    let not_id = format!(
+        "M{}.{}.{}",
+        r.chars(ALNUM, 23),
+        r.chars(URLSAFE, 6),
+        r.chars(URLSAFE, 30)
+    );
+    let t = discord_token(&mut r, 18, 30);
+    let (head, rest) = t.split_once('.').unwrap();
+    let long_mid = format!("{head}.x{rest}");
+    let glued = format!("x{t}");
+    for text in [not_id, long_mid, glued] {
+        assert!(
+            !patterns(&text).contains(&"discord_bot_token".to_string()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn ssn_with_spaces_or_dots_is_found_and_mixed_or_invalid_is_not() {
+    for text in ["| Jane Roe | 219 45 7731 | payroll |", "SSN: 219.45.7731"] {
+        let r = score(text);
+        assert_eq!(patterns(text), ["us_ssn"], "{text}");
+        assert_eq!(r.verdict, Verdict::Medium, "{text}");
+    }
+    for text in [
+        "id 219 45-7731 x",
+        "SSN: 000 45 7731",
+        "v 666.45.7731",
+        "n 219 00 7731",
+    ] {
+        assert!(
+            !patterns(text).contains(&"us_ssn".to_string()),
+            "{text}: {:?}",
+            patterns(text)
+        );
+    }
+}
+
 #[test]
 fn luhn_valid_card_is_found_and_invalid_is_not() {
     let card = luhn_complete("4", 16);
@@ -687,12 +759,43 @@ fn dense_non_printables_are_a_binary_hint() {
 }
 
 #[test]
-fn css_data_uri_is_quiet() {
-    let s = format!(
-        ".icon {{ background: url(data:image/png;base64,{}); }}\n",
-        synth("iVBORw0KGgo", B64, 600)
-    );
-    assert!(patterns(&s).is_empty());
+fn binary_data_uri_is_a_low_binary_hint_and_textual_one_is_quiet() {
+    let mut r = Rng(0x0d47_a001);
+    let payload = r.chars(B64, 160);
+    for mime in [
+        "image/png",
+        "font/woff2",
+        "application/octet-stream",
+        "application/pdf",
+    ] {
+        for shape in [
+            format!(".icon {{ background: url(data:{mime};base64,{payload}); }}"),
+            format!("<img src=\"data:{mime};base64,{payload}==\">"),
+        ] {
+            let rep = score(&shape);
+            assert_eq!(patterns(&shape), ["base64_blob"], "{shape}");
+            assert_eq!(rep.verdict, Verdict::Low, "{shape}");
+            let f = &rep.detected_patterns[0];
+            assert!(f.span().len() >= payload.len(), "{shape}");
+        }
+    }
+    for mime in [
+        "application/json;charset=utf-8",
+        "image/svg+xml",
+        "text/css",
+        "text/javascript",
+        "",
+    ] {
+        let shape = format!("//# sourceMappingURL=data:{mime};base64,{payload}");
+        assert!(
+            patterns(&shape).is_empty(),
+            "{shape}: {:?}",
+            patterns(&shape)
+        );
+    }
+    // below the data-URI length, and text that is not dense binary, stay quiet
+    let short = format!("url(data:image/png;base64,{})", r.chars(B64, 60));
+    assert!(patterns(&short).is_empty());
 }
 
 // ---- quiet on ordinary content ----
