@@ -121,7 +121,9 @@ pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) ->
             if at(i).is_some_and(|b| b == b's' || b == b'S') {
                 i += 1;
             }
-            !(start > 0 && is_word_byte(bytes[start - 1])) && !at(i).is_some_and(is_word_byte)
+            let word_before = start > 0 && is_word_byte(bytes[start - 1]);
+            let word_after = at(i).is_some_and(is_word_byte);
+            !word_before && !word_after
         }
         Gate::Userinfo => {
             let lim = end.saturating_add(200).min(bytes.len());
@@ -130,7 +132,7 @@ pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) ->
             }) == Some(&b'@')
         }
         Gate::SpaceOrQuote => at(end).is_some_and(|b| is_space(b) || quote(b)),
-        Gate::TokenStart => !(start > 0 && is_token_byte(bytes[start - 1])),
+        Gate::TokenStart => start == 0 || !is_token_byte(bytes[start - 1]),
     }
 }
 

@@ -586,7 +586,7 @@ fn discord_token(r: &mut Rng, id_digits: usize, tail: usize) -> String {
 
 #[test]
 fn discord_bot_tokens_without_a_key_name_are_found() {
-    let mut r = Rng(0xd15c_0bd);
+    let mut r = Rng(0x0d15_c0bd);
     for (digits, tail) in [(17, 27), (18, 38), (19, 32), (18, 27)] {
         let t = discord_token(&mut r, digits, tail);
         for text in [
