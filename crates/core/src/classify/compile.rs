@@ -65,6 +65,12 @@ impl RuleRegex {
         }
     }
 
+    /// Whether the regex has been compiled.
+    #[cfg(test)]
+    pub(super) fn is_compiled(&self) -> bool {
+        self.compiled.get().is_some()
+    }
+
     /// The regex and whether it has capture groups, compiled now if it was not. `None` only for
     /// a regex that does not compile: never a built-in one (`builtin_rules_compile`), and an
     /// operator's is compiled when the policy loads.
@@ -277,6 +283,15 @@ impl Classifier {
             report_examples: !disabled.contains(EXAMPLE_FAMILY),
             gates: true,
         })
+    }
+
+    /// How many rule regexes have been compiled so far (they compile on first use).
+    #[cfg(test)]
+    pub(super) fn compiled_regexes(&self) -> usize {
+        self.rules
+            .iter()
+            .filter(|r| r.regex.as_ref().is_some_and(RuleRegex::is_compiled))
+            .count()
     }
 
     /// `(rule, family)` of every active rule, in precedence order.

@@ -1238,6 +1238,41 @@ fn basic_credentials_in_any_header_syntax_are_found_when_they_decode_to_user_and
     assert!(patterns("Basic configuration is described below.\n").is_empty());
 }
 
+/// Built-in regexes compile on first use, and only those a keyword woke: scoring ordinary code
+/// compiles none (but the rules without keywords), a GitHub token compiles its rule, and most
+/// of the table is never compiled (the pre-commit path over a few files pays for a handful).
+#[test]
+fn builtin_regexes_compile_only_when_a_keyword_wakes_them() {
+    let c = Classifier::default();
+    let total = c.rules.iter().filter(|r| r.regex.is_some()).count();
+    assert!(total > 100, "{total}");
+    assert_eq!(c.compiled_regexes(), 0);
+    risk_score(
+        "fn main() {\n    let total: u64 = (1..=100).sum();\n}\n",
+        &c,
+    );
+    assert_eq!(c.compiled_regexes(), c.unkeyed.len());
+    let before = c.compiled_regexes();
+    let text = format!("token = {}\n", synth("ghp_", ALNUM, 36));
+    assert!(patterns(&text).contains(&"github_classic_pat".to_string()));
+    risk_score(&text, &c);
+    let github = c
+        .rules
+        .iter()
+        .position(|r| r.name == "github_classic_pat")
+        .unwrap();
+    assert!(
+        c.rules[github]
+            .regex
+            .as_ref()
+            .is_some_and(|r| r.is_compiled())
+    );
+    let after = c.compiled_regexes();
+    assert!(after > before && after < before + 8, "{before} -> {after}");
+    // clones share what was compiled
+    assert_eq!(c.clone().compiled_regexes(), after);
+}
+
 /// The keyword gates (`rules::Gate`) only drop hits that cannot be inside a match: over
 /// the generated evaluation corpus (every credential case in its syntaxes, and mixed
 /// source with ordinary code around them) the findings are the same with and without them.
