@@ -8,8 +8,7 @@ mod recall;
 use recall::pct;
 use resilient_write::classify::Classifier;
 
-/// (category, minimum % of cases that pass). Categories not listed (Discord bot tokens without
-/// a key name, SSNs with spaces or dots, data-URI payloads) are measured but not yet improved.
+/// (category, minimum % of cases that pass).
 const FLOORS: &[(&str, f64)] = &[
     ("generic_password", 97.0),
     ("generic_secret_token_key", 97.0),
@@ -18,6 +17,9 @@ const FLOORS: &[(&str, f64)] = &[
     ("http_basic", 97.0),
     ("bearer_opaque", 97.0),
     ("artifactory_token", 97.0),
+    ("discord_bot_token", 97.0),
+    ("us_ssn_spaced_dotted", 97.0),
+    ("data_uri_binary", 97.0),
     ("redacted:prefix_ellipsis", 97.0),
     ("redacted:pem_bodyless", 97.0),
     ("redacted:doc_example", 97.0),

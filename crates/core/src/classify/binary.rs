@@ -2,9 +2,12 @@
 //! line, or wrapped at a fixed width such as 64 or 76 columns), long hex blobs, and dense
 //! non-printable bytes. Hints suggest moving the payload to the scratchpad or splitting the write.
 //!
-//! Quiet on: CSS/HTML data URIs and source maps (`base64,` prefix), OpenSSH public keys, public
-//! PEM blocks (certificates, public keys: passed in as exclusions), digests (40/64/128 hex chars are
-//! far below the hex threshold), lockfile integrity hashes (88 chars). One linear pass per shape.
+//! Data URIs are judged by their media type: a binary one (`data:image/png;base64,...`, fonts,
+//! archives, PDFs) is a `base64_blob` hint from [`DATA_URI_MIN`] characters, as the type says
+//! it is binary; a textual one (source maps' `application/json`, SVG, CSS, `text/*`) is quiet.
+//! Also quiet: OpenSSH public keys, public PEM blocks (certificates, public keys: passed in as
+//! exclusions), digests (40/64/128 hex chars are far below the hex threshold), lockfile
+//! integrity hashes (88 chars). One linear pass per shape.
 
 use std::ops::Range;
 
@@ -12,6 +15,9 @@ use std::ops::Range;
 pub(crate) const BASE64_MIN: usize = 200;
 /// Shortest hex run worth a hint (longer than a SHA-512 digest, 128).
 pub(crate) const HEX_MIN: usize = 256;
+/// Shortest payload of a binary data URI worth a hint: its media type already says it is
+/// binary, so the bar is lower than for an anonymous run (about 75 bytes of payload).
+pub(crate) const DATA_URI_MIN: usize = 100;
 /// Non-printable bytes that make a dense run.
 const NONPRINT_MIN: usize = 16;
 /// Bytes tested at once for the absence of non-printables.
@@ -76,6 +82,66 @@ fn benign_prefix(s: &[u8], start: usize) -> bool {
         || b.ends_with(b"sk-ssh-ed25519@openssh.com ")
 }
 
+/// Whether a data URI's media type (what follows `data:`, before `;base64,`) names binary
+/// content: anything but text (`text/*`, JSON, XML, SVG, JavaScript, CSS, HTML) and the
+/// default (`data:;base64,` is `text/plain`).
+fn binary_media_type(mime: &[u8]) -> bool {
+    let m = mime.to_ascii_lowercase();
+    let m = m.split(|&b| b == b';').next().unwrap_or(&[]);
+    let has = |w: &[u8]| m.windows(w.len()).any(|x| x == w);
+    !m.is_empty()
+        && !m.starts_with(b"text/")
+        && ![
+            &b"json"[..],
+            b"xml",
+            b"svg",
+            b"javascript",
+            b"ecmascript",
+            b"css",
+            b"html",
+        ]
+        .iter()
+        .any(|w| has(w))
+}
+
+/// Binary data URIs (`data:<binary type>;base64,<payload>`): the payload's span, when it has
+/// at least [`DATA_URI_MIN`] base64 characters that look like encoded binary.
+fn data_uris(s: &[u8], exclude: &[Range<usize>], emit: &mut impl FnMut(BinaryKind, Range<usize>)) {
+    for at in memchr::memmem::find_iter(s, b";base64,") {
+        let head = &s[at.saturating_sub(100)..at];
+        let Some(d) = head
+            .windows(5)
+            .rposition(|w| w.eq_ignore_ascii_case(b"data:"))
+        else {
+            continue;
+        };
+        let mime = &head[d + 5..];
+        if mime
+            .iter()
+            .any(|b| b.is_ascii_whitespace() || matches!(b, b'"' | b'\'' | b'('))
+        {
+            continue;
+        }
+        let start = at + 8;
+        let mut i = start;
+        while i < s.len() && is_b64(s[i]) {
+            i += 1;
+        }
+        let mut end = i;
+        while end < s.len() && end - i < 2 && s[end] == b'=' {
+            end += 1;
+        }
+        let r = start..end;
+        if i - start >= DATA_URI_MIN
+            && binary_media_type(mime)
+            && !overlaps(&r, exclude)
+            && dense_base64(s[start..i].iter().copied())
+        {
+            emit(BinaryKind::Base64Blob, r);
+        }
+    }
+}
+
 /// Scans for binary hints outside `exclude`, calling `emit` with each span.
 pub(crate) fn scan(
     s: &[u8],
@@ -83,6 +149,8 @@ pub(crate) fn scan(
     mut emit: impl FnMut(BinaryKind, Range<usize>),
 ) {
     let n = s.len();
+    // 0. data URIs, judged by their media type (the runs below skip every `base64,` payload)
+    data_uris(s, exclude, &mut emit);
     // 1. single-line runs. Only runs of BASE64_MIN bytes matter, so test the last byte of the
     // candidate window first and scan it backwards: a non-base64 byte at `k` rules out every run
     // through `k`, and the search jumps past it (sublinear on ordinary text, where spaces and

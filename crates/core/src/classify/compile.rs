@@ -13,7 +13,7 @@ use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use regex::bytes::{Regex, RegexBuilder};
 
 use super::config::{PatternSpec, Thresholds};
-use super::rules::{self, Check, Scanner, Tier, Window};
+use super::rules::{self, Check, Gate, Scanner, Tier, Window};
 use super::{DEFAULT_CUSTOM_WEIGHT, DEFAULT_WEIGHTS, EXAMPLE_FAMILY};
 
 #[derive(Clone)]
@@ -26,6 +26,8 @@ pub(super) struct CompiledRule {
     pub(super) regex: Option<RuleRegex>,
     /// The regex needs an assignment operator (`=` or `:`) in the window.
     pub(super) needs_assign: bool,
+    /// What a keyword hit must have around it to wake this rule.
+    pub(super) gate: Gate,
 }
 
 /// A rule's regex, compiled on first use; clones share the compiled regex.
@@ -61,6 +63,12 @@ impl RuleRegex {
             unicode,
             compiled: Arc::new(OnceLock::from(Some((regex, groups)))),
         }
+    }
+
+    /// Whether the regex has been compiled.
+    #[cfg(test)]
+    pub(super) fn is_compiled(&self) -> bool {
+        self.compiled.get().is_some()
     }
 
     /// The regex and whether it has capture groups, compiled now if it was not. `None` only for
@@ -105,6 +113,9 @@ pub struct Classifier {
     /// Whether vendors' documentation examples are reported (as `example_key`); a policy turns
     /// it off with `disable_families: [example_key]`.
     pub(super) report_examples: bool,
+    /// Whether keyword hits go through their rule's [`Gate`] (always, but in the test that
+    /// shows the gates lose no finding).
+    pub(super) gates: bool,
 }
 
 impl std::fmt::Debug for Classifier {
@@ -178,6 +189,7 @@ impl Classifier {
                 window: Window::Line,
                 tier: Tier::Vendor,
                 scanner: None,
+                gate: Gate::None,
             });
         }
         let mut rules = Vec::with_capacity(specs.len());
@@ -247,6 +259,7 @@ impl Classifier {
                 window: spec.window,
                 regex,
                 needs_assign,
+                gate: spec.gate,
             });
         }
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS
@@ -268,7 +281,17 @@ impl Classifier {
             weights,
             thresholds,
             report_examples: !disabled.contains(EXAMPLE_FAMILY),
+            gates: true,
         })
+    }
+
+    /// How many rule regexes have been compiled so far (they compile on first use).
+    #[cfg(test)]
+    pub(super) fn compiled_regexes(&self) -> usize {
+        self.rules
+            .iter()
+            .filter(|r| r.regex.as_ref().is_some_and(RuleRegex::is_compiled))
+            .count()
     }
 
     /// `(rule, family)` of every active rule, in precedence order.

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::ops::Range;
 
 use super::compile::Classifier;
-use super::rules::{Check, Scanner, Window};
+use super::rules::{Check, GATE_NAME_HEAD, GATE_NAME_TAIL, Gate, Scanner, Window};
 use super::verify::{Raw, find_sub, private_key_end, verify};
-use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii};
+use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii, tokens};
 
 #[derive(Clone, Copy)]
 struct Win {
@@ -50,6 +50,90 @@ fn email_hit(bytes: &[u8], p: usize) -> bool {
         .get(p + 1)
         .is_some_and(|&b| b.is_ascii_alphanumeric() || b == b'-');
     before && after
+}
+
+/// A byte of a key name in the generic rules (`[a-z0-9_.\-]`, any case).
+fn is_name_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-')
+}
+
+/// A byte of a word for `\b` (ASCII, as the rules are compiled without Unicode).
+fn is_word_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// `\s` without Unicode.
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\n' | b'\r' | 0x0b | 0x0c)
+}
+
+/// The first index from `i` (at most `max` bytes on) whose byte fails `keep`.
+fn skip_fwd(bytes: &[u8], mut i: usize, max: usize, keep: impl Fn(u8) -> bool) -> usize {
+    let lim = i.saturating_add(max).min(bytes.len());
+    while i < lim && keep(bytes[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// The last index down from `i` (at most `max` bytes back) such that every byte in it..i passes
+/// `keep`.
+fn skip_back(bytes: &[u8], mut i: usize, max: usize, keep: impl Fn(u8) -> bool) -> usize {
+    let lim = i.saturating_sub(max);
+    while i > lim && keep(bytes[i - 1]) {
+        i -= 1;
+    }
+    i
+}
+
+/// Whether a keyword hit at `start..end` passes `gate` (see [`Gate`]): a test every match of the
+/// rule implies, so a hit that fails it cannot be inside a match.
+pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) -> bool {
+    let at = |i: usize| bytes.get(i).copied();
+    let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+    match gate {
+        Gate::None => true,
+        Gate::Assign => {
+            let mut i = skip_fwd(bytes, end, GATE_NAME_TAIL, is_name_byte);
+            if at(i).is_some_and(quote) {
+                i += 1;
+            }
+            if at(i) == Some(b']') {
+                i += 1;
+            }
+            i = skip_fwd(bytes, i, 4, is_space);
+            matches!(at(i), Some(b'=' | b':'))
+        }
+        Gate::CallPair => {
+            let after = skip_fwd(bytes, end, GATE_NAME_TAIL, is_name_byte);
+            let before = skip_back(bytes, start, GATE_NAME_HEAD, is_name_byte);
+            at(after).is_some_and(quote) && before > 0 && quote(bytes[before - 1])
+        }
+        Gate::CliFlag => {
+            let flag = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
+            let after = skip_fwd(bytes, end, GATE_NAME_TAIL, flag);
+            let before = skip_back(bytes, start, GATE_NAME_HEAD, flag);
+            matches!(at(after), Some(b'=' | b' ' | b'\t'))
+                && memchr::memmem::find(&bytes[before..start], b"--").is_some()
+        }
+        Gate::Word => {
+            let mut i = end;
+            if at(i).is_some_and(|b| b == b's' || b == b'S') {
+                i += 1;
+            }
+            let word_before = start > 0 && is_word_byte(bytes[start - 1]);
+            let word_after = at(i).is_some_and(is_word_byte);
+            !word_before && !word_after
+        }
+        Gate::Userinfo => {
+            let lim = end.saturating_add(200).min(bytes.len());
+            bytes[end..lim].iter().find(|&&b| {
+                b == b'@' || is_space(b) || matches!(b, b'/' | b'"' | b'\'' | b'<' | b'>')
+            }) == Some(&b'@')
+        }
+        Gate::SpaceOrQuote => at(end).is_some_and(|b| is_space(b) || quote(b)),
+        Gate::TokenStart => start == 0 || !is_token_byte(bytes[start - 1]),
+    }
 }
 
 fn window_for(bytes: &[u8], p: usize, w: Window) -> Win {
@@ -162,6 +246,9 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                 if c.rules[r].check == Check::Email && !email_hit(bytes, p) {
                     continue;
                 }
+                if c.gates && !gate_passes(bytes, p, m.end(), c.rules[r].gate) {
+                    continue;
+                }
                 add_hit(&mut cur, &mut wins, bytes, r, p, c.rules[r].window);
             }
         }
@@ -263,6 +350,16 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                     example: false,
                 });
             }
+        });
+    }
+    if let Some(ri) = scanner_rule(Scanner::DiscordBot) {
+        tokens::scan_discord(bytes, |span| {
+            raws.push(Raw {
+                rule: ri,
+                snippet_start: span.start,
+                span,
+                example: false,
+            });
         });
     }
     let want_binary = [

@@ -39,7 +39,7 @@
 //! | `pii_financial`     | 0.40   | Luhn-checked card numbers, mod-97-checked IBANs             |
 //! | `pii_government_id` | 0.40   | US SSNs of a valid shape                                    |
 //! | `redacted_prefix`   | 0.25   | a vendor prefix + redaction marker; a bodiless private key  |
-//! | `binary_hint`       | 0.20 (0.20) | long base64 (also wrapped), hex blobs, non-printables  |
+//! | `binary_hint`       | 0.20 (0.20) | long base64 (wrapped, binary data URIs), hex, controls |
 //! | `pii`               | 0.15 (0.15) | emails outside reserved domains, phone numbers         |
 //! | `example_key`       | 0.10   | vendors' documentation example keys (`...EXAMPLE`): low     |
 //!
@@ -50,7 +50,7 @@
 //! rules the policy fills in (the classifier never reads the policy itself); `compile` builds a
 //! [`Classifier`]; `detect` scans a draft for findings; `verify` confirms a regex match; `score`
 //! applies the equation, the size rules and the verdict. `rules` is the built-in rule table,
-//! `entropy`, `pii` and `binary` the hand-written checks and scanners, `redact` the one-call
+//! `entropy`, `pii`, `binary` and `tokens` (prefixless token shapes) the hand-written checks and scanners, `redact` the one-call
 //! redaction and `stream` the scorer for documents fed in pieces.
 
 mod binary;
@@ -62,6 +62,7 @@ mod pii;
 mod redact;
 mod rules;
 mod score;
+mod tokens;
 mod verify;
 
 use std::ops::Range;

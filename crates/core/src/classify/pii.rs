@@ -1,5 +1,5 @@
 //! Personal data detectors of the L0 classifier: emails (outside reserved example domains),
-//! US SSNs of a valid shape, phone numbers, Luhn-checked payment card numbers and
+//! US SSNs of a valid shape (dashes, spaces or dots), phone numbers, Luhn-checked payment card numbers and
 //! checksum-checked IBANs.
 //!
 //! The digit-led detectors run as one hand-written linear scan over candidate digit runs (no
@@ -138,8 +138,9 @@ fn classify_number(t: &[u8]) -> Option<NumberKind> {
         .map(|b| b - b'0')
         .collect();
     let seps: Vec<u8> = t.iter().copied().filter(|b| !b.is_ascii_digit()).collect();
-    // SSN: ddd-dd-dddd exactly
-    if t.len() == 11 && t[3] == b'-' && t[6] == b'-' && digits.len() == 9 {
+    // SSN: ddd-dd-dddd exactly, or with spaces or dots in both places (`123 45 6789` in a table,
+    // `123.45.6789` in a form): one separator, the widths 3-2-4 and a valid area, group and serial
+    if t.len() == 11 && t[3] == t[6] && matches!(t[3], b'-' | b' ' | b'.') && digits.len() == 9 {
         return valid_ssn(&digits).then_some(NumberKind::Ssn);
     }
     // card: 13-19 digits, separators all spaces or all dashes (or none), Luhn, known IIN

@@ -63,6 +63,41 @@ pub(crate) enum Tier {
     Hint = 5,
 }
 
+/// A test of the bytes around a keyword hit that every match of the rule implies, run before a
+/// window is opened: a hit that fails it cannot be inside a match, so dropping it loses nothing
+/// and spares a regex search over its line. The bounds are the regexes' own, with slack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Gate {
+    /// No test beyond the keyword.
+    None,
+    /// A key name (`key = value`): after the keyword, at most [`GATE_NAME_TAIL`] name bytes,
+    /// an optional quote and `]`, at most 4 spaces, then `=` or `:`.
+    Assign,
+    /// A quoted call argument (`("password", "...")`): a quote after at most
+    /// [`GATE_NAME_TAIL`] name bytes, and one before at most [`GATE_NAME_HEAD`] name bytes.
+    CallPair,
+    /// A command-line flag (`--db-password=...`): `--` within [`GATE_NAME_HEAD`] flag bytes
+    /// before the keyword; `=`, a space or a tab after at most [`GATE_NAME_TAIL`] flag bytes.
+    CliFlag,
+    /// A whole word (`\bsecret\b`, `\bpasswords?\b`): no word byte before the keyword, and
+    /// none after it but an optional plural `s`.
+    Word,
+    /// A scheme separator `://` followed by userinfo: an `@` before any space, `/`, quote or
+    /// angle bracket.
+    Userinfo,
+    /// A scheme word followed by a space or a quote (`Basic dXN...`, `Bearer ...`).
+    SpaceOrQuote,
+    /// The keyword starts a token: no token byte (`[A-Za-z0-9_-]`) before it (for a rule whose
+    /// regex opens with an alternation, which `keyword_starts_token` cannot see through).
+    TokenStart,
+}
+
+/// Name bytes a key may carry after its keyword (`secret_key_base`: `_key_base`); the regexes
+/// allow at most 21.
+pub(crate) const GATE_NAME_TAIL: usize = 24;
+/// Name bytes a key may carry before its keyword; the regexes allow at most 40.
+pub(crate) const GATE_NAME_HEAD: usize = 44;
+
 /// Detectors that are not regexes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Scanner {
@@ -74,6 +109,7 @@ pub(crate) enum Scanner {
     Base64Wrapped,
     HexBlob,
     NonPrintable,
+    DiscordBot,
 }
 
 #[derive(Debug, Clone)]
@@ -89,6 +125,8 @@ pub(crate) struct RuleSpec {
     pub window: Window,
     pub tier: Tier,
     pub scanner: Option<Scanner>,
+    /// What a keyword hit must have around it to wake the rule.
+    pub gate: Gate,
 }
 
 fn rule(name: &str, family: &str, keywords: &[&'static str], regex: &str) -> RuleSpec {
@@ -102,6 +140,7 @@ fn rule(name: &str, family: &str, keywords: &[&'static str], regex: &str) -> Rul
         window: Window::Line,
         tier: Tier::Vendor,
         scanner: None,
+        gate: Gate::None,
     }
 }
 
@@ -116,6 +155,10 @@ impl RuleSpec {
     }
     fn window(mut self, w: Window) -> Self {
         self.window = w;
+        self
+    }
+    fn gate(mut self, g: Gate) -> Self {
+        self.gate = g;
         self
     }
     fn cs(mut self) -> Self {
@@ -135,6 +178,7 @@ fn scanner(name: &str, family: &str, s: Scanner, tier: Tier) -> RuleSpec {
         window: Window::Line,
         tier,
         scanner: Some(s),
+        gate: Gate::None,
     }
 }
 
@@ -256,7 +300,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             r"(?:^|[^A-Za-z0-9])(?P<s>(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z2-7]{16})(?:[^A-Za-z0-9]|$)").cs(),
         rule("aws_secret_access_key", "aws_secret", &["secret_access_key", "secretaccesskey", "aws_secret", "secret-access-key", "secret_key"],
             r#"(?i)(?:aws_?)?secret[_\-]?(?:access[_\-]?)?key["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[A-Za-z0-9/+]{40})(?:[^A-Za-z0-9/+=]|$)"#)
-            .tier(Tier::Structural),
+            .tier(Tier::Structural).gate(Gate::Assign),
         rule("aws_session_token", "aws_secret", &["session_token", "sessiontoken"],
             r#"(?i)(?:aws_?)?session_?token["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[A-Za-z0-9/+=]{100,})"#)
             .tier(Tier::Structural),
@@ -291,7 +335,8 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("stripe_secret_key", "api_key", &["sk_live_", "sk_test_"], &tok("sk_(?:live|test)_[A-Za-z0-9]{20,247}")),
         rule("stripe_restricted_key", "api_key", &["rk_live_", "rk_test_"], &tok("rk_(?:live|test)_[A-Za-z0-9]{20,247}")),
         rule("stripe_webhook_secret", "api_key", &["whsec_"], &tok("whsec_[A-Za-z0-9]{32,}")),
-        rule("square_access_token", "api_key", &["sq0atp-", "eaaa"], &tok("(?:sq0atp-[0-9A-Za-z_\\-]{22}|EAAA[A-Za-z0-9_\\-]{60})")),
+        rule("square_access_token", "api_key", &["sq0atp-", "EAAA"], &tok("(?:sq0atp-[0-9A-Za-z_\\-]{22}|EAAA[A-Za-z0-9_\\-]{60})"))
+            .cs().gate(Gate::TokenStart),
         rule("square_oauth_secret", "api_key", &["sq0csp-"], &tok("sq0csp-[0-9A-Za-z_\\-]{43}")),
         rule("twilio_api_key", "api_key", &["SK"], &tok("SK[0-9a-f]{32}")).cs(),
         rule("twilio_auth_token", "api_key", &["twilio"],
@@ -309,7 +354,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("pypi_upload_token", "api_key", &["pypi-ageichlwas5vcmc"], &tok("pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\\-]{50,}")),
         rule("npmrc_auth", "password", &["_authtoken", "_auth", "_password"],
             r#"(?im)(?:^|:)\s{0,4}(?:_authToken|_auth|_password)\s{0,4}=\s{0,4}["']?(?P<s>[^\s"']{8,})"#)
-            .check(Check::Entropy(3.0)).tier(Tier::Structural),
+            .check(Check::Entropy(3.0)).tier(Tier::Structural).gate(Gate::Assign),
         rule("rubygems_api_key", "api_key", &["rubygems_"], &tok("rubygems_[0-9a-f]{48}")),
         rule("nuget_api_key", "api_key", &["oy2"], &tok("oy2[a-z0-9]{43}")).cs(),
         rule("docker_config_auth", "password", &["\"auth\""],
@@ -357,12 +402,12 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             .check(Check::Jwt).tier(Tier::Structural).cs(),
         rule("basic_auth_header", "password", &["basic"],
             r"(?i)\bbasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})(?:[^A-Za-z0-9+/=]|$)")
-            .check(Check::BasicAuth).tier(Tier::Structural),
+            .check(Check::BasicAuth).tier(Tier::Structural).gate(Gate::SpaceOrQuote),
         rule("bearer_token", "api_key", &["bearer"], r#"(?i)\bbearer(?:\s+|["'`]\s{0,4},\s{0,4}["'`])(?P<s>[A-Za-z0-9_~+/.=\-]{20,})"#)
-            .check(Check::Entropy(3.0)).tier(Tier::Generic),
+            .check(Check::Entropy(3.0)).tier(Tier::Generic).gate(Gate::SpaceOrQuote),
         rule("url_password", "connection_string", &["://"],
             r#"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<u>[^\s:@/"'<>]{0,64}):(?P<s>[^\s/"'<>]{3,128})@[A-Za-z0-9.\-\[]"#)
-            .check(Check::UrlPassword).tier(Tier::Structural),
+            .check(Check::UrlPassword).tier(Tier::Structural).gate(Gate::Userinfo),
         rule("jdbc_password", "connection_string", &["jdbc:"],
             r#"(?i)jdbc:[a-z0-9]+:[^\s"']{0,200}?[;?&]password=(?P<s>[^\s;&"']{4,})"#)
             .check(Check::Password).tier(Tier::Structural),
@@ -378,14 +423,14 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         // ---- generic, entropy-gated ----
         rule("password_assignment", "password", &["password", "passwd", "passphrase", "pwd", "pass"],
             r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12}|pass))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;]{8,128})(?:[\s,;&]|$))"#)
-            .check(Check::Password).tier(Tier::Generic),
+            .check(Check::Password).tier(Tier::Generic).gate(Gate::Assign),
         rule("generic_secret_assignment", "generic_secret",
             &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential", "key"],
             r#"(?i)(?P<k>[a-z0-9_.\-]{0,40}(?:(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20}|[a-z0-9]{2,20}[_.\-]?key))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>(?:base64:)?[^"'`\s]{16,256})["'`]|(?P<s2>(?:base64:)?[A-Za-z0-9+/=_~\-]{16,256})(?:[\s,;]|$))"#)
-            .check(Check::Entropy(3.5)).tier(Tier::Generic),
+            .check(Check::Entropy(3.5)).tier(Tier::Generic).gate(Gate::Assign),
         rule("call_pair_secret", "password", &["password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "api_key", "apikey", "api-key"],
             r#"(?i)\(\s{0,4}["'`](?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key)[a-z0-9_.\-]{0,12})["'`]\s{0,4},\s{0,4}["'`](?P<s>[^"'`\s]{6,256})["'`]\s{0,4}\)"#)
-            .check(Check::Password).tier(Tier::Generic),
+            .check(Check::Password).tier(Tier::Generic).gate(Gate::CallPair),
         rule("config_pair_secret", "password", &["value"],
             r#"(?i)(?:key|name)\s{0,2}=\s{0,2}"(?P<k>[^"\n]{0,40}(?:password|passwd|passphrase|pass|pwd|secret|token|[a-z0-9]{2,20}[_.\-]?key)[^"\n]{0,20})"\s{1,4}value\s{0,2}=\s{0,2}"(?P<s>[^"\n]{6,256})""#)
             .check(Check::Password).tier(Tier::Generic),
@@ -397,14 +442,14 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             .check(Check::Password).tier(Tier::Generic).window(Window::Forward(512)),
         rule("cli_flag_secret", "password", &["password", "passwd", "passphrase", "pass", "pwd", "secret", "token", "api-key", "apikey"],
             r#"(?i)(?:^|\s)--(?P<k>[a-z0-9\-]{0,30}(?:password|passwd|passphrase|pass|pwd|secret|token|api-key|apikey)[a-z0-9\-]{0,12})(?:=|[ \t]+)["']?(?P<s>[^\s"'`\-][^\s"'`]{5,255})"#)
-            .check(Check::Password).tier(Tier::Generic),
+            .check(Check::Password).tier(Tier::Generic).gate(Gate::CliFlag),
         rule("cli_user_password", "password", &["-u ", "--user "],
             r#"(?:^|\s)(?:-u|--user)[ \t]+["']?(?P<u>[A-Za-z0-9._@\-]{1,64}):(?P<s>[^\s"']{4,128})"#)
             .check(Check::UrlPassword).tier(Tier::Generic),
         rule("prose_credential", "generic_secret",
             &["password", "passphrase", "passcode", "secret", "token", "api key", "api-key", "api_key", "access key"],
             r#"(?i)\b(?P<k>passwords?|passphrase|passcode|secret|token|api[ _\-]?key|access[ _\-]?key)\b(?:[ \t]+(?:for|of|on|to)[ \t]+[A-Za-z0-9 ._\-]{1,30}?)?(?:[ \t]+(?:is|was|=)|[ \t]*:)?[ \t]+["'`]?(?P<s>[^\s"'`]{8,128}?)["'`]?[.,;:!?)]*(?:\s|$)"#)
-            .check(Check::Prose).tier(Tier::Generic),
+            .check(Check::Prose).tier(Tier::Generic).gate(Gate::Word),
         // ---- PII ----
         rule("email_address", "pii", &["@"],
             r"(?:^|[^A-Za-z0-9._%+\-])(?P<s>(?P<u>[A-Za-z0-9._%+\-]{1,64})@(?P<d>[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}))(?:[^A-Za-z0-9\-]|$)")
@@ -414,6 +459,12 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         v.push(redacted_prefix(vendor, prefix));
     }
     v.extend([
+        scanner(
+            "discord_bot_token",
+            "api_key",
+            Scanner::DiscordBot,
+            Tier::Vendor,
+        ),
         scanner("us_ssn", "pii_government_id", Scanner::Ssn, Tier::Pii),
         scanner(
             "credit_card_number",

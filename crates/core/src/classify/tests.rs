@@ -5,6 +5,10 @@ use std::sync::OnceLock;
 
 use super::*;
 
+/// The evaluation corpus of the examples (`examples/l0_corpus`), for tests over many syntaxes.
+#[path = "../../../../examples/l0_corpus/mod.rs"]
+mod corpus;
+
 pub(crate) const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 pub(crate) const HEX: &[u8] = b"0123456789abcdef";
 const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
@@ -568,6 +572,78 @@ fn ssn_of_valid_shape_is_medium() {
     assert_eq!(r.verdict, Verdict::Medium);
 }
 
+/// A Discord bot token: a user id (digits) in unpadded base64, 6 characters, 27-38 characters.
+fn discord_token(r: &mut Rng, id_digits: usize, tail: usize) -> String {
+    use base64::Engine;
+    let id = format!(
+        "{}{}",
+        1 + r.next() % 9,
+        r.chars(b"0123456789", id_digits - 1)
+    );
+    let head = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(id);
+    format!("{head}.{}.{}", r.chars(URLSAFE, 6), r.chars(URLSAFE, tail))
+}
+
+#[test]
+fn discord_bot_tokens_without_a_key_name_are_found() {
+    let mut r = Rng(0x0d15_c0bd);
+    for (digits, tail) in [(17, 27), (18, 38), (19, 32), (18, 27)] {
+        let t = discord_token(&mut r, digits, tail);
+        for text in [
+            format!("client.run('{t}')"),
+            format!("The bot token is {t}, keep it out of git."),
+            format!("DISCORD={t}"),
+        ] {
+            let rep = score(&text);
+            let f = rep
+                .detected_patterns
+                .iter()
+                .find(|f| f.pattern == "discord_bot_token")
+                .unwrap_or_else(|| panic!("{text}: {:?}", rep.detected_patterns));
+            assert_eq!(&text[f.span()], t);
+            assert_eq!(rep.verdict, Verdict::Medium, "{text}");
+        }
+    }
+    // the same shape whose first segment is not a user id, or with a wrong middle, is not one
+    let not_id = format!(
+        "M{}.{}.{}",
+        r.chars(ALNUM, 23),
+        r.chars(URLSAFE, 6),
+        r.chars(URLSAFE, 30)
+    );
+    let t = discord_token(&mut r, 18, 30);
+    let (head, rest) = t.split_once('.').unwrap();
+    let long_mid = format!("{head}.x{rest}");
+    let glued = format!("x{t}");
+    for text in [not_id, long_mid, glued] {
+        assert!(
+            !patterns(&text).contains(&"discord_bot_token".to_string()),
+            "{text}"
+        );
+    }
+}
+
+#[test]
+fn ssn_with_spaces_or_dots_is_found_and_mixed_or_invalid_is_not() {
+    for text in ["| Jane Roe | 219 45 7731 | payroll |", "SSN: 219.45.7731"] {
+        let r = score(text);
+        assert_eq!(patterns(text), ["us_ssn"], "{text}");
+        assert_eq!(r.verdict, Verdict::Medium, "{text}");
+    }
+    for text in [
+        "id 219 45-7731 x",
+        "SSN: 000 45 7731",
+        "v 666.45.7731",
+        "n 219 00 7731",
+    ] {
+        assert!(
+            !patterns(text).contains(&"us_ssn".to_string()),
+            "{text}: {:?}",
+            patterns(text)
+        );
+    }
+}
+
 #[test]
 fn luhn_valid_card_is_found_and_invalid_is_not() {
     let card = luhn_complete("4", 16);
@@ -683,12 +759,43 @@ fn dense_non_printables_are_a_binary_hint() {
 }
 
 #[test]
-fn css_data_uri_is_quiet() {
-    let s = format!(
-        ".icon {{ background: url(data:image/png;base64,{}); }}\n",
-        synth("iVBORw0KGgo", B64, 600)
-    );
-    assert!(patterns(&s).is_empty());
+fn binary_data_uri_is_a_low_binary_hint_and_textual_one_is_quiet() {
+    let mut r = Rng(0x0d47_a001);
+    let payload = r.chars(B64, 160);
+    for mime in [
+        "image/png",
+        "font/woff2",
+        "application/octet-stream",
+        "application/pdf",
+    ] {
+        for shape in [
+            format!(".icon {{ background: url(data:{mime};base64,{payload}); }}"),
+            format!("<img src=\"data:{mime};base64,{payload}==\">"),
+        ] {
+            let rep = score(&shape);
+            assert_eq!(patterns(&shape), ["base64_blob"], "{shape}");
+            assert_eq!(rep.verdict, Verdict::Low, "{shape}");
+            let f = &rep.detected_patterns[0];
+            assert!(f.span().len() >= payload.len(), "{shape}");
+        }
+    }
+    for mime in [
+        "application/json;charset=utf-8",
+        "image/svg+xml",
+        "text/css",
+        "text/javascript",
+        "",
+    ] {
+        let shape = format!("//# sourceMappingURL=data:{mime};base64,{payload}");
+        assert!(
+            patterns(&shape).is_empty(),
+            "{shape}: {:?}",
+            patterns(&shape)
+        );
+    }
+    // below the data-URI length, and text that is not dense binary, stay quiet
+    let short = format!("url(data:image/png;base64,{})", r.chars(B64, 60));
+    assert!(patterns(&short).is_empty());
 }
 
 // ---- quiet on ordinary content ----
@@ -1129,4 +1236,103 @@ fn basic_credentials_in_any_header_syntax_are_found_when_they_decode_to_user_and
     let text = format!("proxy_set_header Authorization \"Basic {cred}\";\n");
     assert_eq!(patterns(&text), vec!["basic_auth_header"]);
     assert!(patterns("Basic configuration is described below.\n").is_empty());
+}
+
+/// Built-in regexes compile on first use, and only those a keyword woke: scoring ordinary code
+/// compiles none (but the rules without keywords), a GitHub token compiles its rule, and most
+/// of the table is never compiled (the pre-commit path over a few files pays for a handful).
+#[test]
+fn builtin_regexes_compile_only_when_a_keyword_wakes_them() {
+    let c = Classifier::default();
+    let total = c.rules.iter().filter(|r| r.regex.is_some()).count();
+    assert!(total > 100, "{total}");
+    assert_eq!(c.compiled_regexes(), 0);
+    risk_score(
+        "fn main() {\n    let total: u64 = (1..=100).sum();\n}\n",
+        &c,
+    );
+    assert_eq!(c.compiled_regexes(), c.unkeyed.len());
+    let before = c.compiled_regexes();
+    let text = format!("token = {}\n", synth("ghp_", ALNUM, 36));
+    assert!(patterns(&text).contains(&"github_classic_pat".to_string()));
+    risk_score(&text, &c);
+    let github = c
+        .rules
+        .iter()
+        .position(|r| r.name == "github_classic_pat")
+        .unwrap();
+    assert!(
+        c.rules[github]
+            .regex
+            .as_ref()
+            .is_some_and(|r| r.is_compiled())
+    );
+    let after = c.compiled_regexes();
+    assert!(after > before && after < before + 8, "{before} -> {after}");
+    // clones share what was compiled
+    assert_eq!(c.clone().compiled_regexes(), after);
+}
+
+/// The keyword gates (`rules::Gate`) only drop hits that cannot be inside a match: over
+/// the generated evaluation corpus (every credential case in its syntaxes, and mixed
+/// source with ordinary code around them) the findings are the same with and without them.
+#[test]
+fn keyword_gates_lose_no_finding() {
+    let with = Classifier::default();
+    let mut without = with.clone();
+    without.gates = false;
+    let mut r = corpus::Rng(0x18_0019);
+    let mut inputs: Vec<String> = Vec::new();
+    for (_, g) in corpus::credential_cases() {
+        for _ in 0..8 {
+            inputs.push(g(&mut r));
+        }
+    }
+    for _ in 0..3000 {
+        inputs.push(corpus::ordinary_line(&mut r));
+    }
+    inputs.push(corpus::mixed_source(&mut r, 400_000));
+    let mut compared = 0;
+    for input in &inputs {
+        let a = findings(input, &with);
+        let b = findings(input, &without);
+        assert_eq!(a, b, "gates changed the findings of {input:?}");
+        compared += b.len();
+    }
+    assert!(compared > 500, "only {compared} findings compared");
+}
+
+#[test]
+fn keyword_gates_drop_hits_that_cannot_match() {
+    use super::detect::gate_passes;
+    use super::rules::Gate;
+    let hit = |text: &str, kw: &str, gate: Gate| {
+        let at = text
+            .find(kw)
+            .unwrap_or_else(|| panic!("{kw} not in {text}"));
+        gate_passes(text.as_bytes(), at, at + kw.len(), gate)
+    };
+    assert!(hit("db_password_hash = x", "password", Gate::Assign));
+    assert!(hit("\"apiToken\": \"x\"", "Token", Gate::Assign));
+    assert!(hit("keys[\"secret\"] = x", "secret", Gate::Assign));
+    assert!(!hit("fn token(&self) -> Token", "token", Gate::Assign));
+    assert!(!hit("// the secret sauce", "secret", Gate::Assign));
+    assert!(hit(
+        "set(\"db.password\", \"x\")",
+        "password",
+        Gate::CallPair
+    ));
+    assert!(!hit("check_password(user, pw)", "password", Gate::CallPair));
+    assert!(hit("run --db-password=x", "password", Gate::CliFlag));
+    assert!(hit("run --token x", "token", Gate::CliFlag));
+    assert!(!hit("let password = x", "password", Gate::CliFlag));
+    assert!(hit("the passwords are", "password", Gate::Word));
+    assert!(!hit("password_hash", "password", Gate::Word));
+    assert!(!hit("mypassword is", "password", Gate::Word));
+    assert!(hit("https://u:p@host", "://", Gate::Userinfo));
+    assert!(!hit("https://host/a@b", "://", Gate::Userinfo));
+    assert!(hit("Authorization: Basic x", "Basic", Gate::SpaceOrQuote));
+    assert!(!hit("BasicAuth", "Basic", Gate::SpaceOrQuote));
+    assert!(hit("x EAAAb", "EAAA", Gate::TokenStart));
+    assert!(!hit("AAEAAAb", "EAAA", Gate::TokenStart));
 }
