@@ -431,21 +431,27 @@ mod tests {
             .collect()
     }
 
+    /// A queue whose every sync says it began (`entered`) and waits to be let go (`release`).
+    fn held_sync() -> (CommitQueue, mpsc::Receiver<()>, mpsc::Sender<()>) {
+        let (entered_tx, entered_rx) = mpsc::channel::<()>();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let entered_tx = Mutex::new(entered_tx);
+        let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
+            let _ = entered_tx.lock().unwrap().send(());
+            release_rx.lock().unwrap().recv().unwrap();
+            f.sync_data()
+        }));
+        (queue, entered_rx, release_tx)
+    }
+
     /// A row queued while a sync is running is not acknowledged by that sync: it waits for
     /// one that started after its row was written. A queue that let it ride on the running
     /// sync would hand it a receipt from the first sync (and start only one).
     #[test]
     fn a_row_queued_during_a_sync_waits_for_a_sync_that_starts_after_it() {
         let t = tempfile::tempdir().unwrap();
-        let (entered_tx, entered_rx) = mpsc::channel::<()>();
-        let (release_tx, release_rx) = mpsc::channel::<()>();
-        let release_rx = Mutex::new(release_rx);
-        let entered_tx = Mutex::new(entered_tx);
-        let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
-            entered_tx.lock().unwrap().send(()).unwrap();
-            release_rx.lock().unwrap().recv().unwrap();
-            f.sync_data()
-        }));
+        let (queue, entered_rx, release_tx) = held_sync();
         let j = Journal::with_queue(t.path(), Arc::new(queue));
         std::thread::scope(|s| {
             let first = s.spawn(|| j.commit_line(line("first"), ok()).unwrap());
@@ -475,15 +481,7 @@ mod tests {
     #[test]
     fn concurrent_writers_share_syncs_and_every_row_lands_once() {
         let t = tempfile::tempdir().unwrap();
-        let (entered_tx, entered_rx) = mpsc::channel::<()>();
-        let (release_tx, release_rx) = mpsc::channel::<()>();
-        let release_rx = Mutex::new(release_rx);
-        let entered_tx = Mutex::new(entered_tx);
-        let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
-            let _ = entered_tx.lock().unwrap().send(());
-            release_rx.lock().unwrap().recv().unwrap();
-            f.sync_data()
-        }));
+        let (queue, entered_rx, release_tx) = held_sync();
         let j = Journal::with_queue(t.path(), Arc::new(queue));
         std::thread::scope(|s| {
             let first = s.spawn(|| j.commit_line(line("w0"), ok()).unwrap());
