@@ -36,6 +36,8 @@ fail() {
     exit 1
 }
 [ -x "$bin" ] || fail "no binary at $bin"
+# Absolute: the initialize below runs from a throwaway directory.
+bin="$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")"
 desc="$(file -b "$bin")"
 echo "file: $desc"
 case "$desc" in
