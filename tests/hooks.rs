@@ -32,6 +32,16 @@ fn fixture(rel: &str, fill: &[(&str, &str)]) -> Value {
     v
 }
 
+/// The fixture `rel` for a call on `file` in the workspace `root`, with the other `fill`s.
+fn payload(rel: &str, root: &Path, file: &Path, fill: &[(&str, &str)]) -> Value {
+    let mut all = vec![
+        ("CWD", root.to_str().unwrap()),
+        ("FILE", file.to_str().unwrap()),
+    ];
+    all.extend_from_slice(fill);
+    fixture(rel, &all)
+}
+
 #[derive(Debug)]
 struct Ran {
     code: i32,
@@ -89,13 +99,11 @@ fn claude_code_pre_tool_use_denies_a_secret_in_the_documented_shape() {
     let ws = Workspace::new();
     let token = github_token(101);
     let file = ws.path("client.py");
-    let p = fixture(
+    let p = payload(
         "claude-code/PreToolUse-Write.json",
-        &[
-            ("CWD", ws.root.to_str().unwrap()),
-            ("FILE", file.to_str().unwrap()),
-            ("CONTENT", &code_with(&token)),
-        ],
+        &ws.root,
+        &file,
+        &[("CONTENT", &code_with(&token))],
     );
     let r = hook("claude-code", "PreToolUse", &p);
     assert_eq!(r.code, 0, "{}", r.stderr);
@@ -126,26 +134,22 @@ fn claude_code_allows_clean_content_silently_and_keeps_the_pre_image() {
     let ws = Workspace::new();
     let file = ws.path("notes.md");
     std::fs::write(&file, "first draft\n").unwrap();
-    let p = fixture(
+    let p = payload(
         "claude-code/PreToolUse-Write.json",
-        &[
-            ("CWD", ws.root.to_str().unwrap()),
-            ("FILE", file.to_str().unwrap()),
-            ("CONTENT", "second draft\n"),
-        ],
+        &ws.root,
+        &file,
+        &[("CONTENT", "second draft\n")],
     );
     let r = hook("claude-code", "PreToolUse", &p);
     assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", ""));
     // Staged beside the hook's record, not yet in the store: the agent waits for no fsync.
     assert!(!objects_hold(&ws.root, b"first draft\n"));
     std::fs::write(&file, "second draft\n").unwrap();
-    let p = fixture(
+    let p = payload(
         "claude-code/PostToolUse-Write.json",
-        &[
-            ("CWD", ws.root.to_str().unwrap()),
-            ("FILE", file.to_str().unwrap()),
-            ("CONTENT", "second draft\n"),
-        ],
+        &ws.root,
+        &file,
+        &[("CONTENT", "second draft\n")],
     );
     let r = hook("claude-code", "PostToolUse", &p);
     assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", ""));
@@ -219,15 +223,11 @@ fn multi_edit_is_screened_on_the_file_its_edits_produce_in_order() {
     std::fs::write(&file, "token = \"TODO\"\n").unwrap();
     let token = github_token(102);
     // The secret exists only after the second edit replaces the first one's marker.
-    let p = fixture(
+    let p = payload(
         "claude-code/PreToolUse-MultiEdit.json",
-        &[
-            ("CWD", ws.root.to_str().unwrap()),
-            ("FILE", file.to_str().unwrap()),
-            ("OLD", "TODO"),
-            ("MID", "MARKER"),
-            ("NEW", &token),
-        ],
+        &ws.root,
+        &file,
+        &[("OLD", "TODO"), ("MID", "MARKER"), ("NEW", &token)],
     );
     let r = hook("claude-code", "PreToolUse", &p);
     let out: Value = serde_json::from_str(&r.stdout).unwrap();
@@ -239,15 +239,11 @@ fn multi_edit_is_screened_on_the_file_its_edits_produce_in_order() {
             .contains("on line 1")
     );
     // Clean edits of the same shape pass.
-    let p = fixture(
+    let p = payload(
         "claude-code/PreToolUse-MultiEdit.json",
-        &[
-            ("CWD", ws.root.to_str().unwrap()),
-            ("FILE", file.to_str().unwrap()),
-            ("OLD", "TODO"),
-            ("MID", "MARKER"),
-            ("NEW", "from_env"),
-        ],
+        &ws.root,
+        &file,
+        &[("OLD", "TODO"), ("MID", "MARKER"), ("NEW", "from_env")],
     );
     assert_eq!(hook("claude-code", "PreToolUse", &p).stdout, "");
 }
@@ -259,13 +255,11 @@ fn claude_code_notebook_edits_are_screened_journaled_and_keep_their_pre_image() 
     let notebook = "{\"cells\": [{\"cell_type\": \"code\", \"id\": \"cell-2\", \"source\": [\"x = 1\\n\"]}], \"nbformat\": 4}\n";
     std::fs::write(&file, notebook).unwrap();
     let fill = |event: &str, source: &str| {
-        fixture(
+        payload(
             &format!("claude-code/{event}-NotebookEdit.json"),
-            &[
-                ("CWD", ws.root.to_str().unwrap()),
-                ("FILE", file.to_str().unwrap()),
-                ("NEW", source),
-            ],
+            &ws.root,
+            &file,
+            &[("NEW", source)],
         )
     };
     let token = github_token(104);
@@ -304,13 +298,11 @@ fn gemini_before_tool_denies_in_its_format_and_after_tool_journals() {
     let file = ws.path("app.py");
     let token = github_token(103);
     let write = |content: &str| {
-        fixture(
+        payload(
             "gemini/BeforeTool-write_file.json",
-            &[
-                ("CWD", ws.root.to_str().unwrap()),
-                ("FILE", file.to_str().unwrap()),
-                ("CONTENT", content),
-            ],
+            &ws.root,
+            &file,
+            &[("CONTENT", content)],
         )
     };
     let r = hook("gemini", "BeforeTool", &write(&code_with(&token)));
@@ -360,14 +352,11 @@ fn cursor_edits_are_journaled_and_history_says_no_pre_image_exists() {
     let ws = Workspace::new();
     let file = ws.path("main.ts");
     std::fs::write(&file, "const foo = 2\n").unwrap();
-    let p = fixture(
+    let p = payload(
         "cursor/afterFileEdit.json",
-        &[
-            ("CWD", ws.root.to_str().unwrap()),
-            ("FILE", file.to_str().unwrap()),
-            ("OLD", "const foo = 1"),
-            ("NEW", "const foo = 2"),
-        ],
+        &ws.root,
+        &file,
+        &[("OLD", "const foo = 1"), ("NEW", "const foo = 2")],
     );
     let r = hook("cursor", "afterFileEdit", &p);
     assert_eq!((r.code, r.stdout.trim(), r.stderr.as_str()), (0, "{}", ""));
@@ -398,13 +387,11 @@ fn paths_outside_the_workspace_pass_untouched_even_with_a_secret() {
     let ws = Workspace::new();
     let elsewhere = tempfile::tempdir().unwrap();
     let file = elsewhere.path().join("k.py");
-    let p = fixture(
+    let p = payload(
         "claude-code/PreToolUse-Write.json",
-        &[
-            ("CWD", ws.root.to_str().unwrap()),
-            ("FILE", file.to_str().unwrap()),
-            ("CONTENT", &code_with(&github_token(104))),
-        ],
+        &ws.root,
+        &file,
+        &[("CONTENT", &code_with(&github_token(104)))],
     );
     let r = hook("claude-code", "PreToolUse", &p);
     assert_eq!((r.code, r.stdout.as_str(), r.stderr.as_str()), (0, "", ""));
