@@ -341,20 +341,25 @@ mod tests {
         assert_eq!((report.removed, report.kept), (1, 1));
     }
 
+    /// `n` pre-images of 10 bytes each of `/w/a`, the first the oldest (an hour apart).
+    fn ten_byte_versions(j: &Journal, o: &ObjectStore, n: u32) -> Vec<String> {
+        (0..n)
+            .map(|i| {
+                pre_image(
+                    j,
+                    o,
+                    "/w/a",
+                    format!("{i}123456789").as_bytes(),
+                    (n - i) * HOUR,
+                )
+            })
+            .collect()
+    }
+
     #[test]
     fn gc_removes_oldest_first_until_within_the_byte_budget() {
         let (_t, j, o) = state();
-        let shas: Vec<String> = (0..4)
-            .map(|i| {
-                pre_image(
-                    &j,
-                    &o,
-                    "/w/a",
-                    format!("{i}123456789").as_bytes(),
-                    (4 - i) * HOUR,
-                )
-            })
-            .collect();
+        let shas = ten_byte_versions(&j, &o, 4);
         let r = Retention {
             max_bytes: 25,
             max_age: 30 * DAY,
@@ -370,17 +375,7 @@ mod tests {
     #[test]
     fn gc_byte_budget_never_removes_the_last_n() {
         let (_t, j, o) = state();
-        let shas: Vec<String> = (0..3)
-            .map(|i| {
-                pre_image(
-                    &j,
-                    &o,
-                    "/w/a",
-                    format!("{i}123456789").as_bytes(),
-                    (3 - i) * HOUR,
-                )
-            })
-            .collect();
+        let shas = ten_byte_versions(&j, &o, 3);
         let r = Retention {
             max_bytes: 0,
             max_age: 30 * DAY,
