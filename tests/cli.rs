@@ -5,23 +5,10 @@ mod common;
 
 use serde_json::Value;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::{Command, Output};
 
 fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(common::bin());
-    cmd.args(args)
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .env_remove("RW_WORKSPACE")
-        .env_remove("RW_STATE_DIR")
-        .env_remove("RW_POLICY_FILE")
-        .env_remove("NO_COLOR")
-        .env_remove("CLICOLOR")
-        .env_remove("CLICOLOR_FORCE");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run resilient-write")
+    common::run_cli(cwd, args, env)
 }
 
 fn stdout(o: &Output) -> String {

@@ -10,16 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
 fn run(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
-    let mut cmd = Command::new(common::bin());
-    cmd.args(args)
-        .current_dir(cwd)
-        .env_remove("RW_WORKSPACE")
-        .env_remove("RW_STATE_DIR")
-        .env_remove("RW_POLICY_FILE");
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    cmd.output().expect("run resilient-write")
+    common::run_cli(cwd, args, env)
 }
 
 fn out(o: &Output) -> String {

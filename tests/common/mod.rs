@@ -14,6 +14,29 @@ pub fn bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_resilient-write"))
 }
 
+/// Run the binary once in `cwd` with `args`, stdin closed and `env` added to an environment
+/// without the server's variables or colour settings (the caller's shell must not leak in).
+pub fn run_cli(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process::Output {
+    let mut cmd = Command::new(bin());
+    cmd.args(args).current_dir(cwd).stdin(Stdio::null());
+    for var in [
+        "RW_WORKSPACE",
+        "RW_STATE_DIR",
+        "RW_POLICY_FILE",
+        "RW_TOOLS",
+        "RW_READ_ONLY",
+        "NO_COLOR",
+        "CLICOLOR",
+        "CLICOLOR_FORCE",
+    ] {
+        cmd.env_remove(var);
+    }
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.output().expect("run resilient-write")
+}
+
 /// A running server.
 pub struct Server {
     pub child: Child,
