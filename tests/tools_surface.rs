@@ -323,7 +323,8 @@ fn the_core_profile_lists_the_write_path_and_refuses_the_rest() {
     let mut s = serve(&ws, &["serve", "--tools", "core"], &[]);
     let tools = list_tools(&mut s);
     // Every tool publishes an output schema (SPEC section 4); a narrowed listing publishes
-    // it without prose (names, types, required fields, enums), and results still match it.
+    // its fields' names and types (no prose, no `required`, arrays of objects without the
+    // items' fields), and results still match it.
     for t in &tools {
         let schema = &t["outputSchema"];
         assert_eq!(schema["type"], "object", "{t}");
@@ -348,6 +349,22 @@ fn the_core_profile_lists_the_write_path_and_refuses_the_rest() {
     let safe_write = tools.iter().find(|t| t["name"] == "rw_safe_write").unwrap();
     let v = jsonschema::validator_for(&safe_write["outputSchema"]).unwrap();
     assert!(v.is_valid(&written), "{written}");
+    // Arrays of objects too (their items' fields are named in the description).
+    let scored = s.ok(
+        "rw_risk_score",
+        json!({"content": format!("GITHUB_TOKEN={}\n", common::github_token(7))}),
+    );
+    assert!(!scored["detected_patterns"].as_array().unwrap().is_empty());
+    let risk_score = tools.iter().find(|t| t["name"] == "rw_risk_score").unwrap();
+    let v = jsonschema::validator_for(&risk_score["outputSchema"]).unwrap();
+    assert!(v.is_valid(&scored), "{scored}");
+    assert!(
+        risk_score["description"]
+            .as_str()
+            .unwrap()
+            .contains("detected_patterns[{kind, pattern, match"),
+        "{risk_score}"
+    );
     let mut listed = names(&tools);
     listed.sort();
     let mut want: Vec<String> = CORE.iter().map(|s| s.to_string()).collect();
@@ -501,10 +518,8 @@ fn the_core_profile_stays_within_its_token_budget_and_every_profile_is_printed()
         rows.push((label, tools, tokens));
     }
     let core = rows[0].2;
-    // Issue 20 asks for under 3,000; SPEC section 4 (which wins) has every tool publish an
-    // output schema, and the core profile's terse ones cost about 1,100 tokens. This guards
-    // the figure measured with them (README, "Tool profiles") against growing.
-    assert!(core < 3_700, "core profile: {core} tokens");
+    // Issue 20's goal, with every output schema published (SPEC section 4), tersely.
+    assert!(core < 3_000, "core profile: {core} tokens");
     let all = rows[3].2;
     assert!(
         core * 3 < all,
@@ -538,9 +553,13 @@ fn a_missing_argument_is_named_with_its_type_and_an_example() {
         "rw_safe_replace",
         json!({"path": "a.txt", "new_string": "y"}),
     );
-    // old_string is optional at the top level (edits may replace it); a missing one inside
-    // edits is named by its place.
-    let _ = e;
+    // old_string is optional at the top level (edits may replace it): the message says what
+    // is needed instead; a missing one inside edits is named by its place.
+    assert_eq!(e["context"]["reason"], "invalid_arguments", "{e}");
+    assert_eq!(
+        message(&e),
+        "invalid arguments: give either old_string and new_string, or a non-empty edits list"
+    );
     let e = s.err(
         "rw_safe_replace",
         json!({"path": "a.txt", "edits": [{"old_string": "a", "new_string": "b"}, {"new_string": "c"}]}),

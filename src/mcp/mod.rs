@@ -132,8 +132,8 @@ impl McpServer {
         let style = service.tool_names();
         // Every tool publishes its output schema (SPEC section 4). `--tools all` (the default)
         // publishes it whole; a narrowed profile is chosen to save an agent's context, so its
-        // output schemas go without prose (names, types, required fields and enums stay: the
-        // same contract, about half the tokens).
+        // output schemas keep the fields' names, types and enums (`schema::terse`): every
+        // result still validates, in about a third of the tokens.
         let full_output_schemas = service.tools().is_all();
         let tools = service
             .tools()

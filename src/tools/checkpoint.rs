@@ -36,8 +36,8 @@ pub struct CheckpointArgs {
     /// removed), or an ISO-8601 duration since the last update (PT30M, P1D, P1W, P1DT12H).
     #[serde(default = "session")]
     pub ttl: String,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -62,8 +62,8 @@ pub struct CheckpointCleanupArgs {
     /// permanent ones never do.
     #[serde(default = "yes")]
     pub include_session: bool,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }

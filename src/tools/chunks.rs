@@ -68,8 +68,8 @@ pub struct ChunkWriteArgs {
     /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -212,8 +212,8 @@ pub struct ChunkPreviewResult {
 #[serde(deny_unknown_fields)]
 pub struct ChunkResetArgs {
     pub session: String,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }

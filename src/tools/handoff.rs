@@ -35,8 +35,8 @@ pub struct HandoffWriteArgs {
     /// Keep the envelope being replaced in .resilient_write/handoffs/<ts>_<task_id>.md.
     #[serde(default)]
     pub archive: bool,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }

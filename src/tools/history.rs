@@ -54,14 +54,14 @@ pub struct RestoreArgs {
     #[serde(default)]
     pub path: Option<String>,
     /// The version to restore, by content hash (see history): all 64 hex digits, or a prefix
-    /// of at least 8 that only one version of the path has.
+    /// of at least 8 that only one version of the path has (else the envelope lists the
+    /// candidates).
     #[serde(default)]
     pub to_sha256: Option<String>,
     /// The version to restore, by the journal row that wrote it (see history).
     #[serde(default)]
     pub journal_id: Option<String>,
-    /// Put every file this transaction wrote back to its content before it, as one new
-    /// transaction.
+    /// Instead of path: put back every file this transaction changed.
     #[serde(default)]
     pub tx_id: Option<String>,
     /// The SHA-256 the file must have now, else stale_precondition.
@@ -70,8 +70,8 @@ pub struct RestoreArgs {
     /// Return the unified diff from the current content to the version; write nothing.
     #[serde(default)]
     pub dry_run: bool,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -122,10 +122,11 @@ pub const HISTORY: ToolSpec = ToolSpec {
     name: "history",
     title: "Versions of a file",
     description: "The journaled versions of a file (path relative to the workspace root or \
-        absolute; rows older versions wrote with absolute paths count too), newest first: \
-        journal_id, ts, sha256, bytes, mode, tx_id, and stored (whether that content can still be restored). Every \
-        overwrite, append, replace, compose, commit and restore keeps the content it replaced, \
-        so earlier versions stay restorable until retention removes them.",
+        absolute), newest first: \
+        versions[{journal_id, ts, sha256, bytes, mode, tx_id, stored}], stored saying whether \
+        that content can still be restored. Every overwrite, append, \
+        replace, compose, commit and restore keeps the content it replaced, so earlier versions \
+        stay restorable until retention removes them.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -139,12 +140,10 @@ pub const RESTORE: ToolSpec = ToolSpec {
     title: "Restore an earlier version",
     description: keyed_description!(
         "Put a file back to an earlier version (path with to_sha256 or journal_id \
-        from history; to_sha256 may be any prefix of at least 8 hex digits that only one \
-        version of the path has, else the envelope lists the candidates), through the durable \
-        write pipeline; journaled as mode=restore and itself undoable. expected_prev_sha256 guards against overwriting newer work; dry_run returns \
-        the diff only. With tx_id instead, every file that transaction changed is put back to \
-        its previous content in one new transaction (all or nothing; files it created are \
-        listed in skipped)."
+        from history) through the durable write pipeline; journaled as mode=restore and itself \
+        undoable; files[{path, sha256, prev_sha256, journal_id, unchanged}]. With tx_id instead, every file that transaction changed is put back to its \
+        previous content in one new transaction (all or nothing; files it created are listed \
+        in skipped[{path, reason}])."
     ),
     read_only: false,
     destructive: true,

@@ -21,10 +21,10 @@ use serde_json::Value;
 pub struct RiskScoreArgs {
     /// The draft to score.
     pub content: String,
-    /// Accepted for compatibility with the original; does not change the score.
+    /// The original's argument: accepted, ignored.
     #[serde(default)]
     pub language_hint: Option<String>,
-    /// Accepted for compatibility with the original; does not change the score.
+    /// The original's argument: accepted, ignored.
     #[serde(default)]
     pub target_path: Option<String>,
 }
@@ -47,8 +47,8 @@ pub struct RedactArgs {
     /// available; otherwise `note` says so and nothing is stored).
     #[serde(default)]
     pub deposit: bool,
-    /// A retried call with the same key and arguments returns the first result without
-    /// depositing again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -115,8 +115,8 @@ pub const RISK_SCORE: ToolSpec = ToolSpec {
         reject: API keys and tokens of 100+ formats, private keys, passwords, connection strings, \
         JWTs, redacted vendor prefixes such as `sk-ant-...{REDACTED}`, PII, binary blobs, and \
         size. Returns score (0..1), verdict (safe|low|medium|high), detected_patterns[{kind, \
-        pattern, match (<= 16 chars, never the whole secret), line}] and suggested_actions. \
-        Writes nothing. One live credential is at least medium; a private key is high.",
+        pattern, match (<= 16 chars, never the whole secret), line}] and \
+        suggested_actions[{action, reason, targets}]. Writes nothing. One live credential is at least medium; a private key is high.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -130,8 +130,7 @@ pub const REDACT: ToolSpec = ToolSpec {
     title: "Redact secrets from a draft",
     description: keyed_description!(
         "Return the draft with every finding of risk_score replaced by a typed \
-        placeholder `{REDACTED:<rule>}`, and the list of replacements {rule, line, placeholder}. \
-        Redacting a redacted draft changes nothing. Writes no workspace file. deposit=true stores \
+        placeholder `{REDACTED:<rule>}`, and replacements[{rule, line, placeholder}]. Redacting a redacted draft changes nothing. Writes no workspace file. deposit=true stores \
         each original in the scratchpad (.resilient_write/scratch/, owner-only) and returns its \
         sha256 per replacement, retrievable with rw_scratch_get."
     ),

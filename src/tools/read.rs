@@ -15,7 +15,7 @@ use serde_json::Value;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReadArgs {
-    /// File to read, relative to the working directory or absolute beneath a workspace root.
+    /// Relative to the working directory, or absolute beneath a workspace root.
     pub path: String,
     /// First line to return (1-based; default 1).
     #[serde(default)]
@@ -87,8 +87,7 @@ pub const READ: ToolSpec = ToolSpec {
     title: "Read a file",
     description: "Read a workspace file, or lines start_line..=end_line of it, with the SHA-256 \
         of the whole file (pass it as expected_prev_sha256 when you edit), its bytes and line \
-        count; slice says whether content is partial. Non-UTF-8 files need encoding=base64. \
-        A missing file is stale_precondition.",
+        count; slice says whether content is partial. A missing file is stale_precondition.",
     read_only: true,
     destructive: false,
     idempotent: true,

@@ -75,15 +75,35 @@ fn published<T: JsonSchema>(settings: SchemaSettings) -> Value {
     v
 }
 
-/// `v` (a JSON Schema) without its prose: every schema node loses `description`, `title`,
-/// `examples` and numeric bounds; names, types, `required`, enums and structure stay. A
-/// property that is itself named `description` or `title` is kept (only schema keywords
-/// are removed).
+/// `v` (a result's JSON Schema) reduced to the names and types of its fields: every schema
+/// node loses `description`, `title`, `examples`, `default`, numeric bounds and `required`,
+/// and a property holding an array of objects keeps `{"type": "array", "items": {"type":
+/// "object"}}` without the items' own properties (the tool's description names those).
+/// Names, types, enums and the top-level structure stay: every result still validates,
+/// against a looser schema. A property that is itself named `description`, `title`,
+/// `default` or `required` is kept (only schema keywords are removed).
 pub fn terse(v: &mut Value) {
+    strip_prose(v);
+    let Some(Value::Object(props)) = v.get_mut("properties") else {
+        return;
+    };
+    for prop in props.values_mut() {
+        if let Some(items) = prop.get_mut("items")
+            && items.get("properties").is_some()
+        {
+            *items = serde_json::json!({"type": "object"});
+        }
+    }
+}
+
+fn strip_prose(v: &mut Value) {
     let Value::Object(node) = v else { return };
     node.remove("description");
     node.remove("title");
     node.remove("examples");
+    // A result has no defaults; which fields are always there the result itself shows.
+    node.remove("default");
+    node.remove("required");
     // Bounds of counts and sizes (`minimum: 0` of unsigned fields) say nothing a result's
     // reader needs.
     node.remove("minimum");
@@ -94,7 +114,7 @@ pub fn terse(v: &mut Value) {
             "properties" | "$defs" | "definitions" | "patternProperties" => {
                 if let Value::Object(m) = child {
                     for schema in m.values_mut() {
-                        terse(schema);
+                        strip_prose(schema);
                     }
                 }
             }
@@ -102,13 +122,13 @@ pub fn terse(v: &mut Value) {
             "anyOf" | "oneOf" | "allOf" | "prefixItems" => {
                 if let Value::Array(a) = child {
                     for schema in a {
-                        terse(schema);
+                        strip_prose(schema);
                     }
                 }
             }
             // One schema.
             "items" | "additionalProperties" | "not" | "if" | "then" | "else" | "contains" => {
-                terse(child)
+                strip_prose(child)
             }
             _ => {}
         }
@@ -236,6 +256,25 @@ fn enums_for_const_unions(v: &mut Value) {
 #[derive(Debug, Clone, Copy)]
 pub struct PlainSchema;
 
+/// A doc comment's line breaks are where the source wrapped it, not the text's: one line
+/// each, paragraphs (blank lines) kept.
+fn unwrap_description(obj: &mut Map<String, Value>) {
+    if let Some(Value::String(text)) = obj.get_mut("description")
+        && text.contains('\n')
+    {
+        *text = text
+            .split("\n\n")
+            .map(|para| {
+                para.split('\n')
+                    .map(str::trim)
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            })
+            .collect::<Vec<_>>()
+            .join("\n\n");
+    }
+}
+
 impl Transform for PlainSchema {
     fn transform(&mut self, schema: &mut Schema) {
         // Children first, so a union collapsed below brings in an already plain branch.
@@ -244,6 +283,7 @@ impl Transform for PlainSchema {
             return;
         };
         plain_format(obj);
+        unwrap_description(obj);
         obj.remove("nullable");
         if obj.get("default") == Some(&Value::Null) {
             obj.remove("default");
@@ -419,16 +459,30 @@ pub(super) mod tests {
     }
 
     #[test]
-    fn terse_drops_prose_and_bounds_but_keeps_a_property_named_description() {
+    fn descriptions_lose_the_sources_line_wrapping_but_keep_paragraphs() {
+        let v = plain(
+            json!({"type": "string", "description": "One line\nwrapped here.\n\nA new\n paragraph."}),
+        );
+        assert_eq!(
+            v["description"],
+            "One line wrapped here.\n\nA new paragraph."
+        );
+    }
+
+    #[test]
+    fn terse_keeps_names_and_types_even_of_a_property_named_description_or_required() {
         let mut v = json!({
             "type": "object", "description": "A result.",
             "properties": {
                 "description": {"type": "string", "description": "The text."},
-                "n": {"type": "integer", "minimum": 0, "title": "N"},
+                "n": {"type": "integer", "minimum": 0, "title": "N", "default": 0},
+                "required": {"type": "boolean"},
                 "list": {"type": "array", "items": {"type": "object", "description": "x",
-                         "properties": {"k": {"enum": ["a", "b"], "description": "k"}}}}
+                         "properties": {"k": {"enum": ["a", "b"], "description": "k"}}}},
+                "names": {"type": "array", "items": {"type": "string", "description": "A name."}},
+                "inner": {"type": "object", "properties": {"k": {"enum": ["a"], "title": "K"}}}
             },
-            "required": ["description"]
+            "required": ["description", "n"]
         });
         terse(&mut v);
         assert_eq!(
@@ -438,10 +492,11 @@ pub(super) mod tests {
                 "properties": {
                     "description": {"type": "string"},
                     "n": {"type": "integer"},
-                    "list": {"type": "array", "items": {"type": "object",
-                             "properties": {"k": {"enum": ["a", "b"]}}}}
-                },
-                "required": ["description"]
+                    "required": {"type": "boolean"},
+                    "list": {"type": "array", "items": {"type": "object"}},
+                    "names": {"type": "array", "items": {"type": "string"}},
+                    "inner": {"type": "object", "properties": {"k": {"enum": ["a"]}}}
+                }
             })
         );
     }

@@ -28,8 +28,8 @@ pub struct TxBeginArgs {
     /// Seconds before an uncommitted transaction is discarded (default 3600, at most 604800).
     #[serde(default)]
     pub timeout: Option<u64>,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -75,8 +75,8 @@ pub struct TxWriteArgs {
     /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -107,8 +107,8 @@ pub struct TxReplaceArgs {
     /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -157,8 +157,8 @@ pub struct TxIdArgs {
 #[serde(deny_unknown_fields)]
 pub struct TxKeyedArgs {
     pub tx_id: String,
-    /// A retried call with the same key and arguments returns the first result without
-    /// applying again; the same key with other arguments is refused (stale_precondition).
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }

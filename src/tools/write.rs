@@ -35,8 +35,7 @@ pub enum ContentEncoding {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SafeWriteArgs {
-    /// File to write: relative to the server's working directory, or absolute beneath a
-    /// workspace root.
+    /// Relative to the working directory, or absolute beneath a workspace root.
     pub path: String,
     /// The full content (or, with mode=append, the content to add). Written byte for byte.
     pub content: String,
@@ -49,15 +48,15 @@ pub struct SafeWriteArgs {
     /// utf-8 (default) or base64 for binary content.
     #[serde(default)]
     pub encoding: ContentEncoding,
-    /// Run the L0 classifier (risk_score) on the content first and refuse with
-    /// blocked/content_filter at `classify_reject_at`; nothing is written then.
+    /// Run risk_score first; refuse with blocked/content_filter at `classify_reject_at`,
+    /// writing nothing.
     #[serde(default)]
     pub classify: bool,
-    /// high (default), medium or low: the verdict at which `classify` refuses.
+    /// The verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A retried call with the same key and arguments returns the first result without
-    /// writing again (safe for appends); the same key with other arguments is refused.
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -68,7 +67,7 @@ pub struct SafeWriteArgs {
 pub struct EditArg {
     pub old_string: String,
     pub new_string: String,
-    /// 1 (default): exactly one match; -1: every match; N > 1: exactly N matches.
+    /// Matches this edit needs, as for the top-level `count`.
     #[serde(default = "one")]
     pub count: i64,
 }
@@ -101,17 +100,16 @@ pub struct SafeReplaceArgs {
     /// Return the unified diff of what would change; write nothing.
     #[serde(default)]
     pub dry_run: bool,
-    /// Run the L0 classifier (risk_score) on what the edit introduces (findings of the
-    /// resulting file that were not in it before) and refuse with
-    /// blocked/content_filter at `classify_reject_at`; nothing is written
-    /// then (also on a dry run).
+    /// Run risk_score on what the edit introduces (findings the file did not have) and
+    /// refuse with blocked/content_filter at `classify_reject_at`, writing nothing (also on
+    /// a dry run).
     #[serde(default)]
     pub classify: bool,
-    /// high (default), medium or low: the verdict at which `classify` refuses.
+    /// The verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A retried call with the same key and arguments returns the first result without
-    /// writing again; the same key with other arguments is refused.
+    /// A repeat with the same key and arguments returns the first result, doing nothing
+    /// twice; the same key with other arguments is refused (stale_precondition).
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -193,10 +191,7 @@ pub const SAFE_WRITE: ToolSpec = ToolSpec {
     title: "Durable file write",
     description: keyed_description!(
         "Write a file atomically and durably: temp file, fsync, read-back SHA-256 \
-        check, rename, directory fsync, journal row. mode=create (default) refuses to \
-        overwrite; overwrite replaces; append adds. Pass expected_prev_sha256 to refuse if \
-        the file changed since you read it. classify=true runs risk_score first and refuses \
-        at classify_reject_at (default high) with blocked/content_filter. Failures return a typed envelope {error, \
+        check, rename, directory fsync, journal row. Failures return a typed envelope {error, \
         reason_hint, suggested_action, retry_budget, context}; the old file is intact."
     ),
     read_only: false,
@@ -212,12 +207,9 @@ pub const SAFE_REPLACE: ToolSpec = ToolSpec {
     title: "Durable exact-match edit",
     description: keyed_description!(
         "Replace old_string with new_string in an existing file, atomically \
-        (same pipeline as safe_write). count=1 (default) needs exactly one match, -1 \
-        replaces all, N needs exactly N. `edits` applies several replacements all or \
-        nothing. dry_run returns a unified diff and writes nothing. On a miss the envelope's \
-        context.nearest gives the closest region (line, similarity, diff) so you can fix \
-        old_string without re-reading the file. classify=true refuses (blocked/content_filter, \
-        at classify_reject_at) an edit whose resulting file has findings it did not have."
+        (same pipeline as safe_write), or apply `edits` all or nothing. On a miss the \
+        envelope's context.nearest gives the closest region (line, similarity, diff) so you \
+        can fix old_string without re-reading the file."
     ),
     read_only: false,
     destructive: true,
