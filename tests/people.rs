@@ -812,13 +812,14 @@ fn doctor_json_names_each_finding_and_a_bad_policy_line() {
     let f = &doc["findings"][0];
     assert_eq!(f["check"], "config");
     assert_eq!(f["severity"], "problem");
-    assert!(
-        f["message"]
-            .as_str()
-            .unwrap()
-            .contains("policy.yaml is unusable"),
-        "{f}"
-    );
+    // Said once: the file and its line appear one time each in the finding.
+    let message = f["message"].as_str().unwrap();
+    assert!(message.starts_with("the policy file is unusable: "), "{f}");
+    assert_eq!(message.matches("policy.yaml").count(), 1, "{f}");
+    assert_eq!(message.matches("line").count(), 1, "{f}");
+    // ... and not again on stderr by the start-up notice the finding reports.
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    assert!(!stderr.contains("policy"), "{stderr}");
     assert!(
         f["fix"].as_str().unwrap().starts_with("correct line 2"),
         "{f}"

@@ -432,7 +432,9 @@ pub fn main() -> ExitCode {
     // doctor reports what the start-up notices say (an unignored state directory, a bad
     // policy) as findings; logged at the default level too, each was printed twice.
     let level = match command {
-        Some(Command::Doctor { .. }) if global.log_level == "warn" => "error",
+        Some(Command::Doctor { .. }) if global.log_level == "warn" => {
+            "error,resilient_write_core::notices=off"
+        }
         _ => global.log_level.as_str(),
     };
     if let Err(e) = logging::init(level, global.log_file.as_deref()) {

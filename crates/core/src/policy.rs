@@ -251,7 +251,7 @@ impl Policy {
         let file: PolicyFile = serde_saphyr::from_str(text).map_err(|e| PolicyError::Yaml {
             file: label.to_string(),
             line: e.location().map(|l| l.line()).unwrap_or(0),
-            message: first_line(&e.to_string()),
+            message: yaml_message(&e.to_string()),
         })?;
         if let Some(v) = file.version
             && v.value != POLICY_VERSION
@@ -362,11 +362,42 @@ fn first_line(s: &str) -> String {
     s.lines().next().unwrap_or("").trim().to_string()
 }
 
+/// The YAML parser's message without the place it starts with (`error: line 1 column 15:
+/// ...`): the error names the line itself, so it is said once, with the column after.
+fn yaml_message(text: &str) -> String {
+    let first = first_line(text);
+    let rest = first.strip_prefix("error: ").unwrap_or(&first);
+    let placed = rest
+        .strip_prefix("line ")
+        .and_then(|r| r.split_once(": "))
+        .and_then(|(place, msg)| Some((place.split_once(" column ")?.1, msg)));
+    match placed {
+        Some((column, msg)) => format!("{msg} (column {column})"),
+        None => rest.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::classify::tests::{ALNUM, HEX, synth};
     use crate::classify::{Verdict, risk_score};
+
+    #[test]
+    fn a_yaml_error_names_its_line_once_and_keeps_the_column() {
+        assert_eq!(
+            yaml_message("error: line 1 column 15: expected mapping start\nmore"),
+            "expected mapping start (column 15)"
+        );
+        assert_eq!(
+            yaml_message("invalid type: sequence"),
+            "invalid type: sequence"
+        );
+        let e = Policy::parse("retry_budget: [oops\n", "policy.yaml").unwrap_err();
+        let said = e.to_string();
+        assert_eq!(said.matches("line").count(), 1, "{said}");
+        assert!(said.starts_with("policy.yaml line 1: "), "{said}");
+    }
 
     #[test]
     fn empty_policy_is_the_defaults() {

@@ -103,7 +103,7 @@ pub fn check_config(svc: &Store, out: &mut Vec<Finding>) {
     match (policy.problem(), policy.policy()) {
         (Some(p), _) => out.push(Finding::problem(
             "config",
-            format!("policy file {} is unusable: {}", p.file, p.message),
+            format!("the policy file is unusable: {}", p.message),
             format!(
                 "correct line {} (tools that classify refuse until it parses)",
                 p.line
