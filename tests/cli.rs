@@ -316,6 +316,41 @@ fn a_bad_since_is_a_clear_usage_error_with_exit_2() {
 }
 
 #[test]
+fn history_lines_is_spelled_as_journals_and_keeps_the_old_spelling() {
+    let d = tmp();
+    let state = d.path().join(".resilient_write");
+    std::fs::create_dir_all(&state).unwrap();
+    let mut text = String::new();
+    for (i, c) in ["a", "b", "c"].iter().enumerate() {
+        text += &serde_json::json!({
+            "ts": format!("2026-12-0{}T12:00:00Z", i + 1), "path": "v.txt", "mode": "overwrite",
+            "bytes": 1, "sha256": c.repeat(64), "caller": "test"
+        })
+        .to_string();
+        text.push('\n');
+    }
+    std::fs::write(state.join("journal.jsonl"), text).unwrap();
+    for args in [&["-n", "2"][..], &["--lines", "2"], &["--n", "2"]] {
+        let mut all = vec!["history", "--json", "v.txt"];
+        all.extend_from_slice(args);
+        let o = run(d.path(), &all, &[]);
+        assert!(o.status.success(), "{args:?}: {}", stderr(&o));
+        let v: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        let shas: Vec<&str> = v["versions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| &r["sha256"].as_str().unwrap()[..1])
+            .collect();
+        assert_eq!(shas, ["c", "b"], "{args:?}: {v}");
+        assert_eq!(v["truncated"], true, "{v}");
+    }
+    let h = help(&["history", "--help"]);
+    assert!(h.contains("-n, --lines <N>"), "{h}");
+    assert!(!h.contains("--n <"), "the old spelling is hidden: {h}");
+}
+
+#[test]
 fn journal_lines_has_a_short_form_and_keeps_the_old_spelling() {
     let (d, _) = journal_fixture();
     for args in [

@@ -655,3 +655,29 @@ fn every_tools_generated_example_arguments_pass_the_argument_check() {
         );
     }
 }
+
+#[test]
+fn every_tool_refuses_an_unknown_argument_and_names_it() {
+    // Argument types that serde builds from several parts (flattened structs) cannot deny
+    // unknown fields themselves; the check against the published schema must, for all.
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    let tools = list_tools(&mut s);
+    let mut accepted = Vec::new();
+    for t in &tools {
+        let schema = &t["inputSchema"];
+        let mut args = resilient_write::tools::args::example(schema, schema, "");
+        args.as_object_mut()
+            .unwrap()
+            .insert("zz_not_an_argument".into(), json!(1));
+        let name = t["name"].as_str().unwrap();
+        let r = s.call_raw(name, args.clone());
+        let sc = &r["structuredContent"];
+        if sc["context"]["argument"] != "zz_not_an_argument"
+            || sc["context"]["problem"] != "unknown"
+        {
+            accepted.push(format!("{name}: {sc}"));
+        }
+    }
+    assert!(accepted.is_empty(), "{accepted:#?}");
+}

@@ -10,9 +10,15 @@ use std::process::ExitCode;
 pub struct HistoryCliArgs {
     /// The file.
     pub path: String,
-    /// Most versions to show.
-    #[arg(short, long, default_value_t = 50)]
-    pub n: usize,
+    /// Most versions to show (the newest; `--n` is an old spelling, still accepted).
+    #[arg(
+        short = 'n',
+        long = "lines",
+        alias = "n",
+        value_name = "N",
+        default_value_t = 50
+    )]
+    pub lines: usize,
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
@@ -66,7 +72,7 @@ pub fn history(mut config: Config, args: HistoryCliArgs) -> ExitCode {
     };
     let v = match svc.call(
         "history",
-        json!({"path": args.path, "limit": args.n.clamp(1, 10_000)}),
+        json!({"path": args.path, "limit": args.lines.clamp(1, 10_000)}),
     ) {
         Ok(v) => v,
         Err(env) => return fail(&message(&env)),
