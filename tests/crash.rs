@@ -480,3 +480,75 @@ fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_clea
         "no overwrite kept a pre-image: {out:?}"
     );
 }
+
+/// The temp file's fsync runs while the journal row is synced; the rename, and so the
+/// acknowledgement, still waits for it: with the fsync held 500 ms (the `slow_fsync_temp`
+/// fault), no write is acknowledged sooner, and the target is the old one until then.
+#[test]
+fn the_rename_and_the_ack_wait_for_the_temp_files_fsync() {
+    if !common::faults_compiled_in() {
+        return;
+    }
+    let ws = common::Workspace::new();
+    std::fs::write(ws.path("t.txt"), "old\n").unwrap();
+    let mut s = common::Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", "slow_fsync_temp")]);
+    for (i, mode) in ["overwrite", "create"].iter().enumerate() {
+        let path = if i == 0 { "t.txt" } else { "new.txt" };
+        let watched = ws.path(path);
+        let started = Instant::now();
+        let watcher = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(250));
+            std::fs::read(&watched).ok()
+        });
+        let r = s.ok(
+            "rw_safe_write",
+            json!({"path": path, "content": "new\n", "mode": mode}),
+        );
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(500),
+            "{mode} acknowledged after {waited:?}"
+        );
+        let seen = watcher.join().unwrap();
+        assert_ne!(
+            seen.as_deref(),
+            Some(&b"new\n"[..]),
+            "{mode}: renamed before its fsync"
+        );
+        assert_eq!(std::fs::read(ws.path(path)).unwrap(), b"new\n");
+        assert_eq!(r["sha256"], common::sha256(b"new\n"));
+    }
+    assert_eq!(common::journal_rows(&ws.root).len(), 2);
+}
+
+/// A temp file whose fsync fails (the `eio_fsync_temp` fault) is never renamed: the call
+/// fails with a typed envelope naming the fsync, its journal row is taken back, the target
+/// keeps its content and no temp file is left.
+#[test]
+fn a_failed_temp_fsync_lands_nothing_and_leaves_no_row() {
+    if !common::faults_compiled_in() {
+        return;
+    }
+    let ws = common::Workspace::new();
+    std::fs::write(ws.path("t.txt"), "old\n").unwrap();
+    let mut s = common::Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", "eio_fsync_temp")]);
+    for (path, mode) in [("t.txt", "overwrite"), ("new.txt", "create")] {
+        let e = s.err(
+            "rw_safe_write",
+            json!({"path": path, "content": "new\n", "mode": mode}),
+        );
+        assert_eq!(e["context"]["errno"], 5, "{e}");
+        assert!(
+            e["context"]["message"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("fsync temp file")
+                || e.to_string().contains("fsync temp file"),
+            "{e}"
+        );
+    }
+    assert_eq!(std::fs::read(ws.path("t.txt")).unwrap(), b"old\n");
+    assert!(!ws.path("new.txt").exists());
+    assert_eq!(common::temp_files(&ws.root), Vec::<PathBuf>::new());
+    assert!(common::journal_rows(&ws.root).is_empty());
+}

@@ -254,10 +254,10 @@ impl super::Pipeline {
         }
     }
 
-    /// Make a new link durable, once the write's own temp file is synced (on a journaling
-    /// filesystem that fsync has usually committed the link already, so this one finds
-    /// nothing left to do). A link that cannot be made durable is taken back and the
-    /// pre-image reported as not kept.
+    /// Make a new link durable before the journal row names it, while (or after) the
+    /// write's own temp file is synced: on a journaling filesystem one commit usually
+    /// carries both. A link that cannot be made durable is taken back and the pre-image
+    /// reported as not kept.
     pub(super) fn sync_kept(&self, kept: &mut Kept) {
         let Some(linked) = &kept.linked else { return };
         if let Err(e) = linked.sync() {

@@ -14,10 +14,14 @@
 //! 3. Temp file: created in the same directory with `O_CREAT|O_EXCL|O_NOFOLLOW`, given the
 //!    existing file's permission bits and owner, written, `fsync`ed. (A streamed body starts
 //!    the writeback of what it has written every 16 MiB, so the fsync is left the last step;
-//!    the fsync is still what makes the file durable.)
+//!    the fsync is still what makes the file durable.) A body held in memory has its fsync
+//!    run on its own thread while steps 4 and 5 go on: the rename (step 6) waits for it, and
+//!    a failed fsync takes the row back and renames nothing. So a write costs the slower of
+//!    the temp file's fsync and the journal's `fdatasync`, not their sum.
 //! 4. Read-back: the temp file is re-read and hashed; a mismatch with the hash of what was
-//!    written deletes it and fails with `write_corruption`. The target is untouched. (For a
-//!    large file the read-back runs while its fsync does: both finish before step 6.)
+//!    written deletes it and fails with `write_corruption`. The target is untouched. (The
+//!    read-back reads the page cache before or after the fsync alike; it runs while the fsync
+//!    does, and both finish before step 6.)
 //!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced
 //!    is kept there (deduplicated by SHA-256; a hard link of the old inode where it can, see
 //!    `keep.rs`), just before step 3, so that on a journaling filesystem the temp file's
@@ -45,7 +49,8 @@
 //! A crash at any point leaves the target wholly old or wholly new. A crash after step 3 leaves
 //! a temp file named `.<name>.rw-tmp-<pid>-<n>`, which [`sweep_temp_files`] removes at the
 //! next start once process `<pid>` is gone. A crash between steps 5 and 6 (the journal's
-//! fdatasync and the rename) can leave a row for a rename that never happened ("orphan row"):
+//! fdatasync and the rename) can leave a row for a rename that never happened ("orphan row"),
+//! as can one while the temp file's fsync still runs (its row is durable, the file not yet):
 //! the file on disk, not the row, is the truth; the crash test counts such rows, and
 //! docs/ARCHITECTURE.md explains why this order is the one that never loses an acknowledged row.
 
@@ -82,7 +87,7 @@ pub use many::StagedFile;
 pub use sweep::{stale_temp_files, sweep_temp_files, temp_owner_pid};
 pub use temp::TEMP_MARKER;
 pub(crate) use temp::start_writeback;
-use temp::{Staged, stage};
+use temp::{Staged, stage, write_temp};
 
 /// The file currently at the target, as read under the lock.
 #[derive(Debug)]
@@ -464,7 +469,18 @@ impl Pipeline {
         };
         // The pre-image first: its link then rides on the temp file's fsync (see keep.rs).
         let mut kept = self.preserve(target, existing.as_ref());
-        let mut staged = match stage(target, existing.as_ref(), plan.body, plan.new_file_mode) {
+        // A body in memory has its fsync run while the pre-image's directory and the journal
+        // row are synced (the rename waits for all three); a streamed one overlaps its own.
+        let staging = match plan.body {
+            body @ Body::Bytes(_) => {
+                write_temp(target, existing.as_ref(), body, plan.new_file_mode)
+                    .and_then(|w| w.verify_while_syncing())
+                    .map(|(staged, pending)| (staged, Some(pending)))
+            }
+            body => stage(target, existing.as_ref(), body, plan.new_file_mode)
+                .map(|staged| (staged, None)),
+        };
+        let (mut staged, mut pending) = match staging {
             Ok(s) => s,
             Err(e) => {
                 self.settle(&kept, false);
@@ -499,10 +515,27 @@ impl Pipeline {
                 self.journal.path(),
                 errno_io(rustix::io::Errno::NOSPC),
             )),
-            Ok(apply) => self.journal.commit_row(&row, apply).map_err(|e| match e {
-                CommitError::Append(e) => Failure::io("append journal row", self.journal.path(), e),
-                CommitError::Apply(e) => rename_failure(target, e),
-            }),
+            Ok(rename) => {
+                let apply: Apply = match pending.as_mut() {
+                    Some(p) => {
+                        let synced = p.waiter();
+                        Box::new(move || synced().and_then(|()| rename()))
+                    }
+                    None => rename,
+                };
+                self.journal.commit_row(&row, apply).map_err(|e| match e {
+                    CommitError::Append(e) => {
+                        Failure::io("append journal row", self.journal.path(), e)
+                    }
+                    CommitError::Apply(e) => rename_failure(target, e),
+                })
+            }
+        };
+        // The temp file's own fsync, if it failed, is the reason (its row was taken back and
+        // nothing renamed).
+        let committed = match pending.map(|p| p.finish()) {
+            Some(Err(e)) => Err(Failure::io("fsync temp file", shown, e)),
+            _ => committed,
         };
         if let Err(f) = committed {
             self.settle(&kept, false);

@@ -7,6 +7,7 @@ use super::fault;
 use super::temp::{Published, Staged, Written, open_read_back};
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
+use crate::workspace::Target;
 use sha2::{Digest, Sha256};
 use std::fs::File;
 use std::io;
@@ -84,27 +85,108 @@ impl<'a> Written<'a> {
 
     /// SHA-256 of the temp file as read back through a fresh descriptor.
     pub(super) fn read_back(&self) -> Result<String> {
-        let shown = self.target.display.as_str();
-        let file = open_read_back(self.target, &self.staged.guard.name)?;
-        let (digest, _) = crate::hash::sha256_reader(file)
-            .map_err(|e| Failure::io("read back temp file", shown, e))?;
-        Ok(if fault("readback_mismatch") {
-            sha256_hex(b"injected corruption")
-        } else {
-            digest
-        })
+        read_back_digest(self.target, &self.staged.guard.name)
+    }
+
+    /// Steps 3 and 4 with the fsync left running: it starts on its own thread, the read-back
+    /// and comparison run here meanwhile, and the caller goes on (the pre-image's directory
+    /// sync, the journal row and its `fdatasync`) while the disk works. The rename must wait
+    /// for [`PendingSync::waiter`]; nothing else in the protocol depends on the temp file
+    /// being durable (a row durable before its file is one more case of the orphan row a
+    /// crash before the rename already leaves; see the module doc).
+    pub(super) fn verify_while_syncing(self) -> Result<(Staged<'a>, PendingSync)> {
+        let Written {
+            target,
+            file,
+            staged,
+        } = self;
+        let pending = PendingSync::start(file);
+        let checked = read_back_digest(target, &staged.guard.name)
+            .and_then(|actual| compare(target, staged, actual));
+        match checked {
+            Ok(staged) => Ok((staged, pending)),
+            Err(e) => {
+                // The temp file goes with `e`; its fsync is waited for, not its outcome.
+                let _ = pending.finish();
+                Err(e)
+            }
+        }
     }
 
     /// Compare the read-back digest with what was written.
     pub(super) fn verify(self, actual: String) -> Result<Staged<'a>> {
-        let Written { target, staged, .. } = self;
-        if actual != staged.sha256 {
-            return Err(Failure::Corruption {
-                path: target.display.clone(),
-                expected: staged.sha256.clone(),
-                actual,
-            });
+        compare(self.target, self.staged, actual)
+    }
+}
+
+/// SHA-256 of the temp file `tmp` as read back through a fresh descriptor.
+fn read_back_digest(target: &Target, tmp: &[u8]) -> Result<String> {
+    let shown = target.display.as_str();
+    let file = open_read_back(target, tmp)?;
+    let (digest, _) = crate::hash::sha256_reader(file)
+        .map_err(|e| Failure::io("read back temp file", shown, e))?;
+    Ok(if fault("readback_mismatch") {
+        sha256_hex(b"injected corruption")
+    } else {
+        digest
+    })
+}
+
+/// `staged` if the read-back digest is the one of what was written, else `write_corruption`.
+fn compare<'a>(target: &Target, staged: Staged<'a>, actual: String) -> Result<Staged<'a>> {
+    if actual != staged.sha256 {
+        return Err(Failure::Corruption {
+            path: target.display.clone(),
+            expected: staged.sha256.clone(),
+            actual,
+        });
+    }
+    Ok(staged)
+}
+
+/// A temp file's fsync running on its own thread ([`Written::verify_while_syncing`]).
+pub(super) struct PendingSync {
+    done: Option<std::sync::mpsc::Receiver<bool>>,
+    thread: std::thread::JoinHandle<io::Result<()>>,
+}
+
+impl PendingSync {
+    fn start(file: File) -> PendingSync {
+        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let thread = std::thread::spawn(move || {
+            if fault("slow_fsync_temp") {
+                std::thread::sleep(std::time::Duration::from_millis(500));
+            }
+            let synced = if fault("eio_fsync_temp") {
+                Err(io::Error::from_raw_os_error(
+                    rustix::io::Errno::IO.raw_os_error(),
+                ))
+            } else {
+                file.sync_all()
+            };
+            let _ = tx.send(synced.is_ok());
+            synced
+        });
+        PendingSync {
+            done: Some(rx),
+            thread,
         }
-        Ok(staged)
+    }
+
+    /// What the rename runs first: waits for the fsync; an error (the fsync failed) keeps
+    /// the rename from happening. The error itself comes from [`PendingSync::finish`].
+    pub(super) fn waiter(&mut self) -> impl FnOnce() -> io::Result<()> + Send + 'static {
+        let done = self.done.take();
+        move || match done.map(|rx| rx.recv()) {
+            Some(Ok(true)) => Ok(()),
+            _ => Err(io::Error::other("the temp file's fsync failed")),
+        }
+    }
+
+    /// Waits for the fsync and says how it ended.
+    pub(super) fn finish(self) -> io::Result<()> {
+        self.thread
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("fsync thread panicked")))
     }
 }
