@@ -295,12 +295,14 @@ pub fn sha256(bytes: &[u8]) -> String {
     resilient_write::hash::sha256_hex(bytes)
 }
 
-/// Journal rows of a state directory.
+/// Journal rows of a state directory (blank lines, rows taken back in place, skipped as
+/// every reader does).
 pub fn journal_rows(state_root: &Path) -> Vec<Value> {
     let path = state_root.join(".resilient_write/journal.jsonl");
     match std::fs::read_to_string(path) {
         Ok(s) => s
             .lines()
+            .filter(|l| !l.trim().is_empty())
             .map(|l| serde_json::from_str(l).expect("journal line is JSON"))
             .collect(),
         Err(_) => Vec::new(),

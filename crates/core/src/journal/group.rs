@@ -8,23 +8,28 @@
 //!
 //! - [`CommitQueue`] (the journal): a writer queues its row and the step that applies the write
 //!   (the rename). One writer at a time is the leader: it takes every queued row, writes them
-//!   with one `write(2)` under the journal's `flock`, *then* starts one `fdatasync`, then applies
-//!   the writes in queue order, still under the lock, and hands each writer a [`Receipt`]: the
-//!   tick of the event clock at which its row was written and the tick at which the sync that
-//!   covers it began. A writer checks `sync_started > written` before it acknowledges anything;
-//!   a row queued while a sync runs waits for the next batch (tested with a sync held open).
+//!   with one `write(2)` under the journal's `flock`, releases the lock, *then* starts one
+//!   `fdatasync`, then applies the writes in queue order, and hands each writer a
+//!   [`Receipt`]: the tick of the event clock at which its row was written and the tick at
+//!   which the sync that covers it began. A writer checks `sync_started > written` before it
+//!   acknowledges anything; a row queued while a sync runs waits for the next batch (tested
+//!   with a sync held open).
 //! - [`GroupSync`] (a directory): a writer that renamed into a directory asks for a sync that
 //!   starts after its call (generation `started + 1` at the time of asking); if one is already
 //!   running it waits for that one to finish and for the next, which it may run itself.
 //!
-//! Across processes nothing is shared but the `flock`: rows of two processes never interleave
-//! (each batch is one `write(2)` under the lock), and a process holds the lock for one batch:
-//! its write, its sync and its renames, never while it waits for other writers.
+//! Across processes nothing is shared but the `flock`, held only for the `write(2)` of a
+//! batch: rows of two processes never interleave, and the syncs of separate processes run at
+//! once, which a journaling filesystem completes as one commit where it can (the writers of
+//! one directory, the only ones whose renames could conflict, are still serialised by the
+//! pipeline's directory lock, held from the precondition to the rename).
 //!
-//! If applying a write fails (a rename refused), its row is cut off the journal, still under the
-//! lock, and the writers queued after it in the batch (not yet applied) are queued again: their
-//! rows are written again in the next batch, so no row ever names a write that did not happen
-//! and no applied write loses its row.
+//! If applying a write fails (a rename refused) or the sync fails, the rows that will not
+//! happen are taken back in place: their bytes become spaces (one blank line, which every
+//! reader skips, the original's too), never cut, since rows of other processes may follow
+//! them. Writers queued after a failed one in the batch (not yet applied) are queued again:
+//! their rows are written again in the next batch, so no row ever names a write that did not
+//! happen and no applied write loses its row.
 
 use rustix::fs::FlockOperation;
 use std::collections::{HashMap, VecDeque};
@@ -184,8 +189,8 @@ impl CommitQueue {
         }
     }
 
-    /// Write, sync and apply one batch under the journal's lock. Returns the settled entries and
-    /// those to queue again (after one whose apply failed).
+    /// Write one batch under the journal's lock, then sync and apply it. Returns the settled
+    /// entries and those to queue again (after one whose apply failed).
     fn run_batch(
         &self,
         journal: &super::Journal,
@@ -234,13 +239,19 @@ impl CommitQueue {
             unlock(&file);
             return (fail_all(batch, e), Vec::new());
         }
+        let end = offset + bytes.len() as u64;
+        // The rows are in the file, whole: the lock is not held across the sync, so the
+        // writers of other processes append and sync meanwhile, and the kernel makes their
+        // syncs and this one one commit where it can. A row of ours that must go (its write
+        // will not happen) is blanked in place from here on, never cut: rows of other
+        // processes may follow it.
+        unlock(&file);
         let written = self.tick();
         let sync_started = self.tick();
         self.syncs.fetch_add(1, Ordering::Relaxed);
         if let Err(e) = (self.sync)(&file) {
             // Never leave rows behind for writes that will not happen.
-            let _ = file.set_len(offset);
-            unlock(&file);
+            blank(&file, offset, end);
             return (fail_all(batch, e), Vec::new());
         }
         let receipt = Receipt {
@@ -255,19 +266,37 @@ impl CommitQueue {
             match (e.apply)() {
                 Ok(()) => settled.push((e.id, Ok(receipt))),
                 Err(err) => {
-                    // Cut this row and every later one (none applied yet); those are queued
-                    // again and rewritten by the next batch.
-                    if let Err(re) = file.set_len(starts[i]).and_then(|()| file.sync_data()) {
-                        tracing::error!("journal rollback after failed rename: {re}");
-                    }
+                    // Blank this row and every later one of the batch (none applied yet);
+                    // those are queued again and written anew by the next batch.
+                    blank(&file, starts[i], end);
                     settled.push((e.id, Err(CommitError::Apply(err))));
                     break;
                 }
             }
         }
         again.extend(rest.map(|(_, e)| e));
-        unlock(&file);
         (settled, again)
+    }
+}
+
+/// Take back rows `[from, to)` of the journal (whole lines of one batch, ending in a newline)
+/// without moving any other: the bytes become spaces, the last newline stays, so the range is
+/// one blank line, which every reader skips (the original's too), then synced. The journal is
+/// not locked: rows of other processes may follow, and they are not touched.
+fn blank(file: &File, from: u64, to: u64) {
+    use std::os::unix::fs::FileExt;
+    if to <= from {
+        return;
+    }
+    let spaces = vec![b' '; (to - from - 1) as usize];
+    // A positioned write on an O_APPEND descriptor would append: drop the flag first (this
+    // descriptor appends nothing more).
+    let done = rustix::fs::fcntl_setfl(file, rustix::fs::OFlags::empty())
+        .map_err(io::Error::from)
+        .and_then(|()| file.write_all_at(&spaces, from))
+        .and_then(|()| file.sync_data());
+    if let Err(e) = done {
+        tracing::error!("journal: taking back rows of a write that did not happen failed: {e}");
     }
 }
 
@@ -561,6 +590,67 @@ mod tests {
             .unwrap_err();
         assert!(matches!(err, CommitError::Apply(_)));
         assert_eq!(paths(&j), ["a", "c"]);
+    }
+
+    /// The journal's lock is not held across the sync: another process (here, another
+    /// descriptor) can append its own row while this batch's sync runs, so the two syncs can
+    /// be one commit of the filesystem. A queue holding the lock would make the other wait.
+    #[test]
+    fn the_journal_is_unlocked_while_a_batch_syncs() {
+        let t = tempfile::tempdir().unwrap();
+        let (queue, entered_rx, release_tx) = held_sync();
+        let j = Journal::with_queue(t.path(), Arc::new(queue));
+        std::thread::scope(|s| {
+            let first = s.spawn(|| j.commit_line(line("first"), ok()).unwrap());
+            entered_rx.recv().unwrap(); // its sync is running
+            let other = j.open_for_append().unwrap();
+            rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive)
+                .expect("the journal is not locked during the sync");
+            let _ = rustix::fs::flock(&other, FlockOperation::Unlock);
+            release_tx.send(()).unwrap();
+            assert!(first.join().unwrap().covers());
+        });
+    }
+
+    /// A row taken back after its batch's lock was released is blanked in place: a row that
+    /// another process appended after it meanwhile stays, and the file still reads as rows
+    /// (the taken-back range is one blank line, which readers skip).
+    #[test]
+    fn a_row_taken_back_is_blanked_and_rows_after_it_stay() {
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::new(t.path());
+        let q = j.queue().clone();
+        let jj = j.clone();
+        let batch = vec![
+            Entry {
+                id: 1,
+                line: line("kept"),
+                apply: ok(),
+            },
+            Entry {
+                id: 2,
+                line: line("refused"),
+                apply: Box::new(move || {
+                    // Another process appends after this batch before the rename fails.
+                    let mut other = jj.open_for_append()?;
+                    other.write_all(line("theirs").as_bytes())?;
+                    Err(io::Error::from_raw_os_error(17))
+                }),
+            },
+        ];
+        let (settled, again) = q.run_batch(&j, batch);
+        assert!(settled[0].1.is_ok() && matches!(settled[1].1, Err(CommitError::Apply(_))));
+        assert!(again.is_empty());
+        assert_eq!(paths(&j), ["kept", "theirs"]);
+        let text = std::fs::read_to_string(j.path()).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), 3, "{text}");
+        assert!(lines[1].trim().is_empty() && !lines[1].is_empty(), "{text}");
+        assert!(!text.contains("refused"));
+        assert_eq!(
+            j.check_lines(|_, _| {}).unwrap().corrupt,
+            Vec::<usize>::new()
+        );
     }
 
     /// A directory sync already running when a writer asks does not cover it: the writer gets

@@ -29,15 +29,17 @@
 //!    the journal row and the rename. So every acknowledged write whose row names a pre-image
 //!    keeps it, durably, and a write that fails takes its new object back. Keeping it never fails the write: a pre-image
 //!    that cannot be kept is named in the row and the result (`history_not_kept`).
-//! 5. Journal: the row is appended and `fdatasync`ed, and the journal stays locked. Writers of
-//!    one process go through the journal's commit queue (`journal/group.rs`): one leader
-//!    appends every queued row with one `write(2)`, starts one `fdatasync` after that write,
-//!    and runs the queued renames (step 6) in order under the same lock; no write is
-//!    acknowledged by a sync that began before its row was written.
+//! 5. Journal: the row is appended (one `write(2)` under the journal's `flock`, released
+//!    right after) and `fdatasync`ed. Writers of one process go through the journal's commit
+//!    queue (`journal/group.rs`): one leader appends every queued row with one `write(2)`,
+//!    starts one `fdatasync` after that write, and runs the queued renames (step 6) in order;
+//!    writers of other processes sync at the same time, and no write is acknowledged by a sync
+//!    that began before its row was written.
 //! 6. Rename: `renameat2(RENAME_NOREPLACE)` for create (a file that appeared meanwhile is never
 //!    clobbered; `link`+`unlink` where the filesystem lacks the flag), `renameat` otherwise. If
-//!    the rename fails, the row is truncated away and the temp file removed: the server never
-//!    reports failure for a write it applied, nor keeps a row for one it did not.
+//!    the rename fails, the row is taken back (blanked in place) and the temp file removed:
+//!    the server never reports failure for a write it applied, nor keeps a row for one it did
+//!    not.
 //! 7. Durability: the directory lock is released, then the parent directory (and every
 //!    directory created on the way) is `fsync`ed before the write is acknowledged. Writers of
 //!    one directory share that fsync: a writer waits for one that began after its rename.
