@@ -157,6 +157,51 @@ fn the_original_reads_our_state_and_we_read_the_originals() {
     assert_eq!(mode, 0o600);
 }
 
+#[test]
+fn the_original_reads_the_index_we_append_to_and_doctor_compacts() {
+    let Some(wheel) = wheel() else { return };
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    // 110 superseded deposits of one label: enough for doctor to compact.
+    for k in 0..110 {
+        s.ok(
+            "rw_scratch_put",
+            json!({"content": "kept aside", "label": "ours-label", "notes": format!("n{k}")}),
+        );
+    }
+    s.ok(
+        "rw_scratch_put",
+        json!({"content": "other content", "label": "other"}),
+    );
+    let put = s.ok(
+        "rw_scratch_put",
+        json!({"content": "kept aside", "label": "ours-label", "notes": "latest"}),
+    );
+    let ours_before = s.ok("rw_scratch_ref", json!({"label": "ours-label"}));
+    assert_eq!(ours_before["alias_count"], 111);
+    let theirs = original(&wheel, &ws.root, &["scratch_read"]);
+    assert_eq!(theirs["ours-label"]["alias_count"], 111, "{theirs}");
+    assert_eq!(theirs["ours-label"]["entry"]["notes"], "latest");
+    assert_eq!(theirs["other"]["entry"]["label"], "other");
+    assert_eq!(theirs["get"]["content"], "kept aside");
+
+    let o = common::run_cli(&ws.root, &["doctor", "--fix"], &[]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(text.contains("rows are superseded"), "{text}");
+    let index = std::fs::read_to_string(ws.path(".resilient_write/scratch/index.jsonl")).unwrap();
+    assert_eq!(index.lines().count(), 2, "{index}");
+    // The original still reads it: the latest deposit of each label, whole.
+    let theirs = original(&wheel, &ws.root, &["scratch_read"]);
+    assert_eq!(theirs["ours-label"]["entry"]["sha256"], put["sha256"]);
+    assert_eq!(theirs["ours-label"]["entry"]["notes"], "latest");
+    assert_eq!(theirs["ours-label"]["entry"]["deposits"], 111);
+    assert_eq!(theirs["other"]["entry"]["label"], "other");
+    assert_eq!(theirs["get"]["content"], "kept aside");
+    // And we answer as before the compaction.
+    let ours_after = s.ok("rw_scratch_ref", json!({"label": "ours-label"}));
+    assert_eq!(ours_after, ours_before);
+}
+
 /// The `path`s of journal rows, in order.
 fn paths_of(rows: &Value) -> Vec<String> {
     rows.as_array()

@@ -89,8 +89,8 @@ fn identical_content_is_stored_once_and_labels_alias_it() {
 
 #[test]
 fn state_rewrites_keep_no_history_objects() {
-    // The index is rewritten at every deposit; its pre-images (and those of chunk rewrites
-    // and manifests) cannot be listed or restored by any tool, so none are kept.
+    // The index is appended to at every deposit (and rewritten only by doctor --fix); no
+    // tool can list or restore it, nor chunk rewrites and manifests, so no pre-images are kept.
     let ws = Workspace::new();
     let mut s = ws.server();
     for k in 0..20 {
@@ -422,4 +422,52 @@ fn put_warns_when_the_state_directory_is_not_git_ignored() {
     std::fs::write(ws.path(".git/info/exclude"), "**/.resilient_write/\n").unwrap();
     let r = s.ok("rw_scratch_put", json!({"content": "z"}));
     assert_eq!(r["warnings"], json!([]));
+}
+
+#[test]
+fn doctor_suggests_compaction_and_fix_leaves_every_lookup_answering_the_same() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    for k in 0..105 {
+        s.ok(
+            "rw_scratch_put",
+            json!({"content": "again", "label": format!("l{}", k % 2), "notes": format!("n{k}")}),
+        );
+    }
+    s.ok("rw_scratch_put", json!({"content": "once", "label": "l0"}));
+    let queries = [
+        json!({"label": "l0"}),
+        json!({"label": "l1"}),
+        json!({"sha256": sha256(b"again")}),
+        json!({"sha256": sha256(b"again"), "label": "l0"}),
+    ];
+    let before: Vec<_> = queries
+        .iter()
+        .map(|q| s.ok("rw_scratch_ref", q.clone()))
+        .collect();
+    assert_eq!(before[2]["deposits"], 105);
+    assert_eq!(before[2]["alias_count"], 105);
+    assert_eq!(before[3]["alias_count"], 53);
+    assert_eq!(before[2]["labels"], json!(["l1", "l0"]));
+
+    let o = common::run_cli(&ws.root, &["doctor"], &[]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert_eq!(o.status.code(), Some(0), "a warning, not a problem: {text}");
+    assert!(
+        text.contains("103 of its 106 rows are superseded"),
+        "{text}"
+    );
+    let o = common::run_cli(&ws.root, &["doctor", "--fix"], &[]);
+    let text = String::from_utf8_lossy(&o.stdout).to_string();
+    assert!(text.contains("fixed: compact it"), "{text}");
+    let index = std::fs::read_to_string(scratch(&ws, "index.jsonl")).unwrap();
+    assert_eq!(index.lines().count(), 3, "{index}");
+    let after: Vec<_> = queries
+        .iter()
+        .map(|q| s.ok("rw_scratch_ref", q.clone()))
+        .collect();
+    assert_eq!(after, before);
+    // Nothing left to suggest.
+    let o = common::run_cli(&ws.root, &["doctor"], &[]);
+    assert!(!String::from_utf8_lossy(&o.stdout).contains("superseded"));
 }

@@ -82,7 +82,8 @@ pub struct ScratchRefResult {
     pub sha256: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub label: Option<String>,
-    /// Every distinct label deposited for this blob, oldest first.
+    /// Every distinct label deposited for this blob, in the order of each label's latest
+    /// deposit (oldest first).
     pub labels: Vec<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
@@ -94,16 +95,17 @@ pub struct ScratchRefResult {
     pub notes: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub encoding: Option<String>,
-    /// The index row itself.
+    /// The index row itself (the latest deposit; `deposits` counts the deposits of this
+    /// sha256 and label when there were several).
     pub entry: Map<String, Value>,
     pub scratch_path: String,
     /// Whether the blob file is present.
     pub bin_exists: bool,
     /// Index rows matching the query (as the original counts them: by label, the deposits
     /// that carried that label, whichever blob).
-    pub alias_count: usize,
-    /// Index rows (deposits) of this blob, under any label.
-    pub deposits: usize,
+    pub alias_count: u64,
+    /// Deposits of this blob, under any label.
+    pub deposits: u64,
     /// index.jsonl lines skipped as torn or corrupt.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped_lines: Vec<SkippedLine>,
@@ -281,6 +283,8 @@ fn run_scratch_ref(svc: &Store, raw: Value) -> Result<Value> {
         });
     }
     let (rows, skipped) = scratch::read_index(svc)?;
+    // The live view: the same answers before and after `doctor --fix` compacts the index.
+    let rows = scratch::live_index(&rows);
     let matching = |r: &Map<String, Value>| {
         sha.as_deref()
             .is_none_or(|h| r.get("sha256").and_then(Value::as_str) == Some(h))
@@ -289,7 +293,11 @@ fn run_scratch_ref(svc: &Store, raw: Value) -> Result<Value> {
                 .as_deref()
                 .is_none_or(|l| r.get("label").and_then(Value::as_str) == Some(l))
     };
-    let matches = rows.iter().filter(|r| matching(r)).count();
+    let matches: u64 = rows
+        .iter()
+        .filter(|r| matching(r))
+        .map(scratch::row_deposits)
+        .sum();
     let Some(latest) = rows.iter().rev().find(|r| matching(r)).cloned() else {
         return Err(Failure::ScratchNotFound {
             sha256: sha,
@@ -301,14 +309,9 @@ fn run_scratch_ref(svc: &Store, raw: Value) -> Result<Value> {
         .iter()
         .filter(|r| r.get("sha256").and_then(Value::as_str) == Some(address.as_str()))
         .collect();
-    let mut labels: Vec<String> = Vec::new();
-    for r in &aliases {
-        if let Some(l) = field(r, "label")
-            && !labels.contains(&l)
-        {
-            labels.push(l);
-        }
-    }
+    // One live row per label: in the order of each label's latest deposit.
+    let labels: Vec<String> = aliases.iter().filter_map(|r| field(r, "label")).collect();
+    let deposits: u64 = aliases.iter().map(|r| scratch::row_deposits(r)).sum();
     to_value(&ScratchRefResult {
         ok: true,
         scratch_path: scratch::blob_path(&address),
@@ -322,7 +325,7 @@ fn run_scratch_ref(svc: &Store, raw: Value) -> Result<Value> {
         notes: field(&latest, "notes"),
         encoding: field(&latest, "encoding"),
         alias_count: matches,
-        deposits: aliases.len(),
+        deposits,
         entry: latest,
         skipped_lines: skipped,
     })

@@ -83,6 +83,12 @@ def read(root: Path, chunks, journal, scratchpad) -> dict:
     return out
 
 
+def scratch_read(root: Path, chunks, journal, scratchpad) -> dict:
+    out = {label: scratchpad.scratch_ref(root, label=label) for label in ("ours-label", "other")}
+    out["get"] = scratchpad.scratch_get(root, sha256=out["ours-label"]["entry"]["sha256"])
+    return out
+
+
 def write(root: Path, chunks, journal, scratchpad) -> dict:
     out = {}
     out["theirs"] = [
@@ -122,7 +128,7 @@ def main() -> None:
         run = {"journal_read": journal_read, "journal_write": journal_write}[phase]
         print(json.dumps(run(root)))
         return
-    run = {"read": read, "write": write}[phase]
+    run = {"read": read, "write": write, "scratch_read": scratch_read}[phase]
     print(json.dumps(run(root, chunks, journal, scratchpad)))
 
 

@@ -301,7 +301,7 @@ fn blank(file: &File, from: u64, to: u64) {
 }
 
 /// One `write(2)` of `bytes`; a short write (the disk or a quota filled mid-row) reports why.
-pub(super) fn write_whole(file: &mut File, bytes: &[u8]) -> io::Result<()> {
+pub(crate) fn write_whole(file: &mut File, bytes: &[u8]) -> io::Result<()> {
     let n = file.write(bytes)?;
     if n != bytes.len() {
         // Writing the rest tells why (ENOSPC, EDQUOT, EFBIG), so the envelope says

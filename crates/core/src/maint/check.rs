@@ -359,7 +359,23 @@ pub fn check_scratch(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding
                 ),
                 "drop them from the index (the blobs stay)".into(),
             )
-            .repaired_by(Repair::DropIndexLines),
+            .repaired_by(Repair::CompactIndex),
+        );
+    }
+    let live = crate::scratch::live_index(&rows).len();
+    if crate::scratch::compaction_worthwhile(rows.len(), live) {
+        out.push(
+            Finding::warning(
+                "scratch",
+                format!(
+                    "{index}: {} of its {} rows are superseded (deposits only append; {live} \
+                     label(s) are live)",
+                    rows.len() - live,
+                    rows.len()
+                ),
+                "compact it to one row per sha256 and label (lookups answer the same)".into(),
+            )
+            .repaired_by(Repair::CompactIndex),
         );
     }
     let dir = svc.state_dir().join(crate::scratch::SCRATCH_DIR);

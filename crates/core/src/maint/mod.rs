@@ -10,16 +10,16 @@
 //! - stale temp files of dead writers under every root (`pipeline`);
 //! - chunk sessions: manifest missing, corrupt or out of step with the chunk files, chunks
 //!   edited by hand, foreign files, missing chunks (`chunks`);
-//! - the scratchpad: unreadable index lines, blobs missing or not matching their address,
-//!   blobs no row names (`scratch`);
+//! - the scratchpad: unreadable index lines, an index mostly made of superseded rows (worth
+//!   compacting), blobs missing or not matching their address, blobs no row names (`scratch`);
 //! - transactions left in the WAL: committed but not applied, abandoned, expired (`tx`);
 //! - the object store against the retention policy (`history` gc, dry run); its size against
 //!   the budget is [`check::history_store`], which `doctor` prints whatever it finds;
 //! - whether `.resilient_write/` is git-ignored (`store`, [`gitignore`]).
 //!
 //! A finding that is safe to repair carries a [`Repair`]; [`repair::repair`] carries it out:
-//! cut the torn journal tail, remove stale temp files, rebuild manifests, drop unreadable
-//! scratch index lines, run transaction recovery, gc, add the .gitignore line. Every file it
+//! cut the torn journal tail, remove stale temp files, rebuild manifests, compact the
+//! scratch index (its unreadable lines dropped, superseded rows folded), run transaction recovery, gc, add the .gitignore line. Every file it
 //! writes goes through the write pipeline. What needs a person (a chunk edited by hand, a
 //! missing blob, a bad policy) is a finding without a repair, with what to do.
 //!
@@ -59,8 +59,9 @@ pub enum Repair {
     SweepTemps(PathBuf),
     /// Rebuild this chunk session's manifest from its chunk files.
     RebuildManifest(String),
-    /// Drop the scratch index's unreadable lines.
-    DropIndexLines,
+    /// Compact the scratch index to its live view (one row per sha256 and label), dropping
+    /// its unreadable lines.
+    CompactIndex,
     /// Run transaction recovery.
     RecoverTransactions,
     /// Run gc under the retention policy.

@@ -20,7 +20,7 @@ pub fn repair(svc: &Store, what: &Repair) -> Result<(), String> {
         Repair::RebuildManifest(name) => crate::chunks::rebuild_manifest(svc, &who, name)
             .map(drop)
             .map_err(|f| f.to_string()),
-        Repair::DropIndexLines => crate::scratch::drop_unreadable_index_lines(svc, &who)
+        Repair::CompactIndex => crate::scratch::compact_index(svc, &who)
             .map(drop)
             .map_err(|f| f.to_string()),
         Repair::RecoverTransactions => {
