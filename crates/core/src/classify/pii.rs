@@ -590,7 +590,7 @@ mod tests {
             inputs.push(
                 (0..len)
                     .map(|_| {
-                        if next() % 4 == 0 {
+                        if next().is_multiple_of(4) {
                             (next() % 256) as u8
                         } else {
                             alphabet[(next() % alphabet.len() as u64) as usize]

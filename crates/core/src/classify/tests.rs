@@ -1388,7 +1388,7 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
                 (rng.next() % (w.len() as u64 + 1)) as usize,
             );
             for &c in &w[a.min(b)..] {
-                s.push(if rng.next() % 2 == 0 {
+                s.push(if rng.next().is_multiple_of(2) {
                     c.to_ascii_uppercase()
                 } else {
                     c
