@@ -50,11 +50,17 @@ fn main() {
     }
     let mixed = &mixed[..cut];
     // `RW_L0_PROFILE=SECS`: only score the 100 KB input in a loop, for `perf record`
-    // (`RW_L0_INPUT=plain`: 100 KB of ordinary lines instead).
-    if let Some(secs) = std::env::var("RW_L0_PROFILE")
+    // (`RW_L0_INPUT=plain`: 100 KB of ordinary lines instead). `RW_L0_ITERS=N`: exactly N
+    // iterations instead, for instruction counts (`valgrind --tool=callgrind`): the difference
+    // between two counts, over the difference of their N, is the steady-state cost of one call.
+    let iters = std::env::var("RW_L0_ITERS")
         .ok()
-        .and_then(|s| s.parse::<f64>().ok())
-    {
+        .and_then(|s| s.parse::<u64>().ok());
+    let secs = std::env::var("RW_L0_PROFILE")
+        .ok()
+        .and_then(|s| s.parse::<f64>().ok());
+    if secs.is_some() || iters.is_some() {
+        let secs = secs.unwrap_or(f64::INFINITY);
         let plain: String;
         let input = if std::env::var("RW_L0_INPUT").is_ok_and(|v| v == "plain") {
             plain = (0..850)
@@ -68,7 +74,7 @@ fn main() {
         println!("profiling {} bytes", input.len());
         let t = Instant::now();
         let mut n = 0u64;
-        while t.elapsed().as_secs_f64() < secs {
+        while iters.map_or(t.elapsed().as_secs_f64() < secs, |want| n < want) {
             black_box(risk_score(black_box(input), &c));
             n += 1;
         }

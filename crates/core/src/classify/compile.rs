@@ -9,7 +9,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
+use aho_corasick::MatchKind;
+use aho_corasick::dfa::DFA;
 use regex::bytes::{Regex, RegexBuilder};
 
 use super::config::{PatternSpec, Thresholds};
@@ -102,8 +103,9 @@ pub(super) struct KeywordRule {
 #[derive(Clone)]
 pub struct Classifier {
     pub(super) rules: Vec<CompiledRule>,
-    /// Every rule's keywords in one ASCII case-insensitive automaton: one pass over the content.
-    pub(super) keywords: Option<AhoCorasick>,
+    /// Every rule's keywords in one ASCII case-insensitive DFA: one pass over the content, its
+    /// transitions followed by the scan's own loop (`detect::keyword_hits`). Shared by clones.
+    pub(super) keywords: Option<Arc<DFA>>,
     /// The rules of each keyword of `keywords`, by pattern id.
     pub(super) keyword_rules: Vec<Vec<KeywordRule>>,
     pub(super) unkeyed: Vec<usize>,
@@ -138,17 +140,20 @@ impl Default for Classifier {
     }
 }
 
-fn build_ac(words: &[String]) -> Option<AhoCorasick> {
+pub(super) fn build_ac(words: &[String]) -> Option<Arc<DFA>> {
     if words.is_empty() {
         return None;
     }
-    AhoCorasickBuilder::new()
+    // A full DFA: one transition per byte for the overlapping scan (the keyword set is small).
+    // No prefilter: nearly every letter starts a keyword, and without one the start state is
+    // not special, so the scan's loop tests one comparison per byte.
+    DFA::builder()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
-        // a full DFA: one transition per byte for the overlapping scan (the keyword set is small)
-        .kind(Some(AhoCorasickKind::DFA))
+        .prefilter(false)
         .build(words)
         .ok()
+        .map(Arc::new)
 }
 
 /// A rule whose regex does not compile: its name, the policy line of its `regex` (0 when unknown)

@@ -6,6 +6,10 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+use aho_corasick::Anchored;
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::dfa::DFA;
+
 use super::compile::Classifier;
 use super::rules::{Check, GATE_NAME_HEAD, GATE_NAME_TAIL, Gate, Scanner, Window};
 use super::verify::{Raw, find_sub, private_key_end, verify};
@@ -224,18 +228,89 @@ fn pem_spans(content: &str) -> Vec<Range<usize>> {
     out
 }
 
+/// Every occurrence of every keyword of `dfa` in `bytes`, overlapping ones included, as
+/// `(pattern, start, end)`: what `AhoCorasick::find_overlapping_iter` reports, in its order (by
+/// end, then longest first). The DFA's transitions are followed by [`match_states`], whose loop
+/// does nothing but that (the iterator's per-byte bookkeeping cost twice as many instructions),
+/// and the hits are expanded afterwards.
+pub(super) fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
+    let mut states = Vec::new();
+    match_states(dfa, bytes, &mut states);
+    for (sid, end) in states {
+        for k in 0..dfa.match_len(sid) {
+            let pid = dfa.match_pattern(sid, k);
+            f(pid.as_usize(), end - dfa.pattern_len(pid), end);
+        }
+    }
+}
+
+/// Every match state `dfa` enters over `bytes`, with the end of its matches. Its own function,
+/// with nothing else in the loop: so the state, the position and the DFA's tables stay in
+/// registers (with the hit handling inlined into the loop, they were spilled to the stack).
+#[inline(never)]
+fn match_states(dfa: &DFA, bytes: &[u8], out: &mut Vec<(StateID, usize)>) {
+    let Ok(mut sid) = dfa.start_state(Anchored::No) else {
+        return;
+    };
+    for (i, &b) in bytes.iter().enumerate() {
+        sid = dfa.next_state(Anchored::No, sid, b);
+        if dfa.is_special(sid) {
+            if dfa.is_dead(sid) {
+                return;
+            }
+            if dfa.is_match(sid) {
+                out.push((sid, i + 1));
+            }
+        }
+    }
+}
+
+/// A byte of an email's local part in the `email_address` rule (`[A-Za-z0-9._%+\-]`).
+fn is_local_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'%' | b'+' | b'-')
+}
+
+/// The matches of the `email_address` rule's regex (`rules.rs`) in `hay`, as its captures would
+/// give them, `(secret, index of the @)`, from plain searches: the backtracking search for the
+/// capture groups was the costliest part of scoring ordinary text full of addresses. The groups
+/// follow from the match: it opens with a context byte exactly when its first byte cannot be
+/// in the local part (else `^` matched), ends with one exactly when its last byte cannot end
+/// the domain (else `$` matched), and neither part can hold an `@`. The search resumes after
+/// the secret, as for every rule with groups.
+pub(super) fn email_matches(
+    re: &regex::bytes::Regex,
+    hay: &[u8],
+    mut f: impl FnMut(Range<usize>, usize),
+) {
+    let mut at = 0;
+    while at <= hay.len() {
+        let Some(m) = re.find_at(hay, at) else {
+            break;
+        };
+        let (ms, me) = (m.start(), m.end());
+        let start = ms + usize::from(hay.get(ms).is_some_and(|&b| !is_local_byte(b)));
+        let end = me
+            - usize::from(me > ms && !(hay[me - 1].is_ascii_alphanumeric() || hay[me - 1] == b'-'));
+        if start < end
+            && let Some(k) = memchr::memchr(b'@', &hay[start..end])
+        {
+            f(start..end, start + k);
+        }
+        at = end.max(at + 1);
+    }
+}
+
 /// All findings with their spans, overlap-resolved, in content order.
 fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let bytes = content.as_bytes();
     let n_rules = c.rules.len();
     let mut cur: Vec<Option<Win>> = vec![None; n_rules];
     let mut wins: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_rules];
-    if let Some(ac) = &c.keywords {
-        for m in ac.find_overlapping_iter(bytes) {
-            let p = m.start();
-            for k in &c.keyword_rules[m.pattern().as_usize()] {
+    if let Some(dfa) = &c.keywords {
+        keyword_hits(dfa, bytes, |pid, p, end| {
+            for k in &c.keyword_rules[pid] {
                 let r = k.rule;
-                if k.exact.as_deref().is_some_and(|e| bytes[m.range()] != *e) {
+                if k.exact.as_deref().is_some_and(|e| bytes[p..end] != *e) {
                     continue;
                 }
                 // Hits that cannot start a match are dropped before any window is built; both
@@ -246,12 +321,12 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                 if c.rules[r].check == Check::Email && !email_hit(bytes, p) {
                     continue;
                 }
-                if c.gates && !gate_passes(bytes, p, m.end(), c.rules[r].gate) {
+                if c.gates && !gate_passes(bytes, p, end, c.rules[r].gate) {
                     continue;
                 }
                 add_hit(&mut cur, &mut wins, bytes, r, p, c.rules[r].window);
             }
-        }
+        });
     }
     for (r, slot) in cur.iter_mut().enumerate() {
         if let Some(w) = slot.take() {
@@ -278,7 +353,18 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
             if rule.needs_assign && !hay.iter().any(|&b| b == b'=' || b == b':') {
                 continue;
             }
-            if has_groups {
+            if rule.check == Check::Email {
+                email_matches(re, hay, |secret, at| {
+                    if pii::email_is_reportable(&hay[secret.start..at], &hay[at + 1..secret.end]) {
+                        raws.push(Raw {
+                            rule: ri,
+                            snippet_start: s + secret.start,
+                            span: s + secret.start..s + secret.end,
+                            example: false,
+                        });
+                    }
+                });
+            } else if has_groups {
                 // Resume after the secret, not after the whole match: the trailing context byte
                 // a rule consumed may be the leading context of the next token.
                 let mut at = 0;

@@ -1336,3 +1336,151 @@ fn keyword_gates_drop_hits_that_cannot_match() {
     assert!(hit("x EAAAb", "EAAA", Gate::TokenStart));
     assert!(!hit("AAEAAAb", "EAAA", Gate::TokenStart));
 }
+
+/// The scan's own loop over the keyword DFA (`detect::keyword_hits`) reports exactly what the
+/// overlapping iterator of an `AhoCorasick` over the same keywords reports, in the same order:
+/// over the generated corpus, random text dense in keyword fragments, and edge cases (keywords
+/// at both ends, nested and overlapping keywords, mixed case, non-ASCII bytes).
+#[test]
+fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
+    use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+    let mut words: Vec<String> = Vec::new();
+    for spec in super::rules::builtin() {
+        for kw in &spec.keywords {
+            let w = kw.to_ascii_lowercase();
+            if !words.contains(&w) {
+                words.push(w);
+            }
+        }
+    }
+    let reference = AhoCorasick::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .kind(Some(AhoCorasickKind::DFA))
+        .build(&words)
+        .unwrap();
+    let dfa = super::compile::build_ac(&words).unwrap();
+    let mut inputs: Vec<Vec<u8>> = vec![
+        Vec::new(),
+        b"password".to_vec(),
+        b"PASSWORD passwd PassPhrase pass pwd".to_vec(),
+        b"secret_access_key=x;aws_secret_key:".to_vec(),
+        b"-----BEGIN RSA PRIVATE KEY-----".to_vec(),
+        b"x\xc3\xa9token\xff\x00key\xe2\x80\xa6sk-ant-api".to_vec(),
+        b"@@@:://://sv=Q~eyJeyJ".to_vec(),
+    ];
+    let mut r = corpus::Rng(0x18_0020);
+    for _ in 0..400 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 200_000).into_bytes());
+    // random text built from keyword fragments, in random case, with separators between
+    let mut rng = Rng(0x18_0021);
+    for _ in 0..300 {
+        let mut s = Vec::new();
+        for _ in 0..(rng.next() % 40) {
+            let w = words[(rng.next() % words.len() as u64) as usize].as_bytes();
+            let (a, b) = (
+                (rng.next() % (w.len() as u64 + 1)) as usize,
+                (rng.next() % (w.len() as u64 + 1)) as usize,
+            );
+            for &c in &w[a.min(b)..] {
+                s.push(if rng.next().is_multiple_of(2) {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                });
+            }
+            let seps: [&[u8]; 5] = [b"", b" ", b"_", b"\xc3\xa9", b"="];
+            s.extend_from_slice(seps[(rng.next() % 5) as usize]);
+        }
+        inputs.push(s);
+    }
+    let mut total = 0;
+    for input in &inputs {
+        let want: Vec<(usize, usize, usize)> = reference
+            .find_overlapping_iter(input.as_slice())
+            .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
+            .collect();
+        let mut got = Vec::new();
+        super::detect::keyword_hits(&dfa, input, |p, s, e| got.push((p, s, e)));
+        assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(input));
+        total += got.len();
+    }
+    assert!(total > 5_000, "only {total} hits compared");
+}
+
+/// The `email_address` rule's secret and `@` taken from a plain search (`detect::email_matches`)
+/// are what the regex's capture groups give, match for match: over the generated corpus,
+/// random text dense in address bytes, and edge cases (an address at either end of the text,
+/// context bytes, non-ASCII bytes, dots and hyphens at the edges, several `@`).
+#[test]
+fn email_groups_from_a_plain_search_are_the_captured_ones() {
+    let c = Classifier::default();
+    let rule = c.rules.iter().find(|r| r.name == "email_address").unwrap();
+    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
+    let captured = |hay: &[u8]| {
+        let mut out = Vec::new();
+        let mut at = 0;
+        while at <= hay.len() {
+            let Some(caps) = re.captures_at(hay, at) else {
+                break;
+            };
+            let (s, u, d) = (
+                caps.name("s").unwrap(),
+                caps.name("u").unwrap(),
+                caps.name("d").unwrap(),
+            );
+            assert_eq!((u.start(), d.end()), (s.start(), s.end()));
+            out.push((s.range(), u.end()));
+            at = s.end().max(at + 1);
+        }
+        out
+    };
+    let mut inputs: Vec<Vec<u8>> = [
+        &b"a@b.co"[..],
+        b"a@b.co.",
+        b"-a@b.co-x",
+        b"x a.b+c@d-e.f.gh, y@z.io\n",
+        b"\xc3\xa9a@b.co\xc3\xa9",
+        b"a@@b.co a@b@c.de",
+        b"me@host.c0m me@host.museum1 me@x.y.zz",
+        b"(mail: first.last@sub.example-mail.org).",
+        b"git@github.com:acme/widgets.git",
+        b"%@a.bc _@a-.b-c.de",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
+    let mut r = corpus::Rng(0x18_0022);
+    for _ in 0..400 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let mut rng = Rng(0x18_0023);
+    let alphabet = b"ab9.-_%+@@@ .x\n\xc3";
+    for _ in 0..3000 {
+        let len = (rng.next() % 40) as usize;
+        inputs.push(
+            (0..len)
+                .map(|_| alphabet[(rng.next() % alphabet.len() as u64) as usize])
+                .collect(),
+        );
+    }
+    let mut total = 0;
+    for input in &inputs {
+        let mut got = Vec::new();
+        super::detect::email_matches(re, input, |s, at| got.push((s, at)));
+        assert_eq!(
+            got,
+            captured(input),
+            "input {:?}",
+            String::from_utf8_lossy(input)
+        );
+        total += got.len();
+    }
+    assert!(total > 150, "only {total} addresses compared");
+}
