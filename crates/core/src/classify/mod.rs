@@ -170,3 +170,5 @@ pub mod stream;
 
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod tests_formats;

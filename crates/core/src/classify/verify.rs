@@ -386,6 +386,16 @@ pub(super) fn verify(
                 push(out, span);
             }
         }
+        Check::Jwe => {
+            let header = v.split(|&b| b == b'.').next().and_then(b64_decode);
+            let ok = header.is_some_and(|h| {
+                h.first() == Some(&b'{')
+                    && (find_sub(&h, b"\"alg\"").is_some() || find_sub(&h, b"\"enc\"").is_some())
+            });
+            if ok {
+                push(out, span);
+            }
+        }
         Check::BasicAuth => {
             let Some(decoded) = b64_decode(v) else { return };
             let Ok(text) = std::str::from_utf8(&decoded) else {
