@@ -733,7 +733,7 @@ fn card_number(r: &mut Rng) -> Case {
                     if v > 9 { v - 9 } else { v }
                 })
                 .sum();
-            sum % 10 == 0
+            sum.is_multiple_of(10)
         })
         .unwrap_or(0);
     d.push(check);

@@ -298,3 +298,48 @@ fn cards_as_people_write_them_are_still_found() {
         }
     }
 }
+
+#[test]
+fn integer_literals_named_like_secrets_are_not_credentials() {
+    // constants of API bindings (windows-sys): a name holding PASSWORD or KEY, a literal value
+    for text in [
+        "pub const ERROR_WSMAN_CERTMAPPING_PASSWORDBLANK: u32 = 2150859115u32;\n",
+        "pub const STATUS_WRONG_PASSWORD_CORE: NTSTATUS = 0xC0000149_u32 as _;\n",
+        "pub const CLUSCTL_RESOURCE_NETNAME_SET_PWD_INFO: CLUSCTL_RESOURCE_CODES = 16777594i32;\n",
+        "#define LOGON_ZERO_PASSWORD_BUFFER 0x80000000UL\npassword = 0x80000000UL\n",
+        "    mut builder: onepass::Builder,\n",
+    ] {
+        assert_below_medium(text);
+    }
+    // a password with digits and letters is still one
+    assert_found(
+        &format!("DB_PASSWORD = {}\n", synth("", ALNUM, 14)),
+        "password_assignment",
+    );
+}
+
+#[test]
+fn numeric_literal_shapes() {
+    for yes in [
+        "16384u32",
+        "0xC0000149_u32",
+        "0x1F",
+        "42UL",
+        "0b1010_u8",
+        "1_000i64",
+    ] {
+        assert!(verify::is_numeric_literal(yes.as_bytes()), "{yes}");
+    }
+    let eth = synth("0x", HEX, 64);
+    for no in [
+        "12345678",
+        "abc123u32",
+        "0xZZ",
+        "u32",
+        "7Kq9u32x",
+        "1234567a",
+        eth.as_str(),
+    ] {
+        assert!(!verify::is_numeric_literal(no.as_bytes()), "{no}");
+    }
+}
