@@ -308,6 +308,7 @@ fn integer_literals_named_like_secrets_are_not_credentials() {
         "pub const CLUSCTL_RESOURCE_NETNAME_SET_PWD_INFO: CLUSCTL_RESOURCE_CODES = 16777594i32;\n",
         "#define LOGON_ZERO_PASSWORD_BUFFER 0x80000000UL\npassword = 0x80000000UL\n",
         "    mut builder: onepass::Builder,\n",
+        "pub const PrivateKeyHelloLogonKey: X509CertificateTemplatePrivateKeyFlag = 2097152i32;\n",
     ] {
         assert_below_medium(text);
     }

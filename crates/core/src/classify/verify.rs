@@ -248,6 +248,18 @@ fn value_is_code(v: &[u8]) -> bool {
         || is_numeric_literal(v)
 }
 
+/// A value followed by `=` (not `==` or `=>`) is the type of a declaration, not its value
+/// (`PrivateKeyExportable: X509CertificateTemplatePrivateKeyFlag = 16i32;`).
+fn is_type_annotation(bytes: &[u8], end: usize) -> bool {
+    let rest = &bytes[end.min(bytes.len())..];
+    let at = rest
+        .iter()
+        .take(8)
+        .position(|b| !matches!(b, b' ' | b'\t'))
+        .unwrap_or(rest.len());
+    rest.get(at) == Some(&b'=') && !matches!(rest.get(at + 1), Some(b'=' | b'>'))
+}
+
 /// An integer literal with a type suffix or a radix prefix and at most 64 bits (`16384u32`,
 /// `0xC000006B_u32`, `0x1F`, `42UL`): the value of a constant whose name holds `PASSWORD` or `KEY` in an
 /// API binding, never a credential. Plain digit runs are left to the other checks.
@@ -348,7 +360,9 @@ pub(super) fn verify(
             }
         }
         Check::Entropy(min) => {
-            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()])) {
+            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()]))
+                || is_type_annotation(bytes, span.end)
+            {
                 return;
             }
             let letters = v.iter().any(u8::is_ascii_alphabetic);
@@ -375,7 +389,9 @@ pub(super) fn verify(
             }
         }
         Check::Password => {
-            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()])) {
+            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()]))
+                || is_type_annotation(bytes, span.end)
+            {
                 return;
             }
             let lower = v.to_ascii_lowercase();
