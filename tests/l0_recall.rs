@@ -17,6 +17,8 @@ const FLOORS: &[(&str, f64)] = &[
     ("http_basic", 97.0),
     ("bearer_opaque", 97.0),
     ("artifactory_token", 97.0),
+    ("scanner_formats", 97.0),
+    ("card_number_written", 97.0),
     ("discord_bot_token", 97.0),
     ("us_ssn_spaced_dotted", 97.0),
     ("data_uri_binary", 97.0),

@@ -654,6 +654,128 @@ fn ellipsis_or_braced_placeholder(r: &mut Rng) -> Case {
     Case { text, secret: v }
 }
 
+/// Formats ripsecrets found in a source tree and L0 missed (issue 19): Square secrets, Slack
+/// tokens with short digit groups, a Twilio account SID beside its key name, Maven's encrypted
+/// master password, 42 intra secrets, JWE compact tokens.
+fn scanner_formats(r: &mut Rng) -> Case {
+    let v = match r.below(7) {
+        0 => format!("sq0csp-{}", {
+            let n = r.range(40, 50);
+            r.chars(URLSAFE, n)
+        }),
+        1 => format!("EAAA{}", r.chars(ALNUM, 60)),
+        2 => format!(
+            "xox{}-{}-{}-{}-{}",
+            r.pick(&["p", "b"]),
+            r.chars(DIGITS, 6),
+            r.chars(DIGITS, 6),
+            r.chars(DIGITS, 6),
+            r.chars(LOWER_ALNUM, 32)
+        ),
+        3 => format!("AC{}", r.chars(HEX, 32)),
+        4 => format!("{{{}=}}", r.chars(B64, 43)),
+        5 => format!("s-s4t2{}-{}", r.pick(&["ud", "af"]), r.chars(HEX, 64)),
+        _ => {
+            let header = b64url(br#"{"alg":"RSA-OAEP-256","enc":"A256GCM"}"#);
+            format!(
+                "{header}.{}.{}.{}.{}",
+                r.chars(URLSAFE, 342),
+                r.chars(URLSAFE, 16),
+                r.chars(URLSAFE, 80),
+                r.chars(URLSAFE, 22)
+            )
+        }
+    };
+    let text = if v.starts_with("AC") {
+        match r.below(3) {
+            0 => format!("TWILIO_ACCOUNT_SID={v}"),
+            1 => format!("  \"accountSid\": \"{v}\","),
+            _ => format!("client = twilio.rest.Client(\"{v}\", auth_token)"),
+        }
+    } else if v.starts_with('{') {
+        format!("  <master>{v}</master>")
+    } else {
+        match r.below(4) {
+            0 => format!("TOKEN={v}"),
+            1 => format!("  token: \"{v}\""),
+            2 => format!("client = Client(\"{v}\")"),
+            _ => format!("Use {v} to call the API."),
+        }
+    };
+    let secret = v.trim_matches(|c| c == '{' || c == '}').to_string();
+    Case { text, secret }
+}
+
+/// A card number as people write it: grouped, in prose, a JSON or YAML value, a log or a CSV
+/// field, a test constant named as a card.
+fn card_number(r: &mut Rng) -> Case {
+    let (prefix, len) = [
+        ("4", 16),
+        ("51", 16),
+        ("2221", 16),
+        ("34", 15),
+        ("6011", 16),
+        ("4", 19),
+    ][r.below(6)];
+    let mut d: Vec<u8> = prefix.bytes().map(|b| b - b'0').collect();
+    while d.len() < len - 1 {
+        d.push(r.below(10) as u8);
+    }
+    let check = (0..10u8)
+        .find(|&c| {
+            let sum: u32 = d
+                .iter()
+                .chain(std::iter::once(&c))
+                .rev()
+                .enumerate()
+                .map(|(k, &x)| {
+                    let v = u32::from(x) * if k % 2 == 1 { 2 } else { 1 };
+                    if v > 9 { v - 9 } else { v }
+                })
+                .sum();
+            sum.is_multiple_of(10)
+        })
+        .unwrap_or(0);
+    d.push(check);
+    let n: String = d.iter().map(|x| (x + b'0') as char).collect();
+    let sep = r.pick(&[" ", "-"]);
+    let grouped: Vec<&str> = n
+        .as_bytes()
+        .chunks(4)
+        .map(|c| std::str::from_utf8(c).unwrap_or(""))
+        .collect();
+    let grouped = grouped.join(sep);
+    let (text, secret) = match r.below(8) {
+        0 => (format!("Card: {grouped}"), grouped),
+        1 => (format!("Please charge {grouped} for the renewal."), grouped),
+        2 => (format!("  \"card_number\": \"{n}\","), n),
+        3 => (format!("  cc: {n}"), n),
+        4 => (
+            format!("2026-01-04T12:00:01Z INFO payment ok pan={n} amount=12.00"),
+            n,
+        ),
+        5 => (format!("jane,roe,{n},12/27"), n),
+        6 => (format!("Paid with {n}, thanks."), n),
+        _ => (format!("const TEST_VISA: &str = \"{n}\"; // test card"), n),
+    };
+    Case { text, secret }
+}
+
+/// An integer constant in code that passes Luhn under an issuer prefix at a length the issuer
+/// uses: table rows, tuples, call arguments, constants (the false positives of issue 19).
+fn card_shaped_constant(r: &mut Rng) -> String {
+    let n = format!("4{}", r.chars(DIGITS, 18));
+    match r.below(4) {
+        0 => format!("    {n},"),
+        1 => format!("    ({n}, {}),", r.chars(DIGITS, 19)),
+        2 => format!("pub const POW: u64 = {n};"),
+        _ => format!(
+            "    check_normalize({n}, 446, 11, {}, 435);",
+            r.chars(DIGITS, 17)
+        ),
+    }
+}
+
 pub fn categories() -> Vec<Category> {
     use Expect::*;
     use Verdict::{Low, Safe};
@@ -704,6 +826,16 @@ pub fn categories() -> Vec<Category> {
             generate: artifactory_token,
         },
         Category {
+            name: "scanner_formats",
+            expect: Credential,
+            generate: scanner_formats,
+        },
+        Category {
+            name: "card_number_written",
+            expect: Credential,
+            generate: card_number,
+        },
+        Category {
             name: "data_uri_binary",
             expect: Binary,
             generate: data_uri_binary,
@@ -749,7 +881,18 @@ fn negative_line(r: &mut Rng) -> String {
     } else {
         secret_words(r)
     };
-    match r.below(24) {
+    match r.below(26) {
+        24 => card_shaped_constant(r),
+        25 => format!(
+            "{}{}",
+            r.pick(&[
+                "TWILIO_ACCOUNT_SID=AC",
+                "SLACK_TOKEN=xoxp-",
+                "SQUARE_SECRET=sq0csp-",
+                "//registry.npmjs.org/:_authToken="
+            ]),
+            "x".repeat(32 + r.below(12))
+        ),
         0 => {
             let v = reference_value(r);
             assignment(r, &words, v)

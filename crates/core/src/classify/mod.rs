@@ -35,8 +35,8 @@
 //! | `connection_string` | 0.45   | URL/JDBC/ODBC passwords, Azure keys and SAS signatures      |
 //! | `password`          | 0.45   | password literals, Basic auth, netrc, docker/npm auth       |
 //! | `generic_secret`    | 0.45   | entropy-gated secret/token/key assignments, k8s Secret data |
-//! | `jwt`               | 0.40 (0.25) | JSON Web Tokens with a decodable header                |
-//! | `pii_financial`     | 0.40   | Luhn-checked card numbers, mod-97-checked IBANs             |
+//! | `jwt`               | 0.40 (0.25) | JSON Web Tokens and JWEs with a decodable header       |
+//! | `pii_financial`     | 0.40   | Luhn-checked cards (not integer literals in code), mod-97 IBANs |
 //! | `pii_government_id` | 0.40   | US SSNs of a valid shape                                    |
 //! | `redacted_prefix`   | 0.25   | a vendor prefix + redaction marker; a bodiless private key  |
 //! | `binary_hint`       | 0.20 (0.20) | long base64 (wrapped, binary data URIs), hex, controls |
@@ -170,3 +170,5 @@ pub mod stream;
 
 #[cfg(test)]
 pub(crate) mod tests;
+#[cfg(test)]
+mod tests_formats;

@@ -180,6 +180,7 @@ fn scan_at(s: &[u8], i: usize, emit: &mut impl FnMut(NumberKind, Range<usize>)) 
         if !followed_by_word
             && (9..=19).contains(&digits)
             && let Some(kind) = classify_number(&s[i..j])
+            && (kind != NumberKind::Card || !is_code_literal(s, i, j))
         {
             emit(kind, i..j);
         }
@@ -223,6 +224,77 @@ fn classify_number(t: &[u8]) -> Option<NumberKind> {
         return Some(NumberKind::Phone);
     }
     None
+}
+
+/// Bytes a card-number search looks at on either side of a candidate, within its line.
+const CARD_CONTEXT: usize = 160;
+
+/// Whether an ungrouped card-shaped number at `i..j` is an integer literal in code: a constant,
+/// a table row, a call argument. Such numbers pass Luhn and an issuer length one time in a
+/// few hundred, and source trees hold thousands (`const X: u64 = ...;`, `(a, b),` in ryu's and
+/// serde_json's tables). A literal is delimited by code punctuation on both sides: an opening
+/// bracket, `,` + space, `=` or an operator (or the line start) before it, and a bracket,
+/// `,`, `;`, a comparison or an operator (or the line end) after it, not both ends bare. A card
+/// as people write it is grouped, quoted, in prose or a log line (a word before or after it),
+/// a value after `:` (JSON, YAML), a CSV field (`,` with no space), or near a word that names
+/// a card: all of those stay cards.
+fn is_code_literal(s: &[u8], i: usize, j: usize) -> bool {
+    if !s[i..j].iter().all(u8::is_ascii_digit) || (i > 0 && s[i - 1] == b',') {
+        return false;
+    }
+    let from = i.saturating_sub(CARD_CONTEXT);
+    let to = (j + CARD_CONTEXT).min(s.len());
+    let start = s[from..i]
+        .iter()
+        .rposition(|&b| b == b'\n')
+        .map_or(from, |k| from + k + 1);
+    let end = s[j..to]
+        .iter()
+        .position(|&b| matches!(b, b'\n' | b'\r'))
+        .map_or(to, |k| j + k);
+    let prev = s[start..i]
+        .iter()
+        .rev()
+        .find(|b| !matches!(b, b' ' | b'\t'));
+    let next = s[j..end].iter().find(|b| !matches!(b, b' ' | b'\t'));
+    let operator = |b: u8| {
+        matches!(
+            b,
+            b'+' | b'-' | b'*' | b'/' | b'%' | b'&' | b'|' | b'^' | b'<' | b'>'
+        )
+    };
+    let before = prev.is_none_or(|&b| matches!(b, b'(' | b'[' | b'{' | b',' | b'=') || operator(b));
+    let after = next.is_none_or(|&b| {
+        matches!(b, b')' | b']' | b'}' | b'{' | b',' | b';' | b'=' | b'!') || operator(b)
+    });
+    before && after && (prev.is_some() || next.is_some()) && !names_a_card(&s[start..end])
+}
+
+/// A word on the line that names a payment card (`card`, `credit`, `visa`, `pan`, `cc`...).
+fn names_a_card(line: &[u8]) -> bool {
+    let lower = line.to_ascii_lowercase();
+    let has = |w: &[u8]| lower.windows(w.len()).any(|x| x == w);
+    let word = |w: &[u8]| {
+        lower.windows(w.len()).enumerate().any(|(k, x)| {
+            x == w
+                && (k == 0 || !lower[k - 1].is_ascii_alphabetic())
+                && lower
+                    .get(k + w.len())
+                    .is_none_or(|b| !b.is_ascii_alphabetic())
+        })
+    };
+    [
+        &b"card"[..],
+        b"credit",
+        b"visa",
+        b"amex",
+        b"mastercard",
+        b"payment",
+    ]
+    .iter()
+    .any(|w| has(w))
+        || word(b"pan")
+        || word(b"cc")
 }
 
 fn all_same(d: &[u8]) -> bool {

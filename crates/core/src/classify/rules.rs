@@ -23,6 +23,8 @@ pub(crate) enum Check {
     Password,
     /// Three base64url segments whose header decodes to JSON with `alg`.
     Jwt,
+    /// Five base64url segments (JWE compact form) whose header decodes to JSON with `alg` or `enc`.
+    Jwe,
     /// A private-key header followed by a body; the span grows to the END line.
     PrivateKey,
     /// PuTTY key file: needs `Private-Lines:`; the span grows to `Private-MAC:`.
@@ -328,6 +330,8 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("slack_user_token", "api_key", &["xoxp-", "xoxe-"], &tok("xox[pe](?:-[0-9]{10,13}){3}-[A-Za-z0-9]{28,34}")),
         rule("slack_app_token", "api_key", &["xapp-"], &tok("xapp-[0-9]-[A-Z0-9]{9,12}-[0-9]{10,13}-[a-z0-9]{60,64}")),
         rule("slack_config_token", "api_key", &["xoxe.xox"], &tok("xoxe\\.xox[bp]-[0-9]-[A-Z0-9]{160,170}")),
+        // older user and bot tokens: shorter digit groups, a lowercase hex-like tail
+        rule("slack_legacy_user_token", "api_key", &["xoxp-", "xoxb-"], &tok("xox[bp](?:-[0-9]{4,13}){2,3}-[a-z0-9]{16,64}")),
         rule("slack_legacy_token", "api_key", &["xoxa-", "xoxr-", "xoxs-", "xoxo-"], &tok("xox[aors]-[0-9]{1,2}-[0-9A-Za-z\\-]{20,}")),
         rule("slack_webhook_url", "api_key", &["hooks.slack.com"],
             r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<s>[A-Za-z0-9_/+\-]{30,})"),
@@ -335,12 +339,15 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("stripe_secret_key", "api_key", &["sk_live_", "sk_test_"], &tok("sk_(?:live|test)_[A-Za-z0-9]{20,247}")),
         rule("stripe_restricted_key", "api_key", &["rk_live_", "rk_test_"], &tok("rk_(?:live|test)_[A-Za-z0-9]{20,247}")),
         rule("stripe_webhook_secret", "api_key", &["whsec_"], &tok("whsec_[A-Za-z0-9]{32,}")),
-        rule("square_access_token", "api_key", &["sq0atp-", "EAAA"], &tok("(?:sq0atp-[0-9A-Za-z_\\-]{22}|EAAA[A-Za-z0-9_\\-]{60})"))
+        rule("square_access_token", "api_key", &["sq0atp-", "EAAA"], &tok("(?:sq0atp-[0-9A-Za-z_\\-]{22}|EAAA[A-Za-z0-9_+=\\-]{60})"))
             .cs().gate(Gate::TokenStart),
-        rule("square_oauth_secret", "api_key", &["sq0csp-"], &tok("sq0csp-[0-9A-Za-z_\\-]{43}")),
+        rule("square_oauth_secret", "api_key", &["sq0csp-"], &tok("sq0csp-[0-9A-Za-z_\\-]{40,50}")),
         rule("twilio_api_key", "api_key", &["SK"], &tok("SK[0-9a-f]{32}")).cs(),
         rule("twilio_auth_token", "api_key", &["twilio"],
             r#"(?i)twilio[a-z_\-]{0,20}(?:auth|token|secret)[a-z_\-]{0,20}["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[0-9a-f]{32})(?:[^0-9a-f]|$)"#),
+        // an account SID is an identifier; named as Twilio's next to a key name it is a credential
+        rule("twilio_account_sid", "api_key", &["twilio", "account_sid", "accountsid", "account-sid"],
+            r"(?i)(?:twilio|account[_\-]?sid)[^\n]{0,80}?(?:^|[^A-Za-z0-9])(?-i:(?P<s>AC[0-9a-f]{32}))(?:[^A-Za-z0-9]|$)"),
         rule("paypal_braintree_access_token", "api_key", &["access_token$production$"], &tok("access_token\\$production\\$[0-9a-z]{16}\\$[0-9a-f]{32}")),
         // ---- email / messaging ----
         rule("sendgrid_api_key", "api_key", &["SG."], &tok("SG\\.[A-Za-z0-9_\\-]{22}\\.[A-Za-z0-9_\\-]{43}")).cs(),
@@ -355,6 +362,9 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("npmrc_auth", "password", &["_authtoken", "_auth", "_password"],
             r#"(?im)(?:^|:)\s{0,4}(?:_authToken|_auth|_password)\s{0,4}=\s{0,4}["']?(?P<s>[^\s"']{8,})"#)
             .check(Check::Entropy(3.0)).tier(Tier::Structural).gate(Gate::Assign),
+        // Maven settings-security.xml: the encrypted master password
+        rule("maven_master_password", "password", &["<master>"],
+            r"<master>\{(?P<s>[A-Za-z0-9+/=]{20,})\\?\}</master>").tier(Tier::Structural),
         rule("rubygems_api_key", "api_key", &["rubygems_"], &tok("rubygems_[0-9a-f]{48}")),
         rule("nuget_api_key", "api_key", &["oy2"], &tok("oy2[a-z0-9]{43}")).cs(),
         rule("docker_config_auth", "password", &["\"auth\""],
@@ -396,10 +406,14 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("heroku_api_key", "api_key", &["heroku"],
             r#"(?i)heroku[a-z_\-]{0,20}["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#),
         rule("planetscale_token", "api_key", &["pscale_"], &tok("pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\\-.=]{32,64}")),
+        rule("intra42_client_secret", "api_key", &["s-s4t2ud-", "s-s4t2af-"], &tok("s-s4t2(?:ud|af)-[0-9a-f]{64}")),
         rule("flyio_token", "api_key", &["fo1_"], &tok("fo1_[A-Za-z0-9_\\-]{43}")),
         // ---- structural credentials ----
         rule("jwt", "jwt", &["eyJ"], &tok("eyJ[A-Za-z0-9_\\-]{8,}\\.eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}"))
             .check(Check::Jwt).tier(Tier::Structural).cs(),
+        // JWE compact serialisation: header, encrypted key (empty for `dir`), IV, ciphertext, tag
+        rule("jwe", "jwt", &["eyJ"], &tok("eyJ[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]*\\.[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}\\.[A-Za-z0-9_\\-]{8,}"))
+            .check(Check::Jwe).tier(Tier::Structural).cs(),
         rule("basic_auth_header", "password", &["basic"],
             r"(?i)\bbasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})(?:[^A-Za-z0-9+/=]|$)")
             .check(Check::BasicAuth).tier(Tier::Structural).gate(Gate::SpaceOrQuote),

@@ -243,6 +243,51 @@ fn value_is_code(v: &[u8]) -> bool {
     v.iter()
         .any(|b| matches!(b, b'(' | b')' | b'[' | b']' | b'{' | b'}'))
         || find_sub(v, b"::").is_some()
+        // the rest of a path (`onepass::Builder` read as `pass` `:` `:Builder`)
+        || v.first() == Some(&b':')
+        || is_numeric_literal(v)
+}
+
+/// A value followed by `=` (not `==` or `=>`) is the type of a declaration, not its value
+/// (`PrivateKeyExportable: X509CertificateTemplatePrivateKeyFlag = 16i32;`).
+fn is_type_annotation(bytes: &[u8], end: usize) -> bool {
+    let rest = &bytes[end.min(bytes.len())..];
+    let at = rest
+        .iter()
+        .take(8)
+        .position(|b| !matches!(b, b' ' | b'\t'))
+        .unwrap_or(rest.len());
+    rest.get(at) == Some(&b'=') && !matches!(rest.get(at + 1), Some(b'=' | b'>'))
+}
+
+/// An integer literal with a type suffix or a radix prefix and at most 64 bits (`16384u32`,
+/// `0xC000006B_u32`, `0x1F`, `42UL`): the value of a constant whose name holds `PASSWORD` or `KEY` in an
+/// API binding, never a credential. Plain digit runs are left to the other checks.
+pub(super) fn is_numeric_literal(v: &[u8]) -> bool {
+    const SUFFIXES: &[&[u8]] = &[
+        b"u128", b"i128", b"usize", b"isize", b"u16", b"u32", b"u64", b"i16", b"i32", b"i64",
+        b"f32", b"f64", b"u8", b"i8", b"ull", b"ul", b"ll", b"u", b"l",
+    ];
+    let lower = v.to_ascii_lowercase();
+    let (digits, radix): (&[u8], fn(&u8) -> bool) = match lower.get(..2) {
+        Some(b"0x") => (&lower[2..], u8::is_ascii_hexdigit),
+        Some(b"0b") | Some(b"0o") => (&lower[2..], u8::is_ascii_digit),
+        _ => (&lower[..], u8::is_ascii_digit),
+    };
+    let prefixed = digits.len() < lower.len();
+    // the longest suffix first: `u32` before `u`
+    let (body, suffixed) = SUFFIXES
+        .iter()
+        .find(|s| digits.len() > s.len() && digits.ends_with(s))
+        .map_or((digits, false), |s| {
+            (&digits[..digits.len() - s.len()], true)
+        });
+    let body = body.strip_suffix(b"_").unwrap_or(body);
+    // a prefix alone marks a literal only up to 64 bits: `0x` + 64 hex digits is an Ethereum
+    // private key as `.env` files hold it
+    (suffixed || (prefixed && body.len() <= 16))
+        && body.first().is_some_and(radix)
+        && body.iter().all(|b| radix(b) || *b == b'_')
 }
 
 fn b64_decode(v: &[u8]) -> Option<Vec<u8>> {
@@ -315,7 +360,9 @@ pub(super) fn verify(
             }
         }
         Check::Entropy(min) => {
-            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()])) {
+            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()]))
+                || is_type_annotation(bytes, span.end)
+            {
                 return;
             }
             let letters = v.iter().any(u8::is_ascii_alphabetic);
@@ -328,6 +375,7 @@ pub(super) fn verify(
                 && !v.iter().any(|b| matches!(b, b'{' | b'}' | b'[' | b']' | b'\\'))
                 && !v.starts_with(b"arn:")
                 && find_sub(v, b"::").is_none()
+                && !is_numeric_literal(v)
                 // a digitless value with `/` or `.` is a namespace or a path, not a key
                 && (digits || !v.iter().any(|&b| b == b'/' || b == b'.'))
                 && !entropy::looks_like_identifier(v)
@@ -341,7 +389,9 @@ pub(super) fn verify(
             }
         }
         Check::Password => {
-            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()])) {
+            if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()]))
+                || is_type_annotation(bytes, span.end)
+            {
                 return;
             }
             let lower = v.to_ascii_lowercase();
@@ -382,6 +432,16 @@ pub(super) fn verify(
             let ok = header.is_some_and(|h| {
                 find_sub(&h, b"\"alg\"").is_some() || find_sub(&h, b"\"typ\"").is_some()
             }) && payload.is_some_and(|p| p.first() == Some(&b'{'));
+            if ok {
+                push(out, span);
+            }
+        }
+        Check::Jwe => {
+            let header = v.split(|&b| b == b'.').next().and_then(b64_decode);
+            let ok = header.is_some_and(|h| {
+                h.first() == Some(&b'{')
+                    && (find_sub(&h, b"\"alg\"").is_some() || find_sub(&h, b"\"enc\"").is_some())
+            });
             if ok {
                 push(out, span);
             }
