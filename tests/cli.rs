@@ -497,6 +497,8 @@ fn expected_keys(message: &str) -> Vec<String> {
         .map(|(_, t)| t)
         .unwrap_or_else(|| panic!("no list of expected keys in: {message}"));
     let tail = tail.trim_start().trim_start_matches("one of");
+    // The message ends with where the parser stopped: ` (column N)`.
+    let tail = tail.rsplit_once(" (column ").map_or(tail, |(t, _)| t);
     tail.split(',')
         .map(|k| k.trim().trim_matches('`').to_string())
         .filter(|k| !k.is_empty())

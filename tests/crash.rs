@@ -481,17 +481,26 @@ fn sigkilled_writes_leave_every_target_wholly_old_or_new_and_the_next_start_clea
     );
 }
 
+/// A workspace holding `t.txt` ("old\n") and a server on it with `fault` injected; none in a
+/// build without fault injection.
+fn faulty_server_over_old_file(fault: &str) -> Option<(common::Workspace, common::Server)> {
+    if !common::faults_compiled_in() {
+        return None;
+    }
+    let ws = common::Workspace::new();
+    std::fs::write(ws.path("t.txt"), "old\n").unwrap();
+    let s = common::Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", fault)]);
+    Some((ws, s))
+}
+
 /// The temp file's fsync runs while the journal row is synced; the rename, and so the
 /// acknowledgement, still waits for it: with the fsync held 500 ms (the `slow_fsync_temp`
 /// fault), no write is acknowledged sooner, and the target is the old one until then.
 #[test]
 fn the_rename_and_the_ack_wait_for_the_temp_files_fsync() {
-    if !common::faults_compiled_in() {
+    let Some((ws, mut s)) = faulty_server_over_old_file("slow_fsync_temp") else {
         return;
-    }
-    let ws = common::Workspace::new();
-    std::fs::write(ws.path("t.txt"), "old\n").unwrap();
-    let mut s = common::Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", "slow_fsync_temp")]);
+    };
     for (i, mode) in ["overwrite", "create"].iter().enumerate() {
         let path = if i == 0 { "t.txt" } else { "new.txt" };
         let watched = ws.path(path);
@@ -526,12 +535,9 @@ fn the_rename_and_the_ack_wait_for_the_temp_files_fsync() {
 /// keeps its content and no temp file is left.
 #[test]
 fn a_failed_temp_fsync_lands_nothing_and_leaves_no_row() {
-    if !common::faults_compiled_in() {
+    let Some((ws, mut s)) = faulty_server_over_old_file("eio_fsync_temp") else {
         return;
-    }
-    let ws = common::Workspace::new();
-    std::fs::write(ws.path("t.txt"), "old\n").unwrap();
-    let mut s = common::Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", "eio_fsync_temp")]);
+    };
     for (path, mode) in [("t.txt", "overwrite"), ("new.txt", "create")] {
         let e = s.err(
             "rw_safe_write",

@@ -588,17 +588,20 @@ mod tests {
         out
     }
 
-    #[test]
-    fn block_scan_agrees_with_the_bytewise_scan_on_random_input() {
-        // splitmix64, seeded: reproducible
-        let mut state = 0x5EED_u64;
-        let mut next = move || {
+    /// splitmix64 from `seed`: reproducible random input for the comparisons below.
+    fn splitmix64(mut state: u64) -> impl FnMut() -> u64 {
+        move || {
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
             let mut z = state;
             z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
             z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
             z ^ (z >> 31)
-        };
+        }
+    }
+
+    #[test]
+    fn block_scan_agrees_with_the_bytewise_scan_on_random_input() {
+        let mut next = splitmix64(0x5EED);
         // digits dominate so that numbers of 9-19 digits (and valid ones) occur often
         let alphabet = b"0123456789012345678901234567890123456789 -.()+/_aZGBDE\n";
         let (mut total, mut found) = (0, 0);
@@ -639,14 +642,7 @@ mod tests {
 
     #[test]
     fn lane_candidates_agree_with_may_start_byte_by_byte() {
-        let mut state = 0x1A4E_u64;
-        let mut next = move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
+        let mut next = splitmix64(0x1A4E);
         // every class boundary of the lane arithmetic, non-ASCII bytes and UTF-8 included
         let alphabet: Vec<u8> = b"/09:@AZ[`az{_+()-. \n\t\x7f\x80\xaf\xc3\xff"
             .iter()
