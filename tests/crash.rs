@@ -558,3 +558,22 @@ fn a_failed_temp_fsync_lands_nothing_and_leaves_no_row() {
     assert_eq!(common::temp_files(&ws.root), Vec::<PathBuf>::new());
     assert!(common::journal_rows(&ws.root).is_empty());
 }
+
+/// Where no thread can be started for the temp file's fsync (the `no_fsync_thread` fault),
+/// the fsync runs on the caller's thread and the write lands, journaled, as any other.
+#[test]
+fn without_a_thread_for_the_fsync_the_write_still_lands() {
+    let Some((ws, mut s)) = faulty_server_over_old_file("no_fsync_thread") else {
+        return;
+    };
+    for (path, mode) in [("t.txt", "overwrite"), ("new.txt", "create")] {
+        let r = s.ok(
+            "rw_safe_write",
+            json!({"path": path, "content": "new\n", "mode": mode}),
+        );
+        assert_eq!(r["sha256"], common::sha256(b"new\n"));
+        assert_eq!(std::fs::read(ws.path(path)).unwrap(), b"new\n");
+    }
+    assert_eq!(common::journal_rows(&ws.root).len(), 2);
+    assert_eq!(common::temp_files(&ws.root), Vec::<PathBuf>::new());
+}

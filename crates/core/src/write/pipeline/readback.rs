@@ -147,29 +147,59 @@ fn compare<'a>(target: &Target, staged: Staged<'a>, actual: String) -> Result<St
 /// A temp file's fsync running on its own thread ([`Written::verify_while_syncing`]).
 pub(super) struct PendingSync {
     done: Option<std::sync::mpsc::Receiver<bool>>,
-    thread: std::thread::JoinHandle<io::Result<()>>,
+    run: SyncRun,
+}
+
+enum SyncRun {
+    Thread(std::thread::JoinHandle<io::Result<()>>),
+    /// No thread could be started: the fsync ran on the caller's.
+    Done(io::Result<()>),
+}
+
+/// The temp file's fsync (faults: `slow_fsync_temp` holds it 500 ms, `eio_fsync_temp` fails it).
+fn sync_temp(file: &File) -> io::Result<()> {
+    if fault("slow_fsync_temp") {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    if fault("eio_fsync_temp") {
+        return Err(io::Error::from_raw_os_error(
+            rustix::io::Errno::IO.raw_os_error(),
+        ));
+    }
+    file.sync_all()
 }
 
 impl PendingSync {
     fn start(file: File) -> PendingSync {
+        let file = std::sync::Arc::new(file);
         let (tx, rx) = std::sync::mpsc::sync_channel(1);
-        let thread = std::thread::spawn(move || {
-            if fault("slow_fsync_temp") {
-                std::thread::sleep(std::time::Duration::from_millis(500));
+        let job = {
+            let (file, tx) = (std::sync::Arc::clone(&file), tx.clone());
+            move || {
+                let synced = sync_temp(&file);
+                let _ = tx.send(synced.is_ok());
+                synced
             }
-            let synced = if fault("eio_fsync_temp") {
-                Err(io::Error::from_raw_os_error(
-                    rustix::io::Errno::IO.raw_os_error(),
-                ))
-            } else {
-                file.sync_all()
-            };
-            let _ = tx.send(synced.is_ok());
-            synced
-        });
+        };
+        let spawned = if fault("no_fsync_thread") {
+            Err(io::Error::from_raw_os_error(
+                rustix::io::Errno::AGAIN.raw_os_error(),
+            ))
+        } else {
+            std::thread::Builder::new().spawn(job)
+        };
+        let run = match spawned {
+            Ok(thread) => SyncRun::Thread(thread),
+            Err(_) => {
+                // No thread to be had (a process at its limit): the same fsync, here.
+                let synced = sync_temp(&file);
+                let _ = tx.send(synced.is_ok());
+                SyncRun::Done(synced)
+            }
+        };
         PendingSync {
             done: Some(rx),
-            thread,
+            run,
         }
     }
 
@@ -185,8 +215,11 @@ impl PendingSync {
 
     /// Waits for the fsync and says how it ended.
     pub(super) fn finish(self) -> io::Result<()> {
-        self.thread
-            .join()
-            .unwrap_or_else(|_| Err(io::Error::other("fsync thread panicked")))
+        match self.run {
+            SyncRun::Thread(thread) => thread
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("fsync thread panicked"))),
+            SyncRun::Done(synced) => synced,
+        }
     }
 }
