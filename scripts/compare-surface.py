@@ -16,9 +16,11 @@ A refactor that promises clients no change runs this against the binary of the c
 it (build it in a worktree with its own target directory).
 """
 
+import atexit
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -150,6 +152,7 @@ def normalise(value, root):
 
 def session(binary):
     root = os.path.realpath(tempfile.mkdtemp(prefix="rw-surface-"))
+    atexit.register(shutil.rmtree, root, ignore_errors=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("RW_")}
     p = subprocess.Popen([binary, "-w", root, "--state-dir", root], cwd=root, env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,

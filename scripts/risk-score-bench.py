@@ -20,8 +20,10 @@ scan benchmark uses (mixed source with a few secret-shaped strings, none real).
 """
 
 import argparse
+import atexit
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -130,9 +132,11 @@ def main():
     content = sample()
     py = original_python()
     unpacked = tempfile.mkdtemp(prefix="rw-original-")
+    atexit.register(shutil.rmtree, unpacked, ignore_errors=True)
     with zipfile.ZipFile(wheel()) as z:
         z.extractall(unpacked)
     work = tempfile.mkdtemp(prefix="rw-riskbench-")
+    atexit.register(shutil.rmtree, work, ignore_errors=True)
     env = dict(os.environ, PYTHONPATH=unpacked, RW_WORKSPACE=work)
     ours_argv = [args.bin]
     theirs_argv = [str(py), "-c", "from resilient_write.server import main; main()"]

@@ -15,8 +15,10 @@ from there: it declares Python >= 3.12, so pip will not install it on older inte
 the modules used here run on 3.11.
 """
 
+import atexit
 import json
 import os
+import shutil
 import sys
 import tempfile
 import zipfile
@@ -25,6 +27,7 @@ from pathlib import Path
 
 def load(wheel: str):
     target = tempfile.mkdtemp(prefix="rw-original-")
+    atexit.register(shutil.rmtree, target, ignore_errors=True)
     with zipfile.ZipFile(wheel) as z:
         z.extractall(target)
     sys.path.insert(0, target)
