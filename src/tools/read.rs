@@ -68,18 +68,8 @@ pub struct StatArgs {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct StatResult {
     pub ok: bool,
-    pub path: String,
-    pub abs_path: String,
-    /// SHA-256 of the content: pass it as expected_prev_sha256.
-    pub sha256: String,
-    pub bytes: u64,
-    pub lines: u64,
-    /// Last modification (RFC 3339, UTC).
-    pub mtime: String,
-    /// Journaled versions of the file (0: history holds none).
-    pub history_versions: u64,
-    /// Earlier versions that restore can still put back.
-    pub history_restorable: u64,
+    #[serde(flatten)]
+    pub stat: read::FileStat,
 }
 
 pub const READ: ToolSpec = ToolSpec {
@@ -150,15 +140,5 @@ fn run_read(svc: &Store, raw: Value) -> Result<Value> {
 fn run_stat(svc: &Store, raw: Value) -> Result<Value> {
     let args: StatArgs = parse_args(raw)?;
     let st = read::stat(svc, &args.path)?;
-    to_value(&StatResult {
-        ok: true,
-        path: st.path,
-        abs_path: st.abs_path,
-        sha256: st.sha256,
-        bytes: st.bytes,
-        lines: st.lines,
-        mtime: st.mtime,
-        history_versions: st.history_versions,
-        history_restorable: st.history_restorable,
-    })
+    to_value(&StatResult { ok: true, stat: st })
 }

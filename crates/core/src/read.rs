@@ -44,19 +44,23 @@ pub struct FileRead {
     pub slice: Option<(u64, u64)>,
 }
 
-/// What [`stat`] found.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What [`stat`] found (also the `stat` tool's result, beside `ok`).
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
 pub struct FileStat {
     pub path: String,
     pub abs_path: String,
+    /// SHA-256 of the content: pass it as expected_prev_sha256.
     pub sha256: String,
     pub bytes: u64,
     pub lines: u64,
-    /// Last modification, RFC 3339 UTC.
+    /// Last modification (RFC 3339, UTC).
     pub mtime: String,
-    /// Journaled versions of the file (the current one included when the journal wrote it).
+    /// Journaled versions of the file, the current one included when the journal wrote it
+    /// (0: history holds none).
     pub history_versions: u64,
-    /// Of those, the versions other than the current content that can still be restored.
+    /// Earlier versions that restore can still put back.
     pub history_restorable: u64,
 }
 
