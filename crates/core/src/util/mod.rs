@@ -2,3 +2,4 @@
 
 pub mod statefile;
 pub mod sys;
+pub mod workers;

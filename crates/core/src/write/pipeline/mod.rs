@@ -15,7 +15,7 @@
 //!    existing file's permission bits and owner, written, `fsync`ed. (A streamed body starts
 //!    the writeback of what it has written every 16 MiB, so the fsync is left the last step;
 //!    the fsync is still what makes the file durable.) A body held in memory has its fsync
-//!    run on its own thread while steps 4 and 5 go on: the rename (step 6) waits for it, and
+//!    run on a worker thread (`util::workers`) while steps 4 and 5 go on: the rename (step 6) waits for it, and
 //!    a failed fsync takes the row back and renames nothing. So a write costs the slower of
 //!    the temp file's fsync and the journal's `fdatasync`, not their sum.
 //! 4. Read-back: the temp file is re-read and hashed; a mismatch with the hash of what was

@@ -88,9 +88,9 @@ impl<'a> Written<'a> {
         read_back_digest(self.target, &self.staged.guard.name)
     }
 
-    /// Steps 3 and 4 with the fsync left running: it starts on its own thread, the read-back
-    /// and comparison run here meanwhile, and the caller goes on (the pre-image's directory
-    /// sync, the journal row and its `fdatasync`) while the disk works. The rename must wait
+    /// Steps 3 and 4 with the fsync left running: it starts on a worker thread
+    /// (`util::workers`), the read-back and comparison run here meanwhile, and the caller
+    /// goes on (the pre-image's directory sync, the journal row and its `fdatasync`) while the disk works. The rename must wait
     /// for [`PendingSync::waiter`]; nothing else in the protocol depends on the temp file
     /// being durable (a row durable before its file is one more case of the orphan row a
     /// crash before the rename already leaves; see the module doc).
@@ -144,16 +144,42 @@ fn compare<'a>(target: &Target, staged: Staged<'a>, actual: String) -> Result<St
     Ok(staged)
 }
 
-/// A temp file's fsync running on its own thread ([`Written::verify_while_syncing`]).
+/// A temp file's fsync running on a worker thread ([`Written::verify_while_syncing`],
+/// [`crate::util::workers`]).
 pub(super) struct PendingSync {
-    done: Option<std::sync::mpsc::Receiver<bool>>,
-    run: SyncRun,
+    outcome: std::sync::Arc<SyncOutcome>,
 }
 
-enum SyncRun {
-    Thread(std::thread::JoinHandle<io::Result<()>>),
-    /// No thread could be started: the fsync ran on the caller's.
-    Done(io::Result<()>),
+/// How the fsync ended, once it has: filled by the worker, read by the rename and by
+/// [`PendingSync::finish`].
+#[derive(Default)]
+struct SyncOutcome {
+    result: std::sync::Mutex<Option<io::Result<()>>>,
+    ended: std::sync::Condvar,
+}
+
+impl SyncOutcome {
+    fn set(&self, synced: io::Result<()>) {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(synced);
+        self.ended.notify_all();
+    }
+
+    /// Waits for the fsync's end; `take` moves its result out (the last reader does).
+    fn wait(&self, take: bool) -> io::Result<()> {
+        let mut result = self.result.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match result.as_ref() {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(_)) if take => {
+                    return result
+                        .take()
+                        .unwrap_or_else(|| Err(io::Error::other("the temp file's fsync failed")));
+                }
+                Some(Err(_)) => return Err(io::Error::other("the temp file's fsync failed")),
+                None => result = self.ended.wait(result).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+    }
 }
 
 /// The temp file's fsync (faults: `slow_fsync_temp` holds it 500 ms, `eio_fsync_temp` fails it).
@@ -171,55 +197,38 @@ fn sync_temp(file: &File) -> io::Result<()> {
 
 impl PendingSync {
     fn start(file: File) -> PendingSync {
-        let file = std::sync::Arc::new(file);
-        let (tx, rx) = std::sync::mpsc::sync_channel(1);
+        let outcome = std::sync::Arc::new(SyncOutcome::default());
         let job = {
-            let (file, tx) = (std::sync::Arc::clone(&file), tx.clone());
+            let outcome = std::sync::Arc::clone(&outcome);
             move || {
-                let synced = sync_temp(&file);
-                let _ = tx.send(synced.is_ok());
-                synced
+                // A panic still ends the wait of the rename and of `finish`.
+                let synced = std::panic::catch_unwind(|| sync_temp(&file))
+                    .unwrap_or_else(|_| Err(io::Error::other("the fsync thread panicked")));
+                outcome.set(synced);
             }
         };
-        let spawned = if fault("no_fsync_thread") {
-            Err(io::Error::from_raw_os_error(
-                rustix::io::Errno::AGAIN.raw_os_error(),
-            ))
+        let job: crate::util::workers::Job = Box::new(job);
+        let handed = if fault("no_fsync_thread") {
+            Err(job)
         } else {
-            std::thread::Builder::new().spawn(job)
+            crate::util::workers::run(job)
         };
-        let run = match spawned {
-            Ok(thread) => SyncRun::Thread(thread),
-            Err(_) => {
-                // No thread to be had (a process at its limit): the same fsync, here.
-                let synced = sync_temp(&file);
-                let _ = tx.send(synced.is_ok());
-                SyncRun::Done(synced)
-            }
-        };
-        PendingSync {
-            done: Some(rx),
-            run,
+        // No thread to be had (a process at its limit): the same fsync, here.
+        if let Err(job) = handed {
+            job();
         }
+        PendingSync { outcome }
     }
 
     /// What the rename runs first: waits for the fsync; an error (the fsync failed) keeps
     /// the rename from happening. The error itself comes from [`PendingSync::finish`].
     pub(super) fn waiter(&mut self) -> impl FnOnce() -> io::Result<()> + Send + 'static {
-        let done = self.done.take();
-        move || match done.map(|rx| rx.recv()) {
-            Some(Ok(true)) => Ok(()),
-            _ => Err(io::Error::other("the temp file's fsync failed")),
-        }
+        let outcome = std::sync::Arc::clone(&self.outcome);
+        move || outcome.wait(false)
     }
 
     /// Waits for the fsync and says how it ended.
     pub(super) fn finish(self) -> io::Result<()> {
-        match self.run {
-            SyncRun::Thread(thread) => thread
-                .join()
-                .unwrap_or_else(|_| Err(io::Error::other("fsync thread panicked"))),
-            SyncRun::Done(synced) => synced,
-        }
+        self.outcome.wait(true)
     }
 }
