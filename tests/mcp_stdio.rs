@@ -787,3 +787,60 @@ fn run_bare_in_a_terminal_it_says_what_it_is_in_one_line_and_exits_on_eof() {
     }
     assert!(!text.contains("ERROR"), "{text}");
 }
+
+/// Whether the file description behind `fd` is non-blocking.
+fn nonblocking(fd: &impl std::os::fd::AsFd) -> bool {
+    rustix::fs::fcntl_getfl(fd)
+        .expect("fcntl")
+        .contains(rustix::fs::OFlags::NONBLOCK)
+}
+
+/// Pipes on stdin and stdout are served through the runtime's reactor (non-blocking, no
+/// thread hand-off per message) while the server runs, and handed back blocking when it
+/// exits, since a pipe's description outlives the process. stderr sharing stdout's pipe
+/// (`2>&1`) keeps stdout blocking, for the log's sake.
+#[test]
+fn stdio_pipes_are_served_nonblocking_and_handed_back_blocking() {
+    use std::io::{BufRead, Write};
+    let ws = Workspace::new();
+    for stderr_on_stdout in [false, true] {
+        let (in_r, mut in_w) = std::io::pipe().expect("pipe");
+        let (out_r, out_w) = std::io::pipe().expect("pipe");
+        // Our own descriptors of the server's ends: the same descriptions, to look at.
+        let (in_seen, out_seen) = (in_r.try_clone().unwrap(), out_w.try_clone().unwrap());
+        let stderr = if stderr_on_stdout {
+            std::process::Stdio::from(out_w.try_clone().unwrap())
+        } else {
+            std::process::Stdio::null()
+        };
+        let mut child = std::process::Command::new(common::bin())
+            .args(["serve", "--workspace", "."])
+            .current_dir(&ws.root)
+            .env_remove("RW_WORKSPACE")
+            .env_remove("RW_STATE_DIR")
+            .stdin(in_r)
+            .stdout(out_w)
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn");
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "pipes", "version": "0"}}});
+        writeln!(in_w, "{init}").unwrap();
+        let mut reply = String::new();
+        std::io::BufReader::new(out_r)
+            .read_line(&mut reply)
+            .unwrap();
+        assert!(reply.contains("\"serverInfo\""), "{reply}");
+        assert!(nonblocking(&in_seen), "stdin pipe read through the reactor");
+        assert_eq!(
+            nonblocking(&out_seen),
+            !stderr_on_stdout,
+            "stdout pipe written through the reactor unless stderr shares it"
+        );
+        drop(in_w);
+        assert!(child.wait().unwrap().success());
+        assert!(!nonblocking(&in_seen), "stdin handed back blocking");
+        assert!(!nonblocking(&out_seen), "stdout handed back blocking");
+    }
+}

@@ -176,11 +176,21 @@ pub fn run(mut config: Config, args: ServeArgs) -> ExitCode {
         }
     };
     let grace = std::time::Duration::from_secs(args.shutdown_grace_secs);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // stdio has one client on one pipe: one runtime thread reads, dispatches and answers,
+    // and the tools run on the blocking pool, so no message is passed between two runtime
+    // workers (each pass a wake-up of the other's `epoll_wait`). HTTP keeps two workers for
+    // its many connections.
+    let built = if args.transport == Transport::Stdio {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+    } else {
+        tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .enable_all()
+            .build()
+    };
+    let runtime = match built {
         Ok(r) => r,
         Err(e) => {
             eprintln!("resilient-write: cannot start the async runtime: {e}");
@@ -264,9 +274,11 @@ async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, b
     };
     let drain = Drain::new();
     let server = Tracked::new(McpServer::new(service), drain.clone());
+    let stdio = crate::transport::stdio::stdio();
+    let _blocking_again = stdio.restore;
     let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(
-        crate::transport::stdio::sanitized(tokio::io::stdin(), max_line),
-        tokio::io::stdout(),
+        crate::transport::stdio::sanitized(stdio.input, max_line),
+        stdio.output,
     )
     .with_max_line_length(usize::MAX);
     let signal = crate::transport::shutdown::signal();

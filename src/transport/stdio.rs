@@ -2,7 +2,90 @@
 //! through the wire's front door ([`crate::wire`]) before rmcp parses it.
 
 use crate::wire::{KEEP, oversize_stand_in, sanitize_line};
-use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWriteExt, BufReader};
+use rustix::fd::{AsFd, BorrowedFd};
+use std::fs::File;
+use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+
+/// The process's standard input and output as the transport reads and writes them.
+///
+/// A pipe (what an MCP client spawns its server with) is read and written through the
+/// runtime's reactor, non-blocking: a message costs no hand-off to a blocking thread and
+/// back, which tokio's `stdin()`/`stdout()` pay on every read and write (two thread
+/// wake-ups a message each way, about a tenth of a small write's time). Anything else (a
+/// file, a terminal, `/dev/null`) goes through tokio's blocking readers. Dropping this puts
+/// the pipes back in blocking mode (the descriptions may outlive the process).
+pub struct Stdio {
+    pub input: Box<dyn AsyncRead + Unpin + Send>,
+    pub output: Box<dyn AsyncWrite + Unpin + Send>,
+    pub restore: NonBlocking,
+}
+
+/// Standard streams this process made non-blocking, made blocking again when dropped.
+#[derive(Default)]
+pub struct NonBlocking {
+    stdin: bool,
+    stdout: bool,
+}
+
+impl Drop for NonBlocking {
+    fn drop(&mut self) {
+        let blocking = |fd: BorrowedFd<'_>| {
+            if let Ok(flags) = rustix::fs::fcntl_getfl(fd) {
+                let _ = rustix::fs::fcntl_setfl(fd, flags - rustix::fs::OFlags::NONBLOCK);
+            }
+        };
+        if self.stdin {
+            blocking(std::io::stdin().as_fd());
+        }
+        if self.stdout {
+            blocking(std::io::stdout().as_fd());
+        }
+    }
+}
+
+/// A duplicate of `fd` when it is a pipe (shared with no other standard stream in `apart`).
+fn pipe(fd: BorrowedFd<'_>, apart: &[BorrowedFd<'_>]) -> Option<File> {
+    let st = rustix::fs::fstat(fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(st.st_mode) != rustix::fs::FileType::Fifo {
+        return None;
+    }
+    // stderr sharing stdout's pipe (`2>&1`) must keep blocking writes for the log.
+    let shared = apart.iter().any(|other| {
+        rustix::fs::fstat(other).is_ok_and(|o| (o.st_dev, o.st_ino) == (st.st_dev, st.st_ino))
+    });
+    if shared {
+        return None;
+    }
+    fd.try_clone_to_owned().ok().map(File::from)
+}
+
+/// The standard streams for the stdio transport (inside a runtime with I/O enabled).
+pub fn stdio() -> Stdio {
+    let streams = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let (stdin, stdout, stderr) = (streams.0.as_fd(), streams.1.as_fd(), streams.2.as_fd());
+    let mut restore = NonBlocking::default();
+    let input: Box<dyn AsyncRead + Unpin + Send> =
+        match pipe(stdin, &[stdout, stderr]).map(tokio::net::unix::pipe::Receiver::from_file) {
+            Some(Ok(pipe)) => {
+                restore.stdin = true;
+                Box::new(pipe)
+            }
+            _ => Box::new(tokio::io::stdin()),
+        };
+    let output: Box<dyn AsyncWrite + Unpin + Send> =
+        match pipe(stdout, &[stdin, stderr]).map(tokio::net::unix::pipe::Sender::from_file) {
+            Some(Ok(pipe)) => {
+                restore.stdout = true;
+                Box::new(pipe)
+            }
+            _ => Box::new(tokio::io::stdout()),
+        };
+    Stdio {
+        input,
+        output,
+        restore,
+    }
+}
 
 /// A reader that yields `input` with every line sanitised, and every line longer than
 /// `max_line` bytes replaced by a small stand-in request (never buffered whole).
