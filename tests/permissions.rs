@@ -286,6 +286,39 @@ fn readback_mismatch_is_write_corruption_target_untouched_no_temp() {
     assert!(journal_rows(&ws.root).is_empty());
 }
 
+/// The read-back compares the file's bytes with the body it was given: a temp file whose
+/// first byte changed on the way (the `corrupt_temp` fault flips it on disk) fails with
+/// `write_corruption` naming the digest of what the file really held.
+#[test]
+fn a_temp_file_holding_other_bytes_is_write_corruption_with_its_digest() {
+    if !faults_compiled_in() {
+        return;
+    }
+    let ws = Workspace::new();
+    std::fs::write(ws.path("t.txt"), "old\n").unwrap();
+    let mut s = Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", "corrupt_temp")]);
+    for (path, mode) in [("t.txt", "overwrite"), ("fresh.txt", "create")] {
+        let env = s.err(
+            "rw_safe_write",
+            json!({"path": path, "content": "new content\n", "mode": mode}),
+        );
+        assert_eq!(env["error"], json!("write_corruption"), "{env}");
+        assert_eq!(
+            env["context"]["expected_sha256"],
+            json!(common::sha256(b"new content\n"))
+        );
+        assert_eq!(
+            env["context"]["actual_sha256"],
+            json!(common::sha256(b"New content\n")),
+            "{env}"
+        );
+    }
+    assert_eq!(std::fs::read_to_string(ws.path("t.txt")).unwrap(), "old\n");
+    assert!(!ws.path("fresh.txt").exists());
+    assert_eq!(temp_files(&ws.root), Vec::<PathBuf>::new());
+    assert!(journal_rows(&ws.root).is_empty());
+}
+
 #[test]
 fn enospc_on_the_temp_file_is_quota_exceeded_target_untouched_no_temp() {
     if !faults_compiled_in() {

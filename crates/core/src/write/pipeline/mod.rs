@@ -18,8 +18,9 @@
 //!    run on a worker thread (`util::workers`) while steps 4 and 5 go on: the rename (step 6) waits for it, and
 //!    a failed fsync takes the row back and renames nothing. So a write costs the slower of
 //!    the temp file's fsync and the journal's `fdatasync`, not their sum.
-//! 4. Read-back: the temp file is re-read and hashed; a mismatch with the hash of what was
-//!    written deletes it and fails with `write_corruption`. The target is untouched. (The
+//! 4. Read-back: the temp file is re-read and compared with what was written (byte by byte
+//!    with a body held in memory, by SHA-256 with a streamed one); a mismatch deletes it and
+//!    fails with `write_corruption`. The target is untouched. (The
 //!    read-back reads the page cache before or after the fsync alike; it runs while the fsync
 //!    does, and both finish before step 6.)
 //!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced

@@ -1,7 +1,8 @@
 //! Step 4 of the protocol (the module doc of [`super`] has all seven): the temp file read back
-//! through a fresh descriptor and hashed, and the digest compared with that of what was
-//! written. A mismatch removes the temp file and fails with `write_corruption`; the target is
-//! untouched.
+//! through a fresh descriptor and compared with what was written: byte for byte with a body
+//! held in memory (one SHA-256 of the body, not two), by digest with a streamed one. A
+//! mismatch removes the temp file and fails with `write_corruption` (naming the digest of
+//! what the file held); the target is untouched.
 
 use super::fault;
 use super::temp::{Published, Staged, Written, open_read_back};
@@ -85,7 +86,14 @@ impl<'a> Written<'a> {
 
     /// SHA-256 of the temp file as read back through a fresh descriptor.
     pub(super) fn read_back(&self) -> Result<String> {
-        read_back_digest(self.target, &self.staged.guard.name)
+        read_back_digest(self.target, &self.staged.guard.name, self.held())
+    }
+
+    /// The body held in memory, with the digest it was written under.
+    fn held(&self) -> Option<(&[u8], &str)> {
+        self.body
+            .as_deref()
+            .map(|b| (b, self.staged.sha256.as_str()))
     }
 
     /// Steps 3 and 4 with the fsync left running: it starts on a worker thread
@@ -100,9 +108,11 @@ impl<'a> Written<'a> {
             target,
             file,
             staged,
+            body,
         } = self;
         let pending = PendingSync::start(file);
-        let checked = read_back_digest(target, &staged.guard.name)
+        let held = body.as_deref().map(|b| (b, staged.sha256.as_str()));
+        let checked = read_back_digest(target, &staged.guard.name, held)
             .and_then(|actual| compare(target, staged, actual));
         match checked {
             Ok(staged) => Ok((staged, pending)),
@@ -120,17 +130,49 @@ impl<'a> Written<'a> {
     }
 }
 
-/// SHA-256 of the temp file `tmp` as read back through a fresh descriptor.
-fn read_back_digest(target: &Target, tmp: &[u8]) -> Result<String> {
+/// SHA-256 of the temp file `tmp` as read back through a fresh descriptor. With the body
+/// `held` in memory (and the digest it was written under), the file's bytes are compared
+/// with it instead: identical bytes have that digest, so it is hashed only when they differ
+/// (for the `write_corruption` envelope). One hash of the body instead of two.
+fn read_back_digest(target: &Target, tmp: &[u8], held: Option<(&[u8], &str)>) -> Result<String> {
     let shown = target.display.as_str();
     let file = open_read_back(target, tmp)?;
-    let (digest, _) = crate::hash::sha256_reader(file)
-        .map_err(|e| Failure::io("read back temp file", shown, e))?;
+    let read = match held {
+        Some((body, digest)) => match holds_exactly(&file, body) {
+            Ok(true) => Ok(digest.to_owned()),
+            Ok(false) => crate::hash::sha256_reader(&file).map(|(d, _)| d),
+            Err(e) => Err(e),
+        },
+        None => crate::hash::sha256_reader(&file).map(|(d, _)| d),
+    };
+    let digest = read.map_err(|e| Failure::io("read back temp file", shown, e))?;
     Ok(if fault("readback_mismatch") {
         sha256_hex(b"injected corruption")
     } else {
         digest
     })
+}
+
+/// Whether `file` holds exactly `body`: read through from its start (positioned reads, so
+/// the descriptor's offset stays at 0 for a hash after a mismatch) and compared chunk by
+/// chunk, a byte too many or too few counting as a difference.
+fn holds_exactly(file: &File, body: &[u8]) -> io::Result<bool> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = vec![0u8; body.len().clamp(1, 256 * 1024) + 1];
+    let mut pos = 0usize;
+    loop {
+        let n = match file.read_at(&mut buf, pos as u64) {
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            other => other?,
+        };
+        if n == 0 {
+            return Ok(pos == body.len());
+        }
+        match body.get(pos..pos + n) {
+            Some(expected) if expected == &buf[..n] => pos += n,
+            _ => return Ok(false),
+        }
+    }
 }
 
 /// `staged` if the read-back digest is the one of what was written, else `write_corruption`.
@@ -231,5 +273,40 @@ impl PendingSync {
     /// Waits for the fsync and says how it ended.
     pub(super) fn finish(self) -> io::Result<()> {
         self.outcome.wait(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::holds_exactly;
+    use std::io::Write;
+
+    fn file_with(bytes: &[u8]) -> std::fs::File {
+        let mut f = tempfile::tempfile().unwrap();
+        f.write_all(bytes).unwrap();
+        f
+    }
+
+    #[test]
+    fn the_read_back_holds_exactly_the_body_or_differs() {
+        // Sizes around the chunk (256 KiB) so a difference in a later chunk is read too.
+        for len in [0usize, 1, 1000, 256 * 1024, 256 * 1024 + 1, 700_000] {
+            let body: Vec<u8> = (0..len).map(|i| (i * 7 % 251) as u8).collect();
+            assert!(holds_exactly(&file_with(&body), &body).unwrap(), "{len}");
+            let mut longer = body.clone();
+            longer.push(b'x');
+            assert!(
+                !holds_exactly(&file_with(&longer), &body).unwrap(),
+                "{len}+1"
+            );
+            if len > 0 {
+                assert!(!holds_exactly(&file_with(&body[..len - 1]), &body).unwrap());
+                for at in [0, len / 2, len - 1] {
+                    let mut changed = body.clone();
+                    changed[at] ^= 1;
+                    assert!(!holds_exactly(&file_with(&changed), &body).unwrap(), "{at}");
+                }
+            }
+        }
     }
 }

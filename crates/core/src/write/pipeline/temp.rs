@@ -76,6 +76,9 @@ pub(super) struct Written<'a> {
     pub(super) target: &'a Target,
     pub(super) file: File,
     pub(super) staged: Staged<'a>,
+    /// The body, when it was held in memory: the read-back compares the file's bytes with
+    /// it instead of hashing them a second time.
+    pub(super) body: Option<Vec<u8>>,
 }
 
 /// Steps 3 and 4: an exclusive temp file with the existing file's permissions and owner,
@@ -316,25 +319,31 @@ fn create_temp<'a>(
 }
 
 /// Writes `body` into `sink` (buffered), returning the SHA-256 of what was written (the
-/// producer's own, for a hashed stream) and its size.
-fn write_body(sink: &mut dyn Write, body: Body) -> io::Result<(String, u64)> {
+/// producer's own, for a hashed stream), its size, and the body itself when it was held in
+/// memory (the read-back compares the file with it).
+fn write_body(sink: &mut dyn Write, body: Body) -> io::Result<(String, u64, Option<Vec<u8>>)> {
+    if let Body::Bytes(b) = body {
+        // One write(2) of the whole body (a buffer would only copy it), hashed beside it.
+        let digest = sha256_hex(&b);
+        sink.write_all(&b)?;
+        let n = b.len() as u64;
+        return Ok((digest, n, Some(b)));
+    }
     let buffered = BufWriter::with_capacity(256 * 1024, sink);
     if let Body::HashedStream(produce) = body {
         let mut w = CountingWriter::new(buffered);
         let digest = produce(&mut w)?;
         let (n, mut inner) = w.finish();
         inner.flush()?;
-        return Ok((digest, n));
+        return Ok((digest, n, None));
     }
     let mut w = HashingWriter::new(buffered);
-    match body {
-        Body::Bytes(b) => w.write_all(&b)?,
-        Body::Stream(produce) => produce(&mut w)?,
-        Body::HashedStream(_) => {}
+    if let Body::Stream(produce) = body {
+        produce(&mut w)?;
     }
     let (digest, n, mut inner) = w.finish();
     inner.flush()?;
-    Ok((digest, n))
+    Ok((digest, n, None))
 }
 
 impl<'a> Created<'a> {
@@ -358,8 +367,11 @@ impl<'a> Created<'a> {
             ),
             None => write_body(&mut file, body),
         };
-        let (expected, bytes) = written.map_err(|e| Failure::io("write temp file", shown, e))?;
-        Written::new(target, file, guard, warnings, expected, bytes)
+        let (expected, bytes, body) =
+            written.map_err(|e| Failure::io("write temp file", shown, e))?;
+        let mut written = Written::new(target, file, guard, warnings, expected, bytes)?;
+        written.body = body;
+        Ok(written)
     }
 }
 
@@ -380,9 +392,18 @@ impl<'a> Written<'a> {
                 errno_io(rustix::io::Errno::NOSPC),
             ));
         }
+        if fault("corrupt_temp") {
+            // The disk gives back other bytes than were written: the first one flipped.
+            use std::os::unix::fs::FileExt;
+            let mut first = [0u8; 1];
+            if file.read_at(&mut first, 0).unwrap_or(0) == 1 {
+                let _ = file.write_at(&[first[0] ^ 0x20], 0);
+            }
+        }
         Ok(Written {
             target,
             file,
+            body: None,
             staged: Staged {
                 guard,
                 sha256: expected,
