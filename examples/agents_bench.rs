@@ -9,10 +9,13 @@
 //! Each agent (and each floor loop) writes new files in a directory of its own, one call at a
 //! time, for the case's duration. The floor is measured before and after the two server runs
 //! of each agent count and averaged, so a drift of the disk during the run hits both sides.
-//! HTTP requests use one connection each (`Connection: close`), as the tests' client does.
+//! HTTP is measured twice: each request on a connection of its own (`Connection: close`, as
+//! the tests' client does), and each session on one connection kept alive across its calls
+//! (as the MCP SDKs' HTTP clients do).
 //!
 //! Run: `cargo build --release && cargo run --release --example agents_bench [SECONDS]`
-//! (SECONDS per case, default 3; the directory is `$RW_BENCH_DIR`, default a temp dir).
+//! (SECONDS per case, default 3; the directory is `$RW_BENCH_DIR`, default a temp dir;
+//! `RW_BENCH_AGENTS=16` runs only the agent counts listed).
 
 use resilient_write::client::{Launch, McpClient};
 use serde_json::json;
@@ -163,19 +166,9 @@ impl Http {
     }
 
     fn post(&self, session: Option<&str>, body: &str) -> String {
-        let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.addr,
-            body.len()
-        );
-        if let Some(id) = session {
-            head.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
-        }
-        head.push_str("\r\n");
         let mut s = TcpStream::connect(self.addr).expect("connect");
-        s.write_all(head.as_bytes()).expect("send head");
-        s.write_all(body.as_bytes()).expect("send body");
+        s.write_all(request(self.addr, session, body, false).as_bytes())
+            .expect("send");
         let mut raw = String::new();
         s.read_to_string(&mut raw).expect("read reply");
         raw
@@ -200,20 +193,115 @@ impl Http {
     }
 }
 
+/// One POST to `/mcp`: the head and `body`; `keep` leaves the connection open for the next.
+fn request(addr: SocketAddr, session: Option<&str>, body: &str, keep: bool) -> String {
+    let connection = if keep { "keep-alive" } else { "close" };
+    let mut head = format!(
+        "POST /mcp HTTP/1.1\r\nHost: {addr}\r\nAccept: application/json, text/event-stream\r\n\
+         Content-Type: application/json\r\nContent-Length: {}\r\nConnection: {connection}\r\n",
+        body.len()
+    );
+    if let Some(id) = session {
+        head.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
+    }
+    head.push_str("\r\n");
+    head.push_str(body);
+    head
+}
+
+/// A client connection kept open across calls (what the MCP SDKs' HTTP clients do).
+struct KeptAlive {
+    reader: BufReader<TcpStream>,
+}
+
+impl KeptAlive {
+    fn connect(addr: SocketAddr) -> KeptAlive {
+        KeptAlive {
+            reader: BufReader::new(TcpStream::connect(addr).expect("connect")),
+        }
+    }
+
+    /// POST `body` and read the whole response (its body by length or by chunks).
+    fn post(&mut self, addr: SocketAddr, session: &str, body: &str) -> String {
+        let req = request(addr, Some(session), body, true);
+        self.reader
+            .get_mut()
+            .write_all(req.as_bytes())
+            .expect("send");
+        let (mut length, mut chunked) = (None, false);
+        loop {
+            let mut line = String::new();
+            assert!(self.reader.read_line(&mut line).expect("head") > 0, "closed");
+            let line = line.trim_end();
+            if line.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                let (k, v) = (k.trim().to_ascii_lowercase(), v.trim());
+                if k == "content-length" {
+                    length = v.parse::<usize>().ok();
+                }
+                if k == "transfer-encoding" && v.eq_ignore_ascii_case("chunked") {
+                    chunked = true;
+                }
+            }
+        }
+        let mut out = Vec::new();
+        if chunked {
+            loop {
+                let mut size = String::new();
+                self.reader.read_line(&mut size).expect("chunk size");
+                let n = usize::from_str_radix(size.trim(), 16).expect("chunk size");
+                let mut chunk = vec![0u8; n + 2];
+                self.reader.read_exact(&mut chunk).expect("chunk");
+                if n == 0 {
+                    break;
+                }
+                out.extend_from_slice(&chunk[..n]);
+            }
+        } else if let Some(n) = length {
+            out.resize(n, 0);
+            self.reader.read_exact(&mut out).expect("body");
+        }
+        String::from_utf8(out).expect("utf-8 reply")
+    }
+}
+
+fn check_reply(reply: &str) {
+    assert!(
+        reply.contains("\\\"journal_id\\\"") || reply.contains("\"journal_id\""),
+        "safe_write over HTTP failed: {reply}"
+    );
+    assert!(!reply.contains("\"isError\":true"), "{reply}");
+}
+
+fn write_call(agents: usize, a: usize, i: usize, kind: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {
+        "name": "rw_safe_write",
+        "arguments": {"path": format!("{kind}-{agents}-{a}/f{i}.txt"), "content": content(a, i),
+                      "mode": "create"}}})
+    .to_string()
+}
+
+/// HTTP sessions, each call on a connection of its own (`Connection: close`).
 fn http(root: &Path, agents: usize, secs: f64) -> f64 {
     let server = Http::start(root);
     let sessions: Vec<String> = (0..agents).map(|_| server.session()).collect();
     run(agents, secs, |a, i| {
-        let call = json!({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {
-            "name": "rw_safe_write",
-            "arguments": {"path": format!("http-{agents}-{a}/f{i}.txt"), "content": content(a, i),
-                          "mode": "create"}}});
-        let reply = server.post(Some(&sessions[a]), &call.to_string());
-        assert!(
-            reply.contains("\\\"journal_id\\\"") || reply.contains("\"journal_id\""),
-            "safe_write over HTTP failed: {reply}"
-        );
-        assert!(!reply.contains("\"isError\":true"), "{reply}");
+        check_reply(&server.post(Some(&sessions[a]), &write_call(agents, a, i, "http")));
+    })
+}
+
+/// HTTP sessions, each on one connection kept alive across its calls.
+fn http_kept(root: &Path, agents: usize, secs: f64) -> f64 {
+    let server = Http::start(root);
+    let sessions: Vec<String> = (0..agents).map(|_| server.session()).collect();
+    let conns: Vec<std::sync::Mutex<KeptAlive>> = (0..agents)
+        .map(|_| std::sync::Mutex::new(KeptAlive::connect(server.addr)))
+        .collect();
+    run(agents, secs, |a, i| {
+        let mut c = conns[a].lock().expect("connection");
+        check_reply(&c.post(server.addr, &sessions[a], &write_call(agents, a, i, "kept")));
     })
 }
 
@@ -234,17 +322,24 @@ fn main() {
         "resilient-write agents benchmark: aggregate 1 KB creates/s, {secs} s per case, dir {}",
         base.display()
     );
-    println!("  agents  floor w/s   stdio w/s  ratio   http w/s  ratio");
-    for agents in [1, 4, 16] {
+    println!("  agents  floor w/s   stdio w/s  ratio   http w/s  ratio   http keep-alive  ratio");
+    // `RW_BENCH_AGENTS=16` (a comma-separated list) runs only those counts.
+    let counts: Vec<usize> = std::env::var("RW_BENCH_AGENTS")
+        .ok()
+        .map(|v| v.split(',').filter_map(|n| n.trim().parse().ok()).collect())
+        .unwrap_or_else(|| vec![1, 4, 16]);
+    for agents in counts {
         let before = floor(&root, "a", agents, secs);
         let s = stdio(&root, agents, secs);
         let h = http(&root, agents, secs);
+        let k = http_kept(&root, agents, secs);
         let after = floor(&root, "b", agents, secs);
         let f = (before + after) / 2.0;
         println!(
-            "  {agents:>6} {f:>10.0} {s:>11.0} {:>5.2}x {h:>10.0} {:>5.2}x   (floor before {before:.0}, after {after:.0})",
+            "  {agents:>6} {f:>10.0} {s:>11.0} {:>5.2}x {h:>10.0} {:>5.2}x {k:>17.0} {:>5.2}x   (floor before {before:.0}, after {after:.0})",
             s / f,
-            h / f
+            h / f,
+            k / f
         );
     }
     println!("  goals at 16 agents: stdio >= 0.7x, http >= 0.9x of the floor");
