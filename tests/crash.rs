@@ -577,3 +577,86 @@ fn without_a_thread_for_the_fsync_the_write_still_lands() {
     assert_eq!(common::journal_rows(&ws.root).len(), 2);
     assert_eq!(common::temp_files(&ws.root), Vec::<PathBuf>::new());
 }
+
+/// A new pre-image link is made durable on a worker while the temp file is written; the
+/// journal row (which names the pre-image) and the rename wait for it: with the object's
+/// sync held 500 ms (the `slow_object_sync` fault), no row is written and the target is the
+/// old one at 250 ms, and the write is acknowledged after 500 ms with its pre-image stored.
+#[test]
+fn the_row_and_the_rename_wait_for_the_pre_images_sync() {
+    let Some((ws, mut s)) = faulty_server_over_old_file("slow_object_sync") else {
+        return;
+    };
+    let (root, watched) = (ws.root.clone(), ws.path("t.txt"));
+    let started = Instant::now();
+    let watcher = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(250));
+        (
+            common::journal_rows(&root).len(),
+            std::fs::read(&watched).ok(),
+        )
+    });
+    let r = s.ok(
+        "rw_safe_write",
+        json!({"path": "t.txt", "content": "new\n", "mode": "overwrite"}),
+    );
+    let waited = started.elapsed();
+    assert!(
+        waited >= Duration::from_millis(500),
+        "acknowledged after {waited:?}"
+    );
+    let (rows, seen) = watcher.join().unwrap();
+    assert_eq!(rows, 0, "a row named the pre-image before it was durable");
+    assert_eq!(seen.as_deref(), Some(&b"old\n"[..]), "renamed too soon");
+    assert!(r["warnings"].as_array().is_none_or(|w| w.is_empty()), "{r}");
+    let old = common::sha256(b"old\n");
+    let object = ws.path(&format!(".resilient_write/objects/{}/{old}", &old[..2]));
+    assert_eq!(
+        std::fs::read(&object).unwrap(),
+        b"old\n",
+        "pre-image not stored"
+    );
+    assert_eq!(common::journal_rows(&ws.root)[0]["prev_sha256"], old);
+}
+
+/// A pre-image whose sync fails (the `eio_object_sync` fault) is not kept, and the write
+/// goes ahead: the result and the row say `history_not_kept`, and no object is left behind.
+#[test]
+fn a_pre_image_that_cannot_be_synced_is_not_kept_and_the_write_lands() {
+    let Some((ws, mut s)) = faulty_server_over_old_file("eio_object_sync") else {
+        return;
+    };
+    let r = s.ok(
+        "rw_safe_write",
+        json!({"path": "t.txt", "content": "new\n", "mode": "overwrite"}),
+    );
+    let warned = r["warnings"].as_array().is_some_and(|w| {
+        w.iter().any(|w| {
+            w.as_str()
+                .is_some_and(|w| w.starts_with("history_not_kept"))
+        })
+    });
+    assert!(warned, "{r}");
+    assert_eq!(std::fs::read(ws.path("t.txt")).unwrap(), b"new\n");
+    let rows = common::journal_rows(&ws.root);
+    assert_eq!(rows.len(), 1);
+    assert!(rows[0]["history_not_kept"].is_string(), "{:?}", rows[0]);
+    let objects = ws.path(".resilient_write/objects");
+    let left: Vec<_> = walk_files(&objects);
+    assert!(left.is_empty(), "objects left: {left:?}");
+}
+
+fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                out.extend(walk_files(&p));
+            } else {
+                out.push(p);
+            }
+        }
+    }
+    out
+}

@@ -20,6 +20,7 @@
 //! and only the pipeline and `gc` ([`crate::write::pipeline::retention`]) call it.
 
 use crate::hash::sha256_hex;
+use crate::util::fault::fault;
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
@@ -37,18 +38,17 @@ static OBJ_COUNTER: AtomicU64 = AtomicU64::new(0);
 pub struct Linked {
     /// The object's path.
     pub path: PathBuf,
-    /// The directories whose fsync makes the link durable.
-    dirs: Vec<PathBuf>,
+    /// The object's data and the link made durable: its `fdatasync`, then the fsync of the
+    /// fan-out directory (and of the directories created for it), started on a worker as
+    /// soon as the link exists, so the write's own temp file is created, written and read
+    /// back meanwhile.
+    syncing: crate::util::workers::Pending,
 }
 
 impl Linked {
-    /// Make the link durable: fsync of the fan-out directory (and of the directories created
-    /// for it).
+    /// Waits until the object's data and its link are durable.
     pub fn sync(&self) -> io::Result<()> {
-        for d in &self.dirs {
-            File::open(d)?.sync_all()?;
-        }
-        Ok(())
+        self.syncing.wait()
     }
 }
 
@@ -160,17 +160,35 @@ impl ObjectStore {
                     "the file changed or gained a hard link while it was being kept",
                 ));
             }
-            // The data of a file another program wrote may not be on disk yet (fdatasync:
-            // the new link is made durable by the directory's fsync, not the inode's).
-            f.sync_data()?;
-            Ok(())
+            Ok(f)
         })();
         let mut dirs = vec![fan_dir];
         dirs.extend(new_dirs);
         match checked {
-            Ok(()) => Ok(Some(Linked {
+            Ok(f) => Ok(Some(Linked {
                 path: final_path,
-                dirs,
+                syncing: crate::util::workers::start(
+                    move || {
+                        // Faults: `slow_object_sync` holds it 500 ms, `eio_object_sync` fails it.
+                        if fault("slow_object_sync") {
+                            std::thread::sleep(std::time::Duration::from_millis(500));
+                        }
+                        if fault("eio_object_sync") {
+                            return Err(io::Error::from_raw_os_error(
+                                rustix::io::Errno::IO.raw_os_error(),
+                            ));
+                        }
+                        // The data of a file another program wrote may not be on disk yet
+                        // (fdatasync: the new link is made durable by the directory's
+                        // fsync, not the inode's).
+                        f.sync_data()?;
+                        for d in &dirs {
+                            File::open(d)?.sync_all()?;
+                        }
+                        Ok(())
+                    },
+                    false,
+                ),
             })),
             Err(e) => {
                 let _ = fs::remove_file(&final_path);

@@ -5,9 +5,10 @@
 //! and one idle for [`LINGER`] exits. There are as many workers as jobs ever ran at once
 //! (one per concurrent write), none while nothing is written.
 
+use std::io;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 /// A job: runs once, on a worker.
@@ -37,7 +38,7 @@ fn idle() -> MutexGuard<'static, Idle> {
 
 /// Run `job` on a worker: an idle one, or a new one. Gives the job back when no thread can
 /// be started (a process at its thread limit), for the caller to run itself.
-pub fn run(job: Job) -> Result<(), Job> {
+pub fn run_job(job: Job) -> Result<(), Job> {
     let mut job = job;
     loop {
         let popped = idle().workers.pop();
@@ -67,6 +68,70 @@ pub fn run(job: Job) -> Result<(), Job> {
     }
     // The new worker's first job: sent after the spawn, so a failed spawn gives it back.
     queue.send(job).map_err(|mpsc::SendError(back)| back)
+}
+
+/// The outcome of an I/O job started with [`start`], waited for by whoever needs it done
+/// (several threads may: a rename waits for a fsync, and so does the write that started it).
+#[derive(Clone)]
+pub struct Pending(Arc<Slot>);
+
+impl std::fmt::Debug for Pending {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ended = self.0.result.lock().map(|r| r.is_some()).unwrap_or(true);
+        f.debug_struct("Pending").field("ended", &ended).finish()
+    }
+}
+
+#[derive(Default)]
+struct Slot {
+    result: Mutex<Option<io::Result<()>>>,
+    ended: Condvar,
+}
+
+/// Start `job` on a worker; where no thread can be had (or `inline`), it runs here, now.
+/// A job that panics ends as an error, so nobody waits for it forever.
+pub fn start(job: impl FnOnce() -> io::Result<()> + Send + 'static, inline: bool) -> Pending {
+    let slot = Arc::new(Slot::default());
+    let run: Job = {
+        let slot = Arc::clone(&slot);
+        Box::new(move || {
+            let result = catch_unwind(AssertUnwindSafe(job))
+                .unwrap_or_else(|_| Err(io::Error::other("an I/O job panicked")));
+            *slot.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            slot.ended.notify_all();
+        })
+    };
+    let handed = if inline { Err(run) } else { run_job(run) };
+    if let Err(run) = handed {
+        run();
+    }
+    Pending(slot)
+}
+
+impl Pending {
+    /// Waits for the job to end: `Ok`, or an error saying it failed.
+    pub fn wait(&self) -> io::Result<()> {
+        self.ended(false)
+    }
+
+    /// Waits for the job to end and takes its error itself (once; later waits get `Ok` or a
+    /// stand-in).
+    pub fn take(&self) -> io::Result<()> {
+        self.ended(true)
+    }
+
+    fn ended(&self, take: bool) -> io::Result<()> {
+        let failed = || io::Error::other("an I/O job failed");
+        let mut result = self.0.result.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match result.as_ref() {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(_)) if take => return result.take().unwrap_or_else(|| Err(failed())),
+                Some(Err(e)) => return Err(io::Error::new(e.kind(), e.to_string())),
+                None => result = self.0.ended.wait(result).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+    }
 }
 
 fn work(id: u64, queue: Sender<Job>, jobs: mpsc::Receiver<Job>) {
@@ -101,7 +166,7 @@ mod tests {
     /// The id of the thread a job ran on.
     fn ran_on() -> std::thread::ThreadId {
         let (tx, rx) = mpsc::channel();
-        run(Box::new(move || {
+        run_job(Box::new(move || {
             let _ = tx.send(std::thread::current().id());
         }))
         .unwrap_or_else(|_| panic!("no worker"));
@@ -128,7 +193,7 @@ mod tests {
         let (tx, rx) = mpsc::channel();
         for _ in 0..2 {
             let (barrier, tx) = (barrier.clone(), tx.clone());
-            run(Box::new(move || {
+            run_job(Box::new(move || {
                 barrier.wait();
                 let _ = tx.send(());
             }))
@@ -143,7 +208,7 @@ mod tests {
     #[test]
     fn a_job_that_panics_leaves_its_worker_serving() {
         let (tx, rx) = mpsc::channel();
-        let _ = run(Box::new(move || {
+        let _ = run_job(Box::new(move || {
             let _ = tx.send(std::thread::current().id());
             panic!("job panics");
         }));

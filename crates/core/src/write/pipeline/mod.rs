@@ -25,11 +25,12 @@
 //!    does, and both finish before step 6.)
 //!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced
 //!    is kept there (deduplicated by SHA-256; a hard link of the old inode where it can, see
-//!    `keep.rs`), just before step 3, so that on a journaling filesystem the temp file's
-//!    fsync commits the link too; the link's own directory fsync follows the read-back, before
-//!    the journal row and the rename. So every acknowledged write whose row names a pre-image
-//!    keeps it, durably, and a write that fails takes its new object back. Keeping it never fails the write: a pre-image
-//!    that cannot be kept is named in the row and the result (`history_not_kept`).
+//!    `keep.rs`), just before step 3. A new link is made durable (the inode's `fdatasync`,
+//!    then its directory's fsync) on a worker thread while the temp file is created,
+//!    written and read back; the journal row waits for it. So every acknowledged write whose
+//!    row names a pre-image keeps it, durably, and a write that fails takes its new object
+//!    back. Keeping it never fails the write: a pre-image that cannot be kept is named in the
+//!    row and the result (`history_not_kept`).
 //! 5. Journal: the row is appended (one `write(2)` under the journal's `flock`, released
 //!    right after) and `fdatasync`ed. Writers of one process go through the journal's commit
 //!    queue (`journal/group.rs`): one leader appends every queued row with one `write(2)`,
@@ -72,7 +73,6 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
-mod fault;
 mod keep;
 mod many;
 mod readback;
@@ -82,9 +82,9 @@ mod temp;
 #[cfg(test)]
 mod tests;
 
+pub(crate) use crate::util::fault::fault;
+pub use crate::util::fault::install_faults;
 pub use crate::util::sys::{fsync_dir, process_alive};
-pub(crate) use fault::fault;
-pub use fault::install_faults;
 pub use keep::{AutoRetention, NOT_KEPT_FIELD};
 pub use many::StagedFile;
 pub use sweep::{stale_temp_files, sweep_temp_files, temp_owner_pid};

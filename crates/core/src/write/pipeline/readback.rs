@@ -189,41 +189,7 @@ fn compare<'a>(target: &Target, staged: Staged<'a>, actual: String) -> Result<St
 
 /// A temp file's fsync running on a worker thread ([`Written::verify_while_syncing`],
 /// [`crate::util::workers`]).
-pub(super) struct PendingSync {
-    outcome: std::sync::Arc<SyncOutcome>,
-}
-
-/// How the fsync ended, once it has: filled by the worker, read by the rename and by
-/// [`PendingSync::finish`].
-#[derive(Default)]
-struct SyncOutcome {
-    result: std::sync::Mutex<Option<io::Result<()>>>,
-    ended: std::sync::Condvar,
-}
-
-impl SyncOutcome {
-    fn set(&self, synced: io::Result<()>) {
-        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(synced);
-        self.ended.notify_all();
-    }
-
-    /// Waits for the fsync's end; `take` moves its result out (the last reader does).
-    fn wait(&self, take: bool) -> io::Result<()> {
-        let mut result = self.result.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            match result.as_ref() {
-                Some(Ok(())) => return Ok(()),
-                Some(Err(_)) if take => {
-                    return result
-                        .take()
-                        .unwrap_or_else(|| Err(io::Error::other("the temp file's fsync failed")));
-                }
-                Some(Err(_)) => return Err(io::Error::other("the temp file's fsync failed")),
-                None => result = self.ended.wait(result).unwrap_or_else(|p| p.into_inner()),
-            }
-        }
-    }
-}
+pub(super) struct PendingSync(crate::util::workers::Pending);
 
 /// The temp file's fsync (faults: `slow_fsync_temp` holds it 500 ms, `eio_fsync_temp` fails it).
 fn sync_temp(file: &File) -> io::Result<()> {
@@ -240,39 +206,24 @@ fn sync_temp(file: &File) -> io::Result<()> {
 
 impl PendingSync {
     fn start(file: File) -> PendingSync {
-        let outcome = std::sync::Arc::new(SyncOutcome::default());
-        let job = {
-            let outcome = std::sync::Arc::clone(&outcome);
-            move || {
-                // A panic still ends the wait of the rename and of `finish`.
-                let synced = std::panic::catch_unwind(|| sync_temp(&file))
-                    .unwrap_or_else(|_| Err(io::Error::other("the fsync thread panicked")));
-                outcome.set(synced);
-            }
-        };
-        let job: crate::util::workers::Job = Box::new(job);
-        let handed = if fault("no_fsync_thread") {
-            Err(job)
-        } else {
-            crate::util::workers::run(job)
-        };
-        // No thread to be had (a process at its limit): the same fsync, here.
-        if let Err(job) = handed {
-            job();
-        }
-        PendingSync { outcome }
+        // `no_fsync_thread`: as where no thread can be had, the same fsync, here.
+        let inline = fault("no_fsync_thread");
+        PendingSync(crate::util::workers::start(
+            move || sync_temp(&file),
+            inline,
+        ))
     }
 
     /// What the rename runs first: waits for the fsync; an error (the fsync failed) keeps
     /// the rename from happening. The error itself comes from [`PendingSync::finish`].
     pub(super) fn waiter(&mut self) -> impl FnOnce() -> io::Result<()> + Send + 'static {
-        let outcome = std::sync::Arc::clone(&self.outcome);
-        move || outcome.wait(false)
+        let pending = self.0.clone();
+        move || pending.wait()
     }
 
     /// Waits for the fsync and says how it ended.
     pub(super) fn finish(self) -> io::Result<()> {
-        self.outcome.wait(true)
+        self.0.take()
     }
 }
 

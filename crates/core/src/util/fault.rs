@@ -1,6 +1,6 @@
-//! The fault-injection points of the crash and failure tests. The front end installs the
-//! names once at start (the binary reads `RW_FAULT_INJECT`); nothing here reads the
-//! environment. Honoured only in debug builds, so a release binary cannot be told to corrupt
+//! The fault-injection points of the crash and failure tests (the write pipeline's, the
+//! object store's, the chunks'). The front end installs the names once at start (the binary
+//! reads `RW_FAULT_INJECT`); nothing here reads the environment. Honoured only in debug builds, so a release binary cannot be told to corrupt
 //! anything.
 
 use std::sync::OnceLock;
