@@ -24,22 +24,12 @@ pub(super) struct Raw {
     pub(super) example: bool,
 }
 
+/// The first occurrence of `needle` in `hay` (`None` for an empty needle).
 pub(super) fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
+    if needle.is_empty() {
         return None;
     }
-    let first = needle[0];
-    let last_start = hay.len() - needle.len();
-    let mut i = 0;
-    while i <= last_start {
-        let k = hay[i..=last_start].iter().position(|&b| b == first)?;
-        i += k;
-        if &hay[i..i + needle.len()] == needle {
-            return Some(i);
-        }
-        i += 1;
-    }
-    None
+    memchr::memmem::find(hay, needle)
 }
 
 fn group(c: &Captures<'_>, name: &str, base: usize) -> Option<Range<usize>> {
