@@ -12,7 +12,7 @@ use aho_corasick::dfa::DFA;
 
 use super::compile::Classifier;
 use super::rules::{Check, GATE_NAME_HEAD, GATE_NAME_TAIL, Gate, Scanner, Window};
-use super::verify::{Raw, find_sub, private_key_end, verify};
+use super::verify::{Groups, Raw, find_sub, private_key_end, verify};
 use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii, tokens};
 
 #[derive(Clone, Copy)]
@@ -364,9 +364,12 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
             continue;
         }
         // compiled on first use: only rules something woke up
-        let Some((re, has_groups)) = rule.regex.as_ref().and_then(|r| r.get()) else {
+        let Some((re, slots)) = rule.regex.as_ref().and_then(|r| r.get()) else {
             continue;
         };
+        // the capture groups of this rule's searches, reused match after match (a `Captures`
+        // per search was an allocation each, and its groups were looked up by name)
+        let mut locs = re.capture_locations();
         for &(s, e) in &wins[ri] {
             let hay = &bytes[s..e];
             if rule.needs_assign && !hay.iter().any(|&b| b == b'=' || b == b':') {
@@ -383,17 +386,22 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                         });
                     }
                 });
-            } else if has_groups {
+            } else if slots.any {
                 // Resume after the secret, not after the whole match: the trailing context byte
                 // a rule consumed may be the leading context of the next token.
                 let mut at = 0;
                 while at <= hay.len() {
-                    let Some(caps) = re.captures_at(hay, at) else {
+                    if re.captures_read_at(&mut locs, hay, at).is_none() {
+                        break;
+                    }
+                    let Some(g) = Groups::of(&locs, slots, s) else {
                         break;
                     };
-                    let Some(m) = caps.get(0) else { break };
-                    let next = caps.name("s").map_or(m.end(), |g| g.end());
-                    verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);
+                    let next = slots
+                        .s
+                        .and_then(|i| locs.get(i))
+                        .map_or(g.whole.end - s, |(_, e)| e);
+                    verify(ri, rule, bytes, &g, &mut k8s_done, &mut raws);
                     at = next.max(at + 1);
                 }
             } else {
@@ -415,8 +423,10 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                         }
                         Check::PemRedacted => private_key_end(bytes, span.end).is_none(),
                         Check::Putty | Check::K8sSecret => {
-                            if let Some(caps) = re.captures_at(hay, m.start()) {
-                                verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);
+                            if re.captures_read_at(&mut locs, hay, m.start()).is_some()
+                                && let Some(g) = Groups::of(&locs, slots, s)
+                            {
+                                verify(ri, rule, bytes, &g, &mut k8s_done, &mut raws);
                             }
                             false
                         }
