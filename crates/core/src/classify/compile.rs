@@ -29,6 +29,9 @@ pub(super) struct CompiledRule {
     pub(super) needs_assign: bool,
     /// What a keyword hit must have around it to wake this rule.
     pub(super) gate: Gate,
+    /// The built-in generic assignment rule: its groups follow from its match span
+    /// (`detect::assignment_groups`), a capture search runs only when they do not.
+    pub(super) assignment: bool,
 }
 
 /// A rule's regex, compiled on first use; clones share the compiled regex.
@@ -292,6 +295,7 @@ impl Classifier {
                 }
             }
             let needs_assign = spec.regex.contains("(?::=|=>");
+            let assignment = idx < custom_start && spec.name == rules::ASSIGNMENT_RULE;
             rules.push(CompiledRule {
                 name: spec.name,
                 family: spec.family,
@@ -301,6 +305,7 @@ impl Classifier {
                 regex,
                 needs_assign,
                 gate: spec.gate,
+                assignment,
             });
         }
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS

@@ -319,6 +319,83 @@ pub(super) fn email_matches(
     }
 }
 
+/// A byte of the unquoted value of the generic assignment rule (`[A-Za-z0-9+/=_~\-]`).
+fn is_assign_value_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'~' | b'-')
+}
+
+/// The groups of a match of the generic assignment rule (`rules::ASSIGNMENT_RULE`).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Assignment {
+    pub(super) whole: Range<usize>,
+    /// Group `k`.
+    pub(super) key: Range<usize>,
+    /// Group `s` (quoted) or `s2`.
+    pub(super) secret: Range<usize>,
+    /// The value is quoted: the secret is group `s`.
+    pub(super) quoted: bool,
+}
+
+/// The groups of the generic assignment rule's match `ms..me` in `hay`, as its capture search
+/// would give them, when they follow from the span alone (`None` otherwise: then a capture
+/// search runs). The rule is `(?P<k>NAME) SEP \s{0,4} (QUOTED | UNQUOTED)`:
+/// - `k` holds only name bytes and every separator opens with a non-name byte, so `k` runs
+///   from the match start to the first non-name byte;
+/// - a quoted value ends the match with its closing quote (an unquoted one cannot end with a
+///   quote) and holds no quote, so `s` runs from the last quote before the closing one;
+/// - an unquoted value (`s2`) ends before the terminator (whitespace, `,`, `;`) or at the end;
+///   it starts right after the name's `=` in `NAME=value`, else at the start of the run of
+///   value bytes before its end, unless the run holds an `=` (a separator may end with one, so
+///   the split is ambiguous) or follows `base64:` (an optional prefix inside the group): those
+///   cases are left to the capture search.
+pub(super) fn assignment_groups(hay: &[u8], ms: usize, me: usize) -> Option<Assignment> {
+    let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+    let kend = ms + hay.get(ms..me)?.iter().position(|&b| !is_name_byte(b))?;
+    let last = *hay.get(me.checked_sub(1)?)?;
+    if quote(last) {
+        let q = kend + hay.get(kend..me - 1)?.iter().rposition(|&b| quote(b))?;
+        return Some(Assignment {
+            whole: ms..me,
+            key: ms..kend,
+            secret: q + 1..me - 1,
+            quoted: true,
+        });
+    }
+    let end = if is_space(last) || last == b',' || last == b';' {
+        me - 1
+    } else if is_assign_value_byte(last) && me == hay.len() {
+        me
+    } else {
+        return None;
+    };
+    // `NAME=value`: an `=` after the name not followed by `=`, `>` or a space can only be the
+    // `=` separator (`==` and `=>` need their second byte, the others open with `:`), with no
+    // space after it, so the value starts right after it
+    let next = hay.get(kend + 1).copied();
+    if hay[kend] == b'='
+        && next.is_some_and(|b| b != b'=' && b != b'>' && !is_space(b))
+        && kend + 1 < end
+    {
+        return Some(Assignment {
+            whole: ms..me,
+            key: ms..kend,
+            secret: kend + 1..end,
+            quoted: false,
+        });
+    }
+    let start = skip_back(hay, end, end.checked_sub(kend)?, is_assign_value_byte);
+    let after_base64 = start >= 7 && hay[start - 7..start].eq_ignore_ascii_case(b"base64:");
+    if start <= kend || start == end || after_base64 || hay[start..end].contains(&b'=') {
+        return None;
+    }
+    Some(Assignment {
+        whole: ms..me,
+        key: ms..kend,
+        secret: start..end,
+        quoted: false,
+    })
+}
+
 /// All findings with their spans, overlap-resolved, in content order.
 fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let bytes = content.as_bytes();
@@ -391,16 +468,43 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                 // a rule consumed may be the leading context of the next token.
                 let mut at = 0;
                 while at <= hay.len() {
-                    if re.captures_read_at(&mut locs, hay, at).is_none() {
-                        break;
-                    }
-                    let Some(g) = Groups::of(&locs, slots, s) else {
-                        break;
+                    // the generic assignment rule's groups from a plain search when they follow
+                    // from its span (nearly always), else from a capture search
+                    let derived = if rule.assignment {
+                        let Some(m) = re.find_at(hay, at) else {
+                            break;
+                        };
+                        assignment_groups(hay, m.start(), m.end())
+                    } else {
+                        None
                     };
-                    let next = slots
-                        .s
-                        .and_then(|i| locs.get(i))
-                        .map_or(g.whole.end - s, |(_, e)| e);
+                    let (g, next) = match derived {
+                        Some(d) => {
+                            // the search resumes after group `s` (quoted), else after the match
+                            let next = if d.quoted { d.secret.end } else { d.whole.end };
+                            let g = Groups {
+                                whole: s + d.whole.start..s + d.whole.end,
+                                secret: Some(s + d.secret.start..s + d.secret.end),
+                                key: Some(s + d.key.start..s + d.key.end),
+                                user: None,
+                                domain: None,
+                            };
+                            (g, next)
+                        }
+                        None => {
+                            if re.captures_read_at(&mut locs, hay, at).is_none() {
+                                break;
+                            }
+                            let Some(g) = Groups::of(&locs, slots, s) else {
+                                break;
+                            };
+                            let next = slots
+                                .s
+                                .and_then(|i| locs.get(i))
+                                .map_or(g.whole.end - s, |(_, e)| e);
+                            (g, next)
+                        }
+                    };
                     verify(ri, rule, bytes, &g, &mut k8s_done, &mut raws);
                     at = next.max(at + 1);
                 }

@@ -184,6 +184,10 @@ fn scanner(name: &str, family: &str, s: Scanner, tier: Tier) -> RuleSpec {
     }
 }
 
+/// The rule whose capture groups the scan derives from its match span
+/// (`detect::assignment_groups`) instead of a capture search.
+pub(crate) const ASSIGNMENT_RULE: &str = "generic_secret_assignment";
+
 /// Token bodies end at a non-token byte (or the end).
 const END: &str = r"(?:[^A-Za-z0-9_\-]|$)";
 /// Tokens start at a non-token byte (or the start).
@@ -438,7 +442,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("password_assignment", "password", &["password", "passwd", "passphrase", "pwd", "pass"],
             r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12}|pass))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;]{8,128})(?:[\s,;&]|$))"#)
             .check(Check::Password).tier(Tier::Generic).gate(Gate::Assign),
-        rule("generic_secret_assignment", "generic_secret",
+        rule(ASSIGNMENT_RULE, "generic_secret",
             &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential", "key"],
             r#"(?i)(?P<k>[a-z0-9_.\-]{0,40}(?:(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20}|[a-z0-9]{2,20}[_.\-]?key))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>(?:base64:)?[^"'`\s]{16,256})["'`]|(?P<s2>(?:base64:)?[A-Za-z0-9+/=_~\-]{16,256})(?:[\s,;]|$))"#)
             .check(Check::Entropy(3.5)).tier(Tier::Generic).gate(Gate::Assign),

@@ -1484,3 +1484,142 @@ fn email_groups_from_a_plain_search_are_the_captured_ones() {
     }
     assert!(total > 150, "only {total} addresses compared");
 }
+
+/// The generic assignment rule's groups derived from its match span
+/// (`detect::assignment_groups`) are what its capture search gives, match for match, and the
+/// scan resumes where it would: over the generated corpus, random assignments in many
+/// syntaxes (quotes, brackets, type annotations, `base64:` values, `=` inside values,
+/// terminators, non-ASCII bytes) and random text dense in those bytes. Nine in ten matches of
+/// the corpus must take the derived path (else the optimisation is gone).
+#[test]
+fn assignment_groups_from_the_match_span_are_the_captured_ones() {
+    let c = Classifier::default();
+    let rule = c
+        .rules
+        .iter()
+        .find(|r| r.name == super::rules::ASSIGNMENT_RULE)
+        .unwrap();
+    assert!(rule.assignment);
+    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
+    let mut inputs: Vec<Vec<u8>> = [
+        &b"api_key = \"abcdefghijklmnop1234\""[..],
+        b"api_key==abcdefghijklmnop1234 ",
+        b"api_key=abcdefghijklmnop=1234",
+        b"token: string = abcdefghijklmnop1234;",
+        b"token: string=abcdefghijklmnop1234,",
+        b"secret_key=base64:abcdefghijklmnop1234\n",
+        b"secret_key = BASE64:abcdefghijklmnopq\"",
+        b"cfg[\"api_key\"] = 'abcdefghijklmnop1234'",
+        b"x.token := `abcdefghijklmnop1234` y",
+        b"auth_key => b'abcdefghijklmnop1234'",
+        b"TOKEN=abcdefghijklmnop1234",
+        b"my_token:\xc3\xa9abcdefghijklmnop1234 ",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
+    let mut r = corpus::Rng(0x18_0030);
+    for _ in 0..400 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let generated = inputs.len();
+    let mut rng = Rng(0x18_0031);
+    let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
+    let names = [
+        "api_key",
+        "token",
+        "SECRET",
+        "db.secret_value",
+        "x-auth-key",
+        "aws_access_key",
+        "credentials",
+        "my2key",
+        "privateKey",
+        "a",
+        "",
+    ];
+    let seps = [
+        "=",
+        " = ",
+        "==",
+        ":",
+        ": ",
+        ":=",
+        "=>",
+        " => ",
+        "\"]=",
+        "']: ",
+        ": string = ",
+        ": &'static str =",
+        ":  Vec<u8>=",
+        "\t=\t",
+        "= ",
+        "::",
+        " ",
+    ];
+    let values = [
+        "\"", "'", "`", "b\"", "f'", "base64:", "BASE64:", "=", "==", "/", "+", "~", "-", "_", ":",
+        " ", ",", ";", "\n", ".", "\u{e9}", "]",
+    ];
+    for _ in 0..20_000 {
+        let mut s = String::new();
+        for _ in 0..(1 + rng.next() % 3) {
+            s.push_str(pick(&mut rng, &names));
+            s.push_str(pick(&mut rng, &seps));
+            for _ in 0..(rng.next() % 4) {
+                s.push_str(pick(&mut rng, &values));
+                let n = (4 + rng.next() % 36) as usize;
+                s.push_str(&synth("", b"abcXYZ0189+/=_~-", n));
+            }
+            s.push_str(pick(&mut rng, &values));
+        }
+        inputs.push(s.into_bytes());
+    }
+    // (matches, derived) in the generated corpus, then in the random assignments
+    let mut counts = [(0, 0), (0, 0)];
+    for (i, input) in inputs.iter().enumerate() {
+        let (total, derived) = &mut counts[usize::from(i >= generated)];
+        let hay = input.as_slice();
+        let mut at = 0;
+        while at <= hay.len() {
+            let Some(caps) = re.captures_at(hay, at) else {
+                assert!(re.find_at(hay, at).is_none());
+                break;
+            };
+            let whole = caps.get(0).unwrap().range();
+            let m = re.find_at(hay, at).unwrap();
+            assert_eq!(m.range(), whole);
+            *total += 1;
+            if let Some(d) = super::detect::assignment_groups(hay, m.start(), m.end()) {
+                *derived += 1;
+                let s = caps.name("s").map(|g| g.range());
+                let s2 = caps.name("s2").map(|g| g.range());
+                let want = super::detect::Assignment {
+                    whole: whole.clone(),
+                    key: caps.name("k").unwrap().range(),
+                    secret: s.clone().or(s2).unwrap(),
+                    quoted: s.is_some(),
+                };
+                assert_eq!(d, want, "input {:?}", String::from_utf8_lossy(hay));
+            }
+            let next = caps.name("s").map_or(whole.end, |g| g.end());
+            at = next.max(at + 1);
+        }
+    }
+    let [
+        (corpus_total, corpus_derived),
+        (random_total, random_derived),
+    ] = counts;
+    assert!(
+        corpus_total > 80 && corpus_derived * 10 > corpus_total * 9,
+        "{corpus_derived} of {corpus_total} corpus matches derived"
+    );
+    assert!(
+        random_total > 3000 && random_derived > 1000,
+        "{random_derived} of {random_total} random matches derived"
+    );
+}
