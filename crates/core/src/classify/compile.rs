@@ -29,9 +29,20 @@ pub(super) struct CompiledRule {
     pub(super) needs_assign: bool,
     /// What a keyword hit must have around it to wake this rule.
     pub(super) gate: Gate,
-    /// The built-in generic assignment rule: its groups follow from its match span
-    /// (`detect::assignment_groups`), a capture search runs only when they do not.
-    pub(super) assignment: bool,
+    /// A built-in rule whose groups follow from its match span: a capture search runs only
+    /// when they do not.
+    pub(super) derive: Derive,
+}
+
+/// How the scan finds a rule's capture groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Derive {
+    /// A capture search.
+    Captures,
+    /// From the span of the generic assignment rule's match (`detect::assignment_groups`).
+    Assignment,
+    /// From the span of the URL userinfo rule's match (`detect::userinfo_groups`).
+    Userinfo,
 }
 
 /// A rule's regex, compiled on first use; clones share the compiled regex.
@@ -295,7 +306,11 @@ impl Classifier {
                 }
             }
             let needs_assign = spec.regex.contains("(?::=|=>");
-            let assignment = idx < custom_start && spec.name == rules::ASSIGNMENT_RULE;
+            let derive = match spec.name.as_str() {
+                rules::ASSIGNMENT_RULE if idx < custom_start => Derive::Assignment,
+                rules::USERINFO_RULE if idx < custom_start => Derive::Userinfo,
+                _ => Derive::Captures,
+            };
             rules.push(CompiledRule {
                 name: spec.name,
                 family: spec.family,
@@ -305,7 +320,7 @@ impl Classifier {
                 regex,
                 needs_assign,
                 gate: spec.gate,
-                assignment,
+                derive,
             });
         }
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS

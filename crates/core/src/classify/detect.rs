@@ -10,7 +10,7 @@ use aho_corasick::Anchored;
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
 
-use super::compile::Classifier;
+use super::compile::{Classifier, Derive};
 use super::rules::{Check, GATE_NAME_HEAD, GATE_NAME_TAIL, Gate, Scanner, Window};
 use super::verify::{Groups, Raw, find_sub, private_key_end, verify};
 use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii, tokens};
@@ -396,6 +396,61 @@ pub(super) fn assignment_groups(hay: &[u8], ms: usize, me: usize) -> Option<Assi
     })
 }
 
+/// The groups (in `hay`) of the match `ms..me` of a rule that derives them, and where the
+/// search resumes (after group `s`, else after the match): `None` when they do not follow
+/// from the span.
+fn derived_groups(derive: Derive, hay: &[u8], ms: usize, me: usize) -> Option<(Groups, usize)> {
+    match derive {
+        Derive::Captures => None,
+        Derive::Assignment => assignment_groups(hay, ms, me).map(|d| {
+            let next = if d.quoted { d.secret.end } else { d.whole.end };
+            let g = Groups {
+                whole: d.whole,
+                secret: Some(d.secret),
+                key: Some(d.key),
+                user: None,
+                domain: None,
+            };
+            (g, next)
+        }),
+        Derive::Userinfo => userinfo_groups(hay, ms, me).map(|(user, secret)| {
+            let next = secret.end;
+            let g = Groups {
+                whole: ms..me,
+                secret: Some(secret),
+                key: None,
+                user: Some(user),
+                domain: None,
+            };
+            (g, next)
+        }),
+    }
+}
+
+/// Groups `u` and `s` of the URL userinfo rule's match `ms..me` in `hay`
+/// (`SCHEME://(?P<u>USER):(?P<s>PASSWORD)@X`), as its capture search would give them: the
+/// scheme holds no `:`, so the first `:` of the match opens `://`; the user holds no `:`, so it
+/// ends at the next one; the match ends with `@` and one host byte, so the password ends two
+/// bytes before the end.
+pub(super) fn userinfo_groups(
+    hay: &[u8],
+    ms: usize,
+    me: usize,
+) -> Option<(Range<usize>, Range<usize>)> {
+    let m = hay.get(ms..me)?;
+    let p = m.iter().position(|&b| b == b':')?;
+    if m.get(p..p + 3)? != b"://" {
+        return None;
+    }
+    let user_start = p + 3;
+    let q = user_start + m.get(user_start..)?.iter().position(|&b| b == b':')?;
+    let end = m.len().checked_sub(2)?;
+    if m[end] != b'@' || q + 1 > end {
+        return None;
+    }
+    Some((ms + user_start..ms + q, ms + q + 1..ms + end))
+}
+
 /// All findings with their spans, overlap-resolved, in content order.
 fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let bytes = content.as_bytes();
@@ -468,26 +523,25 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                 // a rule consumed may be the leading context of the next token.
                 let mut at = 0;
                 while at <= hay.len() {
-                    // the generic assignment rule's groups from a plain search when they follow
-                    // from its span (nearly always), else from a capture search
-                    let derived = if rule.assignment {
+                    // the groups of a rule that can derive them from a plain search's span,
+                    // else (or when they do not follow from it) from a capture search
+                    let derived = if rule.derive == Derive::Captures {
+                        None
+                    } else {
                         let Some(m) = re.find_at(hay, at) else {
                             break;
                         };
-                        assignment_groups(hay, m.start(), m.end())
-                    } else {
-                        None
+                        derived_groups(rule.derive, hay, m.start(), m.end())
                     };
                     let (g, next) = match derived {
-                        Some(d) => {
-                            // the search resumes after group `s` (quoted), else after the match
-                            let next = if d.quoted { d.secret.end } else { d.whole.end };
+                        Some((g, next)) => {
+                            let shift = |r: Range<usize>| s + r.start..s + r.end;
                             let g = Groups {
-                                whole: s + d.whole.start..s + d.whole.end,
-                                secret: Some(s + d.secret.start..s + d.secret.end),
-                                key: Some(s + d.key.start..s + d.key.end),
-                                user: None,
-                                domain: None,
+                                whole: shift(g.whole),
+                                secret: g.secret.map(shift),
+                                key: g.key.map(shift),
+                                user: g.user.map(shift),
+                                domain: g.domain.map(shift),
                             };
                             (g, next)
                         }

@@ -187,6 +187,9 @@ fn scanner(name: &str, family: &str, s: Scanner, tier: Tier) -> RuleSpec {
 /// The rule whose capture groups the scan derives from its match span
 /// (`detect::assignment_groups`) instead of a capture search.
 pub(crate) const ASSIGNMENT_RULE: &str = "generic_secret_assignment";
+/// The rule whose capture groups the scan derives from its match span
+/// (`detect::userinfo_groups`): a password in a URL's userinfo.
+pub(crate) const USERINFO_RULE: &str = "url_password";
 
 /// Token bodies end at a non-token byte (or the end).
 const END: &str = r"(?:[^A-Za-z0-9_\-]|$)";
@@ -423,7 +426,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             .check(Check::BasicAuth).tier(Tier::Structural).gate(Gate::SpaceOrQuote),
         rule("bearer_token", "api_key", &["bearer"], r#"(?i)\bbearer(?:\s+|["'`]\s{0,4},\s{0,4}["'`])(?P<s>[A-Za-z0-9_~+/.=\-]{20,})"#)
             .check(Check::Entropy(3.0)).tier(Tier::Generic).gate(Gate::SpaceOrQuote),
-        rule("url_password", "connection_string", &["://"],
+        rule(USERINFO_RULE, "connection_string", &["://"],
             r#"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<u>[^\s:@/"'<>]{0,64}):(?P<s>[^\s/"'<>]{3,128})@[A-Za-z0-9.\-\[]"#)
             .check(Check::UrlPassword).tier(Tier::Structural).gate(Gate::Userinfo),
         rule("jdbc_password", "connection_string", &["jdbc:"],

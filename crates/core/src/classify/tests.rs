@@ -1499,7 +1499,7 @@ fn assignment_groups_from_the_match_span_are_the_captured_ones() {
         .iter()
         .find(|r| r.name == super::rules::ASSIGNMENT_RULE)
         .unwrap();
-    assert!(rule.assignment);
+    assert_eq!(rule.derive, super::compile::Derive::Assignment);
     let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
     let mut inputs: Vec<Vec<u8>> = [
         &b"api_key = \"abcdefghijklmnop1234\""[..],
@@ -1622,4 +1622,99 @@ fn assignment_groups_from_the_match_span_are_the_captured_ones() {
         random_total > 3000 && random_derived > 1000,
         "{random_derived} of {random_total} random matches derived"
     );
+}
+
+/// The URL userinfo rule's groups derived from its match span (`detect::userinfo_groups`)
+/// are what its capture search gives, match for match: over the generated corpus and random
+/// URLs whose users and passwords hold `:`, `@`, `/`, quotes and spaces. Every match of the
+/// rule is derivable.
+#[test]
+fn userinfo_groups_from_the_match_span_are_the_captured_ones() {
+    let c = Classifier::default();
+    let rule = c
+        .rules
+        .iter()
+        .find(|r| r.name == super::rules::USERINFO_RULE)
+        .unwrap();
+    assert_eq!(rule.derive, super::compile::Derive::Userinfo);
+    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
+    let mut inputs: Vec<Vec<u8>> = [
+        &b"postgres://app:s3cr3t@db.local/x"[..],
+        b"x redis://:pw:with:colons@[::1]:6379",
+        b"amqp://u@ser:p@ss@host.example",
+        b"git+ssh://me:abc@@host ftp://a:b:c@d",
+        b"https://user:\xc3\xa9pass@h.io",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
+    let mut r = corpus::Rng(0x18_0032);
+    for _ in 0..300 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let mut rng = Rng(0x18_0033);
+    let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
+    let schemes = [
+        "postgres",
+        "mongodb+srv",
+        "redis",
+        "x",
+        "a.b-c",
+        "HTTPS",
+        "1http",
+        "",
+    ];
+    let parts = [
+        ":", "@", "/", "//", "://", "\"", "'", " ", "<", "[", ".", "-", "\u{e9}",
+    ];
+    for _ in 0..8000 {
+        let mut s = String::new();
+        for _ in 0..(1 + rng.next() % 3) {
+            s.push_str(pick(&mut rng, &schemes));
+            s.push_str("://");
+            // user, `:`, password, `@`, host, each with a random part now and then
+            for sep in [":", "@", ""] {
+                let n = (rng.next() % 10) as usize;
+                s.push_str(&synth("", b"abXY09_%!.-[", n));
+                if rng.next().is_multiple_of(3) {
+                    s.push_str(pick(&mut rng, &parts));
+                    let n = (rng.next() % 5) as usize;
+                    s.push_str(&synth("", b"abXY09_%!.-[", n));
+                }
+                s.push_str(sep);
+            }
+            s.push(' ');
+        }
+        inputs.push(s.into_bytes());
+    }
+    let mut total = 0;
+    for input in &inputs {
+        let hay = input.as_slice();
+        let mut at = 0;
+        while at <= hay.len() {
+            let Some(caps) = re.captures_at(hay, at) else {
+                break;
+            };
+            let m = re.find_at(hay, at).unwrap();
+            assert_eq!(m.range(), caps.get(0).unwrap().range());
+            let want = (
+                caps.name("u").unwrap().range(),
+                caps.name("s").unwrap().range(),
+            );
+            let got = super::detect::userinfo_groups(hay, m.start(), m.end());
+            assert_eq!(
+                got,
+                Some(want.clone()),
+                "input {:?}",
+                String::from_utf8_lossy(hay)
+            );
+            total += 1;
+            at = want.1.end.max(at + 1);
+        }
+    }
+    assert!(total > 2000, "only {total} matches compared");
 }
