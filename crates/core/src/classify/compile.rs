@@ -43,6 +43,8 @@ pub(super) enum Derive {
     Assignment,
     /// From the span of the URL userinfo rule's match (`detect::userinfo_groups`).
     Userinfo,
+    /// From the span of the prose rule's match (`detect::prose_groups`).
+    Prose,
 }
 
 /// A rule's regex, compiled on first use; clones share the compiled regex.
@@ -309,6 +311,7 @@ impl Classifier {
             let derive = match spec.name.as_str() {
                 rules::ASSIGNMENT_RULE if idx < custom_start => Derive::Assignment,
                 rules::USERINFO_RULE if idx < custom_start => Derive::Userinfo,
+                rules::PROSE_RULE if idx < custom_start => Derive::Prose,
                 _ => Derive::Captures,
             };
             rules.push(CompiledRule {

@@ -424,7 +424,99 @@ fn derived_groups(derive: Derive, hay: &[u8], ms: usize, me: usize) -> Option<(G
             };
             (g, next)
         }),
+        Derive::Prose => prose_groups(hay, ms, me).map(|(key, secret)| {
+            let next = secret.end;
+            let g = Groups {
+                whole: ms..me,
+                secret: Some(secret),
+                key: Some(key),
+                user: None,
+                domain: None,
+            };
+            (g, next)
+        }),
     }
+}
+
+/// Groups `k` and `s` of the prose rule's match `ms..me` in `hay` (`NAME [for X] [is|was|=|:]
+/// [ \t]+ ["'`]? (?P<s>[^\s"'`]{8,128}?) ["'`]? [.,;:!?)]* (\s|$)`), as its capture search
+/// would give them, or `None` when they do not plainly follow (then a capture search runs):
+/// - `k` is the first of the rule's names (`passwords?` greedy) that starts the match and ends
+///   at a word boundary;
+/// - the tail after `s` holds no whitespace up to the match's last byte (a whitespace, or the
+///   end of the text), and `s` holds none, so `s` lies in the last whitespace-free stretch of
+///   the match, right after its space or tab and an optional quote;
+/// - `s` is lazy: it ends at the first place, at least 8 bytes on, from which the rest is an
+///   optional quote and closing punctuation.
+pub(super) fn prose_groups(
+    hay: &[u8],
+    ms: usize,
+    me: usize,
+) -> Option<(Range<usize>, Range<usize>)> {
+    let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+    let punct = |b: u8| matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?' | b')');
+    let m = hay.get(ms..me)?;
+    let lower = |i: usize| m.get(i).map(u8::to_ascii_lowercase);
+    let has = |at: usize, w: &[u8]| {
+        m.get(at..at + w.len())
+            .is_some_and(|x| x.eq_ignore_ascii_case(w))
+    };
+    let boundary = |at: usize| !hay.get(ms + at).copied().is_some_and(is_word_byte);
+    // the name, tried in the rule's order
+    let sep = |at: usize| usize::from(matches!(m.get(at), Some(b' ' | b'_' | b'-')));
+    let klen = if has(0, b"password") {
+        if lower(8) == Some(b's') && boundary(9) {
+            9
+        } else {
+            8
+        }
+    } else if has(0, b"passphrase") {
+        10
+    } else if has(0, b"passcode") {
+        8
+    } else if has(0, b"secret") {
+        6
+    } else if has(0, b"token") {
+        5
+    } else if has(0, b"api") && has(3 + sep(3), b"key") {
+        6 + sep(3)
+    } else if has(0, b"access") && has(6 + sep(6), b"key") {
+        9 + sep(6)
+    } else {
+        return None;
+    };
+    if !boundary(klen) || klen > m.len() {
+        return None;
+    }
+    // the end of the tail: the final whitespace, or the end of the text
+    let last = *m.last()?;
+    let end = if is_space(last) {
+        m.len() - 1
+    } else if me == hay.len() {
+        m.len()
+    } else {
+        return None;
+    };
+    let ws = klen + m.get(klen..end)?.iter().rposition(|&b| is_space(b))?;
+    if !matches!(m[ws], b' ' | b'\t') {
+        return None;
+    }
+    let start = ws + 1 + usize::from(m.get(ws + 1).copied().is_some_and(quote));
+    // the closing punctuation run, and an optional quote before it
+    let mut p = end;
+    while p > start && punct(m[p - 1]) {
+        p -= 1;
+    }
+    let q = if p > start && quote(m[p - 1]) {
+        p - 1
+    } else {
+        p
+    };
+    let s_end = q.max(start + 8);
+    if s_end > end || s_end - start > 128 || m[start..s_end].iter().any(|&b| quote(b)) {
+        return None;
+    }
+    Some((ms..ms + klen, ms + start..ms + s_end))
 }
 
 /// Groups `u` and `s` of the URL userinfo rule's match `ms..me` in `hay`

@@ -190,6 +190,9 @@ pub(crate) const ASSIGNMENT_RULE: &str = "generic_secret_assignment";
 /// The rule whose capture groups the scan derives from its match span
 /// (`detect::userinfo_groups`): a password in a URL's userinfo.
 pub(crate) const USERINFO_RULE: &str = "url_password";
+/// The rule whose capture groups the scan derives from its match span
+/// (`detect::prose_groups`): a credential named in prose.
+pub(crate) const PROSE_RULE: &str = "prose_credential";
 
 /// Token bodies end at a non-token byte (or the end).
 const END: &str = r"(?:[^A-Za-z0-9_\-]|$)";
@@ -467,7 +470,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("cli_user_password", "password", &["-u ", "--user "],
             r#"(?:^|\s)(?:-u|--user)[ \t]+["']?(?P<u>[A-Za-z0-9._@\-]{1,64}):(?P<s>[^\s"']{4,128})"#)
             .check(Check::UrlPassword).tier(Tier::Generic),
-        rule("prose_credential", "generic_secret",
+        rule(PROSE_RULE, "generic_secret",
             &["password", "passphrase", "passcode", "secret", "token", "api key", "api-key", "api_key", "access key"],
             r#"(?i)\b(?P<k>passwords?|passphrase|passcode|secret|token|api[ _\-]?key|access[ _\-]?key)\b(?:[ \t]+(?:for|of|on|to)[ \t]+[A-Za-z0-9 ._\-]{1,30}?)?(?:[ \t]+(?:is|was|=)|[ \t]*:)?[ \t]+["'`]?(?P<s>[^\s"'`]{8,128}?)["'`]?[.,;:!?)]*(?:\s|$)"#)
             .check(Check::Prose).tier(Tier::Generic).gate(Gate::Word),

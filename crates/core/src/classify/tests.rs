@@ -1718,3 +1718,124 @@ fn userinfo_groups_from_the_match_span_are_the_captured_ones() {
     }
     assert!(total > 2000, "only {total} matches compared");
 }
+
+/// The prose rule's groups derived from its match span (`detect::prose_groups`) are what its
+/// capture search gives, match for match: over the generated corpus and random sentences that
+/// name a credential (every name, `for ...` clauses, `is`/`was`/`=`/`:`, quotes, closing
+/// punctuation, short values, tabs and line ends). Nine in ten matches must take the derived
+/// path.
+#[test]
+fn prose_groups_from_the_match_span_are_the_captured_ones() {
+    let c = Classifier::default();
+    let rule = c
+        .rules
+        .iter()
+        .find(|r| r.name == super::rules::PROSE_RULE)
+        .unwrap();
+    assert_eq!(rule.derive, super::compile::Derive::Prose);
+    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
+    let mut inputs: Vec<Vec<u8>> = [
+        &b"the password is hunter2hunter2."[..],
+        b"Passwords: 'abc.def,ghi!' x",
+        b"API key for the db was abcdefgh...\n",
+        b"access-key = \"abcdefg\".. y",
+        b"token:\tabcdefghijk)",
+        b"secret abcdefg.,;",
+        b"passcode is ab'cdefghij ",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
+    let mut r = corpus::Rng(0x18_0034);
+    for _ in 0..300 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let generated = inputs.len();
+    let mut rng = Rng(0x18_0035);
+    let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
+    let names = [
+        "password",
+        "Passwords",
+        "passphrase",
+        "passcode",
+        "SECRET",
+        "token",
+        "api key",
+        "api_key",
+        "API-Key",
+        "apikey",
+        "access key",
+        "accesskey",
+        "passwordsx",
+        "api",
+    ];
+    let clauses = ["", " for the db", " of prod", "\tto x.y-z", " on", " for"];
+    let verbs = ["", " is", " was", " =", ":", " :", "\t:"];
+    let gaps = [" ", "  ", "\t", " \"", " '", " `", "", "\n"];
+    let tails = [
+        "", ".", "...", ",", ")", "!?", "\"", "'.", "\"),", ":", " ", "\n", "x",
+    ];
+    for _ in 0..20_000 {
+        let mut s = String::new();
+        if rng.next().is_multiple_of(2) {
+            s.push_str("so the ");
+        }
+        s.push_str(pick(&mut rng, &names));
+        s.push_str(pick(&mut rng, &clauses));
+        s.push_str(pick(&mut rng, &verbs));
+        s.push_str(pick(&mut rng, &gaps));
+        let n = (4 + rng.next() % 16) as usize;
+        s.push_str(&synth("", b"abXY09.,;:!?)-_/", n));
+        if rng.next().is_multiple_of(6) {
+            // a quote inside or right after the value
+            s.push_str(pick(&mut rng, &["'", "\"", "`"]));
+            let n = (rng.next() % 4) as usize;
+            s.push_str(&synth("", b"abXY09.)", n));
+        }
+        s.push_str(pick(&mut rng, &tails));
+        s.push_str(pick(&mut rng, &tails));
+        if rng.next().is_multiple_of(2) {
+            s.push_str(" and more");
+        }
+        inputs.push(s.into_bytes());
+    }
+    let mut counts = [(0, 0), (0, 0)];
+    for (i, input) in inputs.iter().enumerate() {
+        let (total, derived) = &mut counts[usize::from(i >= generated)];
+        let hay = input.as_slice();
+        let mut at = 0;
+        while at <= hay.len() {
+            let Some(caps) = re.captures_at(hay, at) else {
+                break;
+            };
+            let m = re.find_at(hay, at).unwrap();
+            assert_eq!(m.range(), caps.get(0).unwrap().range());
+            let want = (
+                caps.name("k").unwrap().range(),
+                caps.name("s").unwrap().range(),
+            );
+            *total += 1;
+            if let Some(got) = super::detect::prose_groups(hay, m.start(), m.end()) {
+                *derived += 1;
+                assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(hay));
+            }
+            at = want.1.end.max(at + 1);
+        }
+    }
+    let [
+        (corpus_total, corpus_derived),
+        (random_total, random_derived),
+    ] = counts;
+    assert!(
+        corpus_total > 20 && corpus_derived * 10 > corpus_total * 9,
+        "{corpus_derived} of {corpus_total} corpus matches derived"
+    );
+    assert!(
+        random_total > 3000 && random_derived * 10 > random_total * 8,
+        "{random_derived} of {random_total} random matches derived"
+    );
+}
