@@ -29,6 +29,22 @@ pub(super) struct CompiledRule {
     pub(super) needs_assign: bool,
     /// What a keyword hit must have around it to wake this rule.
     pub(super) gate: Gate,
+    /// A built-in rule whose groups follow from its match span: a capture search runs only
+    /// when they do not.
+    pub(super) derive: Derive,
+}
+
+/// How the scan finds a rule's capture groups.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Derive {
+    /// A capture search.
+    Captures,
+    /// From the span of the generic assignment rule's match (`detect::assignment_groups`).
+    Assignment,
+    /// From the span of the URL userinfo rule's match (`detect::userinfo_groups`).
+    Userinfo,
+    /// From the span of the prose rule's match (`detect::prose_groups`).
+    Prose,
 }
 
 /// A rule's regex, compiled on first use; clones share the compiled regex.
@@ -36,8 +52,44 @@ pub(super) struct CompiledRule {
 pub(super) struct RuleRegex {
     pattern: Arc<str>,
     unicode: bool,
-    /// The regex and whether it has capture groups; `None` when it does not compile.
-    compiled: Arc<OnceLock<Option<(Regex, bool)>>>,
+    /// The regex and its capture groups; `None` when it does not compile.
+    compiled: Arc<OnceLock<Option<(Regex, Slots)>>>,
+}
+
+/// Indices of the named capture groups the checks read, looked up once per regex (by name per
+/// match, the lookup hashed every name of every match).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Slots {
+    /// The regex has capture groups at all.
+    pub(super) any: bool,
+    pub(super) s: Option<usize>,
+    pub(super) s2: Option<usize>,
+    pub(super) secret: Option<usize>,
+    pub(super) k: Option<usize>,
+    pub(super) u: Option<usize>,
+    pub(super) d: Option<usize>,
+}
+
+impl Slots {
+    fn of(regex: &Regex) -> Slots {
+        let mut slots = Slots {
+            any: regex.captures_len() > 1,
+            ..Slots::default()
+        };
+        for (i, name) in regex.capture_names().enumerate() {
+            let slot = match name {
+                Some("s") => &mut slots.s,
+                Some("s2") => &mut slots.s2,
+                Some("secret") => &mut slots.secret,
+                Some("k") => &mut slots.k,
+                Some("u") => &mut slots.u,
+                Some("d") => &mut slots.d,
+                _ => continue,
+            };
+            *slot = Some(i);
+        }
+        slots
+    }
 }
 
 fn build_regex(pattern: &str, unicode: bool) -> Result<Regex, regex::Error> {
@@ -58,11 +110,11 @@ impl RuleRegex {
     }
 
     fn compiled(pattern: &str, unicode: bool, regex: Regex) -> RuleRegex {
-        let groups = regex.captures_len() > 1;
+        let slots = Slots::of(&regex);
         RuleRegex {
             pattern: pattern.into(),
             unicode,
-            compiled: Arc::new(OnceLock::from(Some((regex, groups)))),
+            compiled: Arc::new(OnceLock::from(Some((regex, slots)))),
         }
     }
 
@@ -72,15 +124,15 @@ impl RuleRegex {
         self.compiled.get().is_some()
     }
 
-    /// The regex and whether it has capture groups, compiled now if it was not. `None` only for
-    /// a regex that does not compile: never a built-in one (`builtin_rules_compile`), and an
-    /// operator's is compiled when the policy loads.
-    pub(super) fn get(&self) -> Option<(&Regex, bool)> {
+    /// The regex and its capture groups, compiled now if it was not. `None` only for a regex
+    /// that does not compile: never a built-in one (`builtin_rules_compile`), and an operator's
+    /// is compiled when the policy loads.
+    pub(super) fn get(&self) -> Option<(&Regex, Slots)> {
         self.compiled
             .get_or_init(|| {
                 build_regex(&self.pattern, self.unicode).ok().map(|r| {
-                    let groups = r.captures_len() > 1;
-                    (r, groups)
+                    let slots = Slots::of(&r);
+                    (r, slots)
                 })
             })
             .as_ref()
@@ -256,6 +308,12 @@ impl Classifier {
                 }
             }
             let needs_assign = spec.regex.contains("(?::=|=>");
+            let derive = match spec.name.as_str() {
+                rules::ASSIGNMENT_RULE if idx < custom_start => Derive::Assignment,
+                rules::USERINFO_RULE if idx < custom_start => Derive::Userinfo,
+                rules::PROSE_RULE if idx < custom_start => Derive::Prose,
+                _ => Derive::Captures,
+            };
             rules.push(CompiledRule {
                 name: spec.name,
                 family: spec.family,
@@ -265,6 +323,7 @@ impl Classifier {
                 regex,
                 needs_assign,
                 gate: spec.gate,
+                derive,
             });
         }
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS

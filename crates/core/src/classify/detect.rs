@@ -2,6 +2,9 @@
 //! merged windows per rule, each rule's regex runs only on its windows (rules without keywords on
 //! the whole draft), the PII-number and binary-hint scanners run once, and overlapping matches are
 //! resolved (lower tier, then earlier rule, wins) before line numbers and snippets are added.
+//! Capture groups come from a capture search, except where they follow from the span of a
+//! plain search (`email_matches`; `compile::Derive`: generic assignments, URL userinfo, prose):
+//! there the backtracking search runs only when the split is ambiguous.
 
 use std::collections::BTreeMap;
 use std::ops::Range;
@@ -10,9 +13,9 @@ use aho_corasick::Anchored;
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
 
-use super::compile::Classifier;
+use super::compile::{Classifier, Derive};
 use super::rules::{Check, GATE_NAME_HEAD, GATE_NAME_TAIL, Gate, Scanner, Window};
-use super::verify::{Raw, find_sub, private_key_end, verify};
+use super::verify::{Groups, Raw, find_sub, private_key_end, verify};
 use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii, tokens};
 
 #[derive(Clone, Copy)]
@@ -247,19 +250,38 @@ pub(super) fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usi
 /// Every match state `dfa` enters over `bytes`, with the end of its matches. Its own function,
 /// with nothing else in the loop: so the state, the position and the DFA's tables stay in
 /// registers (with the hit handling inlined into the loop, they were spilled to the stack).
+/// Eight bytes per iteration of the outer loop, the inner one unrolled: the position is
+/// counted once per block, so a byte costs its transition and one comparison (13
+/// instructions per byte with `enumerate`, 7 now).
 #[inline(never)]
 fn match_states(dfa: &DFA, bytes: &[u8], out: &mut Vec<(StateID, usize)>) {
     let Ok(mut sid) = dfa.start_state(Anchored::No) else {
         return;
     };
-    for (i, &b) in bytes.iter().enumerate() {
+    let (blocks, tail) = bytes.as_chunks::<8>();
+    let mut base = 0;
+    for block in blocks {
+        for (k, &b) in block.iter().enumerate() {
+            sid = dfa.next_state(Anchored::No, sid, b);
+            if dfa.is_special(sid) {
+                if dfa.is_dead(sid) {
+                    return;
+                }
+                if dfa.is_match(sid) {
+                    out.push((sid, base + k + 1));
+                }
+            }
+        }
+        base += 8;
+    }
+    for (k, &b) in tail.iter().enumerate() {
         sid = dfa.next_state(Anchored::No, sid, b);
         if dfa.is_special(sid) {
             if dfa.is_dead(sid) {
                 return;
             }
             if dfa.is_match(sid) {
-                out.push((sid, i + 1));
+                out.push((sid, base + k + 1));
             }
         }
     }
@@ -298,6 +320,230 @@ pub(super) fn email_matches(
         }
         at = end.max(at + 1);
     }
+}
+
+/// A byte of the unquoted value of the generic assignment rule (`[A-Za-z0-9+/=_~\-]`).
+fn is_assign_value_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || matches!(b, b'+' | b'/' | b'=' | b'_' | b'~' | b'-')
+}
+
+/// The groups of a match of the generic assignment rule (`rules::ASSIGNMENT_RULE`).
+#[derive(Debug, Clone, PartialEq)]
+pub(super) struct Assignment {
+    pub(super) whole: Range<usize>,
+    /// Group `k`.
+    pub(super) key: Range<usize>,
+    /// Group `s` (quoted) or `s2`.
+    pub(super) secret: Range<usize>,
+    /// The value is quoted: the secret is group `s`.
+    pub(super) quoted: bool,
+}
+
+/// The groups of the generic assignment rule's match `ms..me` in `hay`, as its capture search
+/// would give them, when they follow from the span alone (`None` otherwise: then a capture
+/// search runs). The rule is `(?P<k>NAME) SEP \s{0,4} (QUOTED | UNQUOTED)`:
+/// - `k` holds only name bytes and every separator opens with a non-name byte, so `k` runs
+///   from the match start to the first non-name byte;
+/// - a quoted value ends the match with its closing quote (an unquoted one cannot end with a
+///   quote) and holds no quote, so `s` runs from the last quote before the closing one;
+/// - an unquoted value (`s2`) ends before the terminator (whitespace, `,`, `;`) or at the end;
+///   it starts right after the name's `=` in `NAME=value`, else at the start of the run of
+///   value bytes before its end, unless the run holds an `=` (a separator may end with one, so
+///   the split is ambiguous) or follows `base64:` (an optional prefix inside the group): those
+///   cases are left to the capture search.
+pub(super) fn assignment_groups(hay: &[u8], ms: usize, me: usize) -> Option<Assignment> {
+    let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+    let kend = ms + hay.get(ms..me)?.iter().position(|&b| !is_name_byte(b))?;
+    let last = *hay.get(me.checked_sub(1)?)?;
+    if quote(last) {
+        let q = kend + hay.get(kend..me - 1)?.iter().rposition(|&b| quote(b))?;
+        return Some(Assignment {
+            whole: ms..me,
+            key: ms..kend,
+            secret: q + 1..me - 1,
+            quoted: true,
+        });
+    }
+    let end = if is_space(last) || last == b',' || last == b';' {
+        me - 1
+    } else if is_assign_value_byte(last) && me == hay.len() {
+        me
+    } else {
+        return None;
+    };
+    // `NAME=value`: an `=` after the name not followed by `=`, `>` or a space can only be the
+    // `=` separator (`==` and `=>` need their second byte, the others open with `:`), with no
+    // space after it, so the value starts right after it
+    let next = hay.get(kend + 1).copied();
+    if hay[kend] == b'='
+        && next.is_some_and(|b| b != b'=' && b != b'>' && !is_space(b))
+        && kend + 1 < end
+    {
+        return Some(Assignment {
+            whole: ms..me,
+            key: ms..kend,
+            secret: kend + 1..end,
+            quoted: false,
+        });
+    }
+    let start = skip_back(hay, end, end.checked_sub(kend)?, is_assign_value_byte);
+    let after_base64 = start >= 7 && hay[start - 7..start].eq_ignore_ascii_case(b"base64:");
+    if start <= kend || start == end || after_base64 || hay[start..end].contains(&b'=') {
+        return None;
+    }
+    Some(Assignment {
+        whole: ms..me,
+        key: ms..kend,
+        secret: start..end,
+        quoted: false,
+    })
+}
+
+/// The groups (in `hay`) of the match `ms..me` of a rule that derives them, and where the
+/// search resumes (after group `s`, else after the match): `None` when they do not follow
+/// from the span.
+fn derived_groups(derive: Derive, hay: &[u8], ms: usize, me: usize) -> Option<(Groups, usize)> {
+    match derive {
+        Derive::Captures => None,
+        Derive::Assignment => assignment_groups(hay, ms, me).map(|d| {
+            let next = if d.quoted { d.secret.end } else { d.whole.end };
+            let g = Groups {
+                whole: d.whole,
+                secret: Some(d.secret),
+                key: Some(d.key),
+                user: None,
+                domain: None,
+            };
+            (g, next)
+        }),
+        Derive::Userinfo => userinfo_groups(hay, ms, me).map(|(user, secret)| {
+            let next = secret.end;
+            let g = Groups {
+                whole: ms..me,
+                secret: Some(secret),
+                key: None,
+                user: Some(user),
+                domain: None,
+            };
+            (g, next)
+        }),
+        Derive::Prose => prose_groups(hay, ms, me).map(|(key, secret)| {
+            let next = secret.end;
+            let g = Groups {
+                whole: ms..me,
+                secret: Some(secret),
+                key: Some(key),
+                user: None,
+                domain: None,
+            };
+            (g, next)
+        }),
+    }
+}
+
+/// Groups `k` and `s` of the prose rule's match `ms..me` in `hay` (`NAME [for X] [is|was|=|:]
+/// [ \t]+ ["'`]? (?P<s>[^\s"'`]{8,128}?) ["'`]? [.,;:!?)]* (\s|$)`), as its capture search
+/// would give them, or `None` when they do not plainly follow (then a capture search runs):
+/// - `k` is the first of the rule's names (`passwords?` greedy) that starts the match and ends
+///   at a word boundary;
+/// - the tail after `s` holds no whitespace up to the match's last byte (a whitespace, or the
+///   end of the text), and `s` holds none, so `s` lies in the last whitespace-free stretch of
+///   the match, right after its space or tab and an optional quote;
+/// - `s` is lazy: it ends at the first place, at least 8 bytes on, from which the rest is an
+///   optional quote and closing punctuation.
+pub(super) fn prose_groups(
+    hay: &[u8],
+    ms: usize,
+    me: usize,
+) -> Option<(Range<usize>, Range<usize>)> {
+    let quote = |b: u8| matches!(b, b'"' | b'\'' | b'`');
+    let punct = |b: u8| matches!(b, b'.' | b',' | b';' | b':' | b'!' | b'?' | b')');
+    let m = hay.get(ms..me)?;
+    let lower = |i: usize| m.get(i).map(u8::to_ascii_lowercase);
+    let has = |at: usize, w: &[u8]| {
+        m.get(at..at + w.len())
+            .is_some_and(|x| x.eq_ignore_ascii_case(w))
+    };
+    let boundary = |at: usize| !hay.get(ms + at).copied().is_some_and(is_word_byte);
+    // the name, tried in the rule's order
+    let sep = |at: usize| usize::from(matches!(m.get(at), Some(b' ' | b'_' | b'-')));
+    let klen = if has(0, b"password") {
+        if lower(8) == Some(b's') && boundary(9) {
+            9
+        } else {
+            8
+        }
+    } else if has(0, b"passphrase") {
+        10
+    } else if has(0, b"passcode") {
+        8
+    } else if has(0, b"secret") {
+        6
+    } else if has(0, b"token") {
+        5
+    } else if has(0, b"api") && has(3 + sep(3), b"key") {
+        6 + sep(3)
+    } else if has(0, b"access") && has(6 + sep(6), b"key") {
+        9 + sep(6)
+    } else {
+        return None;
+    };
+    if !boundary(klen) || klen > m.len() {
+        return None;
+    }
+    // the end of the tail: the final whitespace, or the end of the text
+    let last = *m.last()?;
+    let end = if is_space(last) {
+        m.len() - 1
+    } else if me == hay.len() {
+        m.len()
+    } else {
+        return None;
+    };
+    let ws = klen + m.get(klen..end)?.iter().rposition(|&b| is_space(b))?;
+    if !matches!(m[ws], b' ' | b'\t') {
+        return None;
+    }
+    let start = ws + 1 + usize::from(m.get(ws + 1).copied().is_some_and(quote));
+    // the closing punctuation run, and an optional quote before it
+    let mut p = end;
+    while p > start && punct(m[p - 1]) {
+        p -= 1;
+    }
+    let q = if p > start && quote(m[p - 1]) {
+        p - 1
+    } else {
+        p
+    };
+    let s_end = q.max(start + 8);
+    if s_end > end || s_end - start > 128 || m[start..s_end].iter().any(|&b| quote(b)) {
+        return None;
+    }
+    Some((ms..ms + klen, ms + start..ms + s_end))
+}
+
+/// Groups `u` and `s` of the URL userinfo rule's match `ms..me` in `hay`
+/// (`SCHEME://(?P<u>USER):(?P<s>PASSWORD)@X`), as its capture search would give them: the
+/// scheme holds no `:`, so the first `:` of the match opens `://`; the user holds no `:`, so it
+/// ends at the next one; the match ends with `@` and one host byte, so the password ends two
+/// bytes before the end.
+pub(super) fn userinfo_groups(
+    hay: &[u8],
+    ms: usize,
+    me: usize,
+) -> Option<(Range<usize>, Range<usize>)> {
+    let m = hay.get(ms..me)?;
+    let p = m.iter().position(|&b| b == b':')?;
+    if m.get(p..p + 3)? != b"://" {
+        return None;
+    }
+    let user_start = p + 3;
+    let q = user_start + m.get(user_start..)?.iter().position(|&b| b == b':')?;
+    let end = m.len().checked_sub(2)?;
+    if m[end] != b'@' || q + 1 > end {
+        return None;
+    }
+    Some((ms + user_start..ms + q, ms + q + 1..ms + end))
 }
 
 /// All findings with their spans, overlap-resolved, in content order.
@@ -345,9 +591,12 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
             continue;
         }
         // compiled on first use: only rules something woke up
-        let Some((re, has_groups)) = rule.regex.as_ref().and_then(|r| r.get()) else {
+        let Some((re, slots)) = rule.regex.as_ref().and_then(|r| r.get()) else {
             continue;
         };
+        // the capture groups of this rule's searches, reused match after match (a `Captures`
+        // per search was an allocation each, and its groups were looked up by name)
+        let mut locs = re.capture_locations();
         for &(s, e) in &wins[ri] {
             let hay = &bytes[s..e];
             if rule.needs_assign && !hay.iter().any(|&b| b == b'=' || b == b':') {
@@ -364,17 +613,48 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                         });
                     }
                 });
-            } else if has_groups {
+            } else if slots.any {
                 // Resume after the secret, not after the whole match: the trailing context byte
                 // a rule consumed may be the leading context of the next token.
                 let mut at = 0;
                 while at <= hay.len() {
-                    let Some(caps) = re.captures_at(hay, at) else {
-                        break;
+                    // the groups of a rule that can derive them from a plain search's span,
+                    // else (or when they do not follow from it) from a capture search
+                    let derived = if rule.derive == Derive::Captures {
+                        None
+                    } else {
+                        let Some(m) = re.find_at(hay, at) else {
+                            break;
+                        };
+                        derived_groups(rule.derive, hay, m.start(), m.end())
                     };
-                    let Some(m) = caps.get(0) else { break };
-                    let next = caps.name("s").map_or(m.end(), |g| g.end());
-                    verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);
+                    let (g, next) = match derived {
+                        Some((g, next)) => {
+                            let shift = |r: Range<usize>| s + r.start..s + r.end;
+                            let g = Groups {
+                                whole: shift(g.whole),
+                                secret: g.secret.map(shift),
+                                key: g.key.map(shift),
+                                user: g.user.map(shift),
+                                domain: g.domain.map(shift),
+                            };
+                            (g, next)
+                        }
+                        None => {
+                            if re.captures_read_at(&mut locs, hay, at).is_none() {
+                                break;
+                            }
+                            let Some(g) = Groups::of(&locs, slots, s) else {
+                                break;
+                            };
+                            let next = slots
+                                .s
+                                .and_then(|i| locs.get(i))
+                                .map_or(g.whole.end - s, |(_, e)| e);
+                            (g, next)
+                        }
+                    };
+                    verify(ri, rule, bytes, &g, &mut k8s_done, &mut raws);
                     at = next.max(at + 1);
                 }
             } else {
@@ -396,8 +676,10 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                         }
                         Check::PemRedacted => private_key_end(bytes, span.end).is_none(),
                         Check::Putty | Check::K8sSecret => {
-                            if let Some(caps) = re.captures_at(hay, m.start()) {
-                                verify(ri, rule, bytes, &caps, s, &mut k8s_done, &mut raws);
+                            if re.captures_read_at(&mut locs, hay, m.start()).is_some()
+                                && let Some(g) = Groups::of(&locs, slots, s)
+                            {
+                                verify(ri, rule, bytes, &g, &mut k8s_done, &mut raws);
                             }
                             false
                         }

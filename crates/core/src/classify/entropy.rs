@@ -20,7 +20,9 @@ pub(crate) fn shannon(s: &[u8]) -> f64 {
 
 /// Shannon entropy in bits per byte of a byte histogram.
 pub(crate) fn shannon_of(counts: &[u32; 256]) -> f64 {
-    let n: f64 = counts.iter().map(|&c| f64::from(c)).sum();
+    // an integer sum (vectorised), exact in `f64` as the float sum of the counts was
+    let total: u64 = counts.iter().map(|&c| u64::from(c)).sum();
+    let n = total as f64;
     if n == 0.0 {
         return 0.0;
     }

@@ -198,29 +198,41 @@ fn scan_at(s: &[u8], i: usize, emit: &mut impl FnMut(NumberKind, Range<usize>)) 
 }
 
 fn classify_number(t: &[u8]) -> Option<NumberKind> {
-    let digits: Vec<u8> = t
-        .iter()
-        .filter(|b| b.is_ascii_digit())
-        .map(|b| b - b'0')
-        .collect();
-    let seps: Vec<u8> = t.iter().copied().filter(|b| !b.is_ascii_digit()).collect();
+    // on the stack: the scan only classifies numbers of 9-19 digits (a longer `t` is no number)
+    let mut buf = [0u8; 19];
+    let mut n = 0;
+    for &b in t {
+        if b.is_ascii_digit() {
+            if n == buf.len() {
+                return None;
+            }
+            buf[n] = b - b'0';
+            n += 1;
+        }
+    }
+    let digits = &buf[..n];
+    let mut seps = t.iter().copied().filter(|b| !b.is_ascii_digit()).peekable();
+    let uniform_seps = match seps.peek().copied() {
+        None => true,
+        Some(first) => matches!(first, b' ' | b'-') && seps.all(|c| c == first),
+    };
     // SSN: ddd-dd-dddd exactly, or with spaces or dots in both places (`123 45 6789` in a table,
     // `123.45.6789` in a form): one separator, the widths 3-2-4 and a valid area, group and serial
     if t.len() == 11 && t[3] == t[6] && matches!(t[3], b'-' | b' ' | b'.') && digits.len() == 9 {
-        return valid_ssn(&digits).then_some(NumberKind::Ssn);
+        return valid_ssn(digits).then_some(NumberKind::Ssn);
     }
     // card: 13-19 digits, separators all spaces or all dashes (or none), Luhn, known IIN
     if (13..=19).contains(&digits.len())
-        && (seps.is_empty() || seps.iter().all(|&c| c == b' ') || seps.iter().all(|&c| c == b'-'))
+        && uniform_seps
         && t[0].is_ascii_digit()
-        && luhn(&digits)
-        && known_iin(&digits)
-        && !all_same(&digits)
+        && luhn(digits)
+        && known_iin(digits)
+        && !all_same(digits)
     {
         return Some(NumberKind::Card);
     }
     // phone: E.164 with separators, or NANP shapes
-    if is_phone(t, &digits) {
+    if is_phone(t, digits) {
         return Some(NumberKind::Phone);
     }
     None

@@ -184,6 +184,16 @@ fn scanner(name: &str, family: &str, s: Scanner, tier: Tier) -> RuleSpec {
     }
 }
 
+/// The rule whose capture groups the scan derives from its match span
+/// (`detect::assignment_groups`) instead of a capture search.
+pub(crate) const ASSIGNMENT_RULE: &str = "generic_secret_assignment";
+/// The rule whose capture groups the scan derives from its match span
+/// (`detect::userinfo_groups`): a password in a URL's userinfo.
+pub(crate) const USERINFO_RULE: &str = "url_password";
+/// The rule whose capture groups the scan derives from its match span
+/// (`detect::prose_groups`): a credential named in prose.
+pub(crate) const PROSE_RULE: &str = "prose_credential";
+
 /// Token bodies end at a non-token byte (or the end).
 const END: &str = r"(?:[^A-Za-z0-9_\-]|$)";
 /// Tokens start at a non-token byte (or the start).
@@ -419,7 +429,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             .check(Check::BasicAuth).tier(Tier::Structural).gate(Gate::SpaceOrQuote),
         rule("bearer_token", "api_key", &["bearer"], r#"(?i)\bbearer(?:\s+|["'`]\s{0,4},\s{0,4}["'`])(?P<s>[A-Za-z0-9_~+/.=\-]{20,})"#)
             .check(Check::Entropy(3.0)).tier(Tier::Generic).gate(Gate::SpaceOrQuote),
-        rule("url_password", "connection_string", &["://"],
+        rule(USERINFO_RULE, "connection_string", &["://"],
             r#"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<u>[^\s:@/"'<>]{0,64}):(?P<s>[^\s/"'<>]{3,128})@[A-Za-z0-9.\-\[]"#)
             .check(Check::UrlPassword).tier(Tier::Structural).gate(Gate::Userinfo),
         rule("jdbc_password", "connection_string", &["jdbc:"],
@@ -438,7 +448,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("password_assignment", "password", &["password", "passwd", "passphrase", "pwd", "pass"],
             r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12}|pass))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;]{8,128})(?:[\s,;&]|$))"#)
             .check(Check::Password).tier(Tier::Generic).gate(Gate::Assign),
-        rule("generic_secret_assignment", "generic_secret",
+        rule(ASSIGNMENT_RULE, "generic_secret",
             &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential", "key"],
             r#"(?i)(?P<k>[a-z0-9_.\-]{0,40}(?:(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20}|[a-z0-9]{2,20}[_.\-]?key))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>(?:base64:)?[^"'`\s]{16,256})["'`]|(?P<s2>(?:base64:)?[A-Za-z0-9+/=_~\-]{16,256})(?:[\s,;]|$))"#)
             .check(Check::Entropy(3.5)).tier(Tier::Generic).gate(Gate::Assign),
@@ -460,7 +470,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("cli_user_password", "password", &["-u ", "--user "],
             r#"(?:^|\s)(?:-u|--user)[ \t]+["']?(?P<u>[A-Za-z0-9._@\-]{1,64}):(?P<s>[^\s"']{4,128})"#)
             .check(Check::UrlPassword).tier(Tier::Generic),
-        rule("prose_credential", "generic_secret",
+        rule(PROSE_RULE, "generic_secret",
             &["password", "passphrase", "passcode", "secret", "token", "api key", "api-key", "api_key", "access key"],
             r#"(?i)\b(?P<k>passwords?|passphrase|passcode|secret|token|api[ _\-]?key|access[ _\-]?key)\b(?:[ \t]+(?:for|of|on|to)[ \t]+[A-Za-z0-9 ._\-]{1,30}?)?(?:[ \t]+(?:is|was|=)|[ \t]*:)?[ \t]+["'`]?(?P<s>[^\s"'`]{8,128}?)["'`]?[.,;:!?)]*(?:\s|$)"#)
             .check(Check::Prose).tier(Tier::Generic).gate(Gate::Word),

@@ -3,7 +3,7 @@
 //! penalties; the sum is clamped to [0, 1] and rounded to 4 decimals; the classifier's thresholds
 //! turn it into a [`Verdict`]. Also the suggested actions of a report.
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 
 use super::compile::Classifier;
 use super::detect::findings;
@@ -53,12 +53,19 @@ pub fn family_contribution(weight: f64, distinct_matches: usize) -> f64 {
     weight * (1.0 + 0.25 * (distinct_matches as f64 - 1.0)).min(1.5)
 }
 
-/// The distinct secrets of each family among `found` (findings of `content`).
-fn per_family<'a>(content: &'a str, found: &'a [Finding]) -> BTreeMap<&'a str, HashSet<&'a str>> {
-    let mut out: BTreeMap<&str, HashSet<&str>> = BTreeMap::new();
-    for f in found {
-        let text = content.get(f.span.clone()).unwrap_or("");
-        out.entry(f.kind.as_str()).or_default().insert(text);
+/// The number of distinct secrets of each family among `found` (findings of `content`).
+/// Sorted and deduplicated `(family, secret)` pairs: hashing every secret into a set per
+/// family cost more than the sort.
+fn per_family<'a>(content: &'a str, found: &'a [Finding]) -> BTreeMap<&'a str, usize> {
+    let mut pairs: Vec<(&str, &str)> = found
+        .iter()
+        .map(|f| (f.kind.as_str(), content.get(f.span.clone()).unwrap_or("")))
+        .collect();
+    pairs.sort_unstable();
+    pairs.dedup();
+    let mut out: BTreeMap<&str, usize> = BTreeMap::new();
+    for (family, _) in pairs {
+        *out.entry(family).or_default() += 1;
     }
     out
 }
@@ -68,7 +75,7 @@ fn per_family<'a>(content: &'a str, found: &'a [Finding]) -> BTreeMap<&'a str, H
 pub fn findings_score(content: &str, found: &[Finding], classifier: &Classifier) -> f64 {
     let score: f64 = per_family(content, found)
         .iter()
-        .map(|(fam, set)| family_contribution(classifier.weight(fam), set.len()))
+        .map(|(fam, n)| family_contribution(classifier.weight(fam), *n))
         .sum();
     rounded(score)
 }
@@ -87,7 +94,7 @@ pub fn risk_score(content: &str, classifier: &Classifier) -> RiskReport {
     let per_family = per_family(content, &detected);
     let mut score: f64 = per_family
         .iter()
-        .map(|(fam, set)| family_contribution(classifier.weight(fam), set.len()))
+        .map(|(fam, n)| family_contribution(classifier.weight(fam), *n))
         .sum();
     let size_rules: [(&str, usize, usize, f64, &str); 4] = [
         ("total_bytes", bytes, 100_000, 0.15, "split"),

@@ -1484,3 +1484,358 @@ fn email_groups_from_a_plain_search_are_the_captured_ones() {
     }
     assert!(total > 150, "only {total} addresses compared");
 }
+
+/// The generic assignment rule's groups derived from its match span
+/// (`detect::assignment_groups`) are what its capture search gives, match for match, and the
+/// scan resumes where it would: over the generated corpus, random assignments in many
+/// syntaxes (quotes, brackets, type annotations, `base64:` values, `=` inside values,
+/// terminators, non-ASCII bytes) and random text dense in those bytes. Nine in ten matches of
+/// the corpus must take the derived path (else the optimisation is gone).
+#[test]
+fn assignment_groups_from_the_match_span_are_the_captured_ones() {
+    let c = Classifier::default();
+    let rule = c
+        .rules
+        .iter()
+        .find(|r| r.name == super::rules::ASSIGNMENT_RULE)
+        .unwrap();
+    assert_eq!(rule.derive, super::compile::Derive::Assignment);
+    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
+    let mut inputs: Vec<Vec<u8>> = [
+        &b"api_key = \"abcdefghijklmnop1234\""[..],
+        b"api_key==abcdefghijklmnop1234 ",
+        b"api_key=abcdefghijklmnop=1234",
+        b"token: string = abcdefghijklmnop1234;",
+        b"token: string=abcdefghijklmnop1234,",
+        b"secret_key=base64:abcdefghijklmnop1234\n",
+        b"secret_key = BASE64:abcdefghijklmnopq\"",
+        b"cfg[\"api_key\"] = 'abcdefghijklmnop1234'",
+        b"x.token := `abcdefghijklmnop1234` y",
+        b"auth_key => b'abcdefghijklmnop1234'",
+        b"TOKEN=abcdefghijklmnop1234",
+        b"my_token:\xc3\xa9abcdefghijklmnop1234 ",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
+    let mut r = corpus::Rng(0x18_0030);
+    for _ in 0..400 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let generated = inputs.len();
+    let mut rng = Rng(0x18_0031);
+    let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
+    let names = [
+        "api_key",
+        "token",
+        "SECRET",
+        "db.secret_value",
+        "x-auth-key",
+        "aws_access_key",
+        "credentials",
+        "my2key",
+        "privateKey",
+        "a",
+        "",
+    ];
+    let seps = [
+        "=",
+        " = ",
+        "==",
+        ":",
+        ": ",
+        ":=",
+        "=>",
+        " => ",
+        "\"]=",
+        "']: ",
+        ": string = ",
+        ": &'static str =",
+        ":  Vec<u8>=",
+        "\t=\t",
+        "= ",
+        "::",
+        " ",
+    ];
+    let values = [
+        "\"", "'", "`", "b\"", "f'", "base64:", "BASE64:", "=", "==", "/", "+", "~", "-", "_", ":",
+        " ", ",", ";", "\n", ".", "\u{e9}", "]",
+    ];
+    for _ in 0..20_000 {
+        let mut s = String::new();
+        for _ in 0..(1 + rng.next() % 3) {
+            s.push_str(pick(&mut rng, &names));
+            s.push_str(pick(&mut rng, &seps));
+            for _ in 0..(rng.next() % 4) {
+                s.push_str(pick(&mut rng, &values));
+                let n = (4 + rng.next() % 36) as usize;
+                s.push_str(&synth("", b"abcXYZ0189+/=_~-", n));
+            }
+            s.push_str(pick(&mut rng, &values));
+        }
+        inputs.push(s.into_bytes());
+    }
+    // (matches, derived) in the generated corpus, then in the random assignments
+    let mut counts = [(0, 0), (0, 0)];
+    for (i, input) in inputs.iter().enumerate() {
+        let (total, derived) = &mut counts[usize::from(i >= generated)];
+        let hay = input.as_slice();
+        let mut at = 0;
+        while at <= hay.len() {
+            let Some(caps) = re.captures_at(hay, at) else {
+                assert!(re.find_at(hay, at).is_none());
+                break;
+            };
+            let whole = caps.get(0).unwrap().range();
+            let m = re.find_at(hay, at).unwrap();
+            assert_eq!(m.range(), whole);
+            *total += 1;
+            if let Some(d) = super::detect::assignment_groups(hay, m.start(), m.end()) {
+                *derived += 1;
+                let s = caps.name("s").map(|g| g.range());
+                let s2 = caps.name("s2").map(|g| g.range());
+                let want = super::detect::Assignment {
+                    whole: whole.clone(),
+                    key: caps.name("k").unwrap().range(),
+                    secret: s.clone().or(s2).unwrap(),
+                    quoted: s.is_some(),
+                };
+                assert_eq!(d, want, "input {:?}", String::from_utf8_lossy(hay));
+            }
+            let next = caps.name("s").map_or(whole.end, |g| g.end());
+            at = next.max(at + 1);
+        }
+    }
+    let [
+        (corpus_total, corpus_derived),
+        (random_total, random_derived),
+    ] = counts;
+    assert!(
+        corpus_total > 80 && corpus_derived * 10 > corpus_total * 9,
+        "{corpus_derived} of {corpus_total} corpus matches derived"
+    );
+    assert!(
+        random_total > 3000 && random_derived > 1000,
+        "{random_derived} of {random_total} random matches derived"
+    );
+}
+
+/// The URL userinfo rule's groups derived from its match span (`detect::userinfo_groups`)
+/// are what its capture search gives, match for match: over the generated corpus and random
+/// URLs whose users and passwords hold `:`, `@`, `/`, quotes and spaces. Every match of the
+/// rule is derivable.
+#[test]
+fn userinfo_groups_from_the_match_span_are_the_captured_ones() {
+    let c = Classifier::default();
+    let rule = c
+        .rules
+        .iter()
+        .find(|r| r.name == super::rules::USERINFO_RULE)
+        .unwrap();
+    assert_eq!(rule.derive, super::compile::Derive::Userinfo);
+    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
+    let mut inputs: Vec<Vec<u8>> = [
+        &b"postgres://app:s3cr3t@db.local/x"[..],
+        b"x redis://:pw:with:colons@[::1]:6379",
+        b"amqp://u@ser:p@ss@host.example",
+        b"git+ssh://me:abc@@host ftp://a:b:c@d",
+        b"https://user:\xc3\xa9pass@h.io",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
+    let mut r = corpus::Rng(0x18_0032);
+    for _ in 0..300 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let mut rng = Rng(0x18_0033);
+    let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
+    let schemes = [
+        "postgres",
+        "mongodb+srv",
+        "redis",
+        "x",
+        "a.b-c",
+        "HTTPS",
+        "1http",
+        "",
+    ];
+    let parts = [
+        ":", "@", "/", "//", "://", "\"", "'", " ", "<", "[", ".", "-", "\u{e9}",
+    ];
+    for _ in 0..8000 {
+        let mut s = String::new();
+        for _ in 0..(1 + rng.next() % 3) {
+            s.push_str(pick(&mut rng, &schemes));
+            s.push_str("://");
+            // user, `:`, password, `@`, host, each with a random part now and then
+            for sep in [":", "@", ""] {
+                let n = (rng.next() % 10) as usize;
+                s.push_str(&synth("", b"abXY09_%!.-[", n));
+                if rng.next().is_multiple_of(3) {
+                    s.push_str(pick(&mut rng, &parts));
+                    let n = (rng.next() % 5) as usize;
+                    s.push_str(&synth("", b"abXY09_%!.-[", n));
+                }
+                s.push_str(sep);
+            }
+            s.push(' ');
+        }
+        inputs.push(s.into_bytes());
+    }
+    let mut total = 0;
+    for input in &inputs {
+        let hay = input.as_slice();
+        let mut at = 0;
+        while at <= hay.len() {
+            let Some(caps) = re.captures_at(hay, at) else {
+                break;
+            };
+            let m = re.find_at(hay, at).unwrap();
+            assert_eq!(m.range(), caps.get(0).unwrap().range());
+            let want = (
+                caps.name("u").unwrap().range(),
+                caps.name("s").unwrap().range(),
+            );
+            let got = super::detect::userinfo_groups(hay, m.start(), m.end());
+            assert_eq!(
+                got,
+                Some(want.clone()),
+                "input {:?}",
+                String::from_utf8_lossy(hay)
+            );
+            total += 1;
+            at = want.1.end.max(at + 1);
+        }
+    }
+    assert!(total > 2000, "only {total} matches compared");
+}
+
+/// The prose rule's groups derived from its match span (`detect::prose_groups`) are what its
+/// capture search gives, match for match: over the generated corpus and random sentences that
+/// name a credential (every name, `for ...` clauses, `is`/`was`/`=`/`:`, quotes, closing
+/// punctuation, short values, tabs and line ends). Nine in ten matches must take the derived
+/// path.
+#[test]
+fn prose_groups_from_the_match_span_are_the_captured_ones() {
+    let c = Classifier::default();
+    let rule = c
+        .rules
+        .iter()
+        .find(|r| r.name == super::rules::PROSE_RULE)
+        .unwrap();
+    assert_eq!(rule.derive, super::compile::Derive::Prose);
+    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
+    let mut inputs: Vec<Vec<u8>> = [
+        &b"the password is hunter2hunter2."[..],
+        b"Passwords: 'abc.def,ghi!' x",
+        b"API key for the db was abcdefgh...\n",
+        b"access-key = \"abcdefg\".. y",
+        b"token:\tabcdefghijk)",
+        b"secret abcdefg.,;",
+        b"passcode is ab'cdefghij ",
+    ]
+    .iter()
+    .map(|s| s.to_vec())
+    .collect();
+    let mut r = corpus::Rng(0x18_0034);
+    for _ in 0..300 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let generated = inputs.len();
+    let mut rng = Rng(0x18_0035);
+    let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
+    let names = [
+        "password",
+        "Passwords",
+        "passphrase",
+        "passcode",
+        "SECRET",
+        "token",
+        "api key",
+        "api_key",
+        "API-Key",
+        "apikey",
+        "access key",
+        "accesskey",
+        "passwordsx",
+        "api",
+    ];
+    let clauses = ["", " for the db", " of prod", "\tto x.y-z", " on", " for"];
+    let verbs = ["", " is", " was", " =", ":", " :", "\t:"];
+    let gaps = [" ", "  ", "\t", " \"", " '", " `", "", "\n"];
+    let tails = [
+        "", ".", "...", ",", ")", "!?", "\"", "'.", "\"),", ":", " ", "\n", "x",
+    ];
+    for _ in 0..20_000 {
+        let mut s = String::new();
+        if rng.next().is_multiple_of(2) {
+            s.push_str("so the ");
+        }
+        s.push_str(pick(&mut rng, &names));
+        s.push_str(pick(&mut rng, &clauses));
+        s.push_str(pick(&mut rng, &verbs));
+        s.push_str(pick(&mut rng, &gaps));
+        let n = (4 + rng.next() % 16) as usize;
+        s.push_str(&synth("", b"abXY09.,;:!?)-_/", n));
+        if rng.next().is_multiple_of(6) {
+            // a quote inside or right after the value
+            s.push_str(pick(&mut rng, &["'", "\"", "`"]));
+            let n = (rng.next() % 4) as usize;
+            s.push_str(&synth("", b"abXY09.)", n));
+        }
+        s.push_str(pick(&mut rng, &tails));
+        s.push_str(pick(&mut rng, &tails));
+        if rng.next().is_multiple_of(2) {
+            s.push_str(" and more");
+        }
+        inputs.push(s.into_bytes());
+    }
+    let mut counts = [(0, 0), (0, 0)];
+    for (i, input) in inputs.iter().enumerate() {
+        let (total, derived) = &mut counts[usize::from(i >= generated)];
+        let hay = input.as_slice();
+        let mut at = 0;
+        while at <= hay.len() {
+            let Some(caps) = re.captures_at(hay, at) else {
+                break;
+            };
+            let m = re.find_at(hay, at).unwrap();
+            assert_eq!(m.range(), caps.get(0).unwrap().range());
+            let want = (
+                caps.name("k").unwrap().range(),
+                caps.name("s").unwrap().range(),
+            );
+            *total += 1;
+            if let Some(got) = super::detect::prose_groups(hay, m.start(), m.end()) {
+                *derived += 1;
+                assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(hay));
+            }
+            at = want.1.end.max(at + 1);
+        }
+    }
+    let [
+        (corpus_total, corpus_derived),
+        (random_total, random_derived),
+    ] = counts;
+    assert!(
+        corpus_total > 20 && corpus_derived * 10 > corpus_total * 9,
+        "{corpus_derived} of {corpus_total} corpus matches derived"
+    );
+    assert!(
+        random_total > 3000 && random_derived * 10 > random_total * 8,
+        "{random_derived} of {random_total} random matches derived"
+    );
+}

@@ -6,9 +6,9 @@
 
 use std::ops::Range;
 
-use regex::bytes::Captures;
+use regex::bytes::CaptureLocations;
 
-use super::compile::CompiledRule;
+use super::compile::{CompiledRule, Slots};
 use super::rules::Check;
 use super::{entropy, pii};
 
@@ -24,26 +24,39 @@ pub(super) struct Raw {
     pub(super) example: bool,
 }
 
+/// The first occurrence of `needle` in `hay` (`None` for an empty needle).
 pub(super) fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() || hay.len() < needle.len() {
+    if needle.is_empty() {
         return None;
     }
-    let first = needle[0];
-    let last_start = hay.len() - needle.len();
-    let mut i = 0;
-    while i <= last_start {
-        let k = hay[i..=last_start].iter().position(|&b| b == first)?;
-        i += k;
-        if &hay[i..i + needle.len()] == needle {
-            return Some(i);
-        }
-        i += 1;
-    }
-    None
+    memchr::memmem::find(hay, needle)
 }
 
-fn group(c: &Captures<'_>, name: &str, base: usize) -> Option<Range<usize>> {
-    c.name(name).map(|m| base + m.start()..base + m.end())
+/// The groups of one match that the checks read, as byte ranges of the content.
+pub(super) struct Groups {
+    pub(super) whole: Range<usize>,
+    /// The secret: group `s`, else `s2`, else `secret`.
+    pub(super) secret: Option<Range<usize>>,
+    pub(super) key: Option<Range<usize>>,
+    pub(super) user: Option<Range<usize>>,
+    pub(super) domain: Option<Range<usize>>,
+}
+
+impl Groups {
+    /// The groups of the match in `locs` (of a search of a window starting at `base`); `None`
+    /// when `locs` holds no match.
+    pub(super) fn of(locs: &CaptureLocations, slots: Slots, base: usize) -> Option<Groups> {
+        let at = |i: Option<usize>| i.and_then(|i| locs.get(i)).map(|(s, e)| base + s..base + e);
+        Some(Groups {
+            whole: at(Some(0))?,
+            secret: at(slots.s)
+                .or_else(|| at(slots.s2))
+                .or_else(|| at(slots.secret)),
+            key: at(slots.k),
+            user: at(slots.u),
+            domain: at(slots.d),
+        })
+    }
 }
 
 /// Words of a key whose value is not a secret even when it looks random (a digest, an id, a
@@ -304,19 +317,14 @@ pub(super) fn verify(
     rule_idx: usize,
     r: &CompiledRule,
     bytes: &[u8],
-    caps: &Captures<'_>,
-    base: usize,
+    g: &Groups,
     k8s_done: &mut usize,
     out: &mut Vec<Raw>,
 ) {
-    let Some(whole) = caps.get(0) else { return };
-    let whole = base + whole.start()..base + whole.end();
-    let secret = group(caps, "s", base)
-        .or_else(|| group(caps, "s2", base))
-        .or_else(|| group(caps, "secret", base));
-    let span = secret.clone().unwrap_or_else(|| whole.clone());
+    let whole = g.whole.clone();
+    let span = g.secret.clone().unwrap_or_else(|| whole.clone());
     let v = &bytes[span.clone()];
-    let key = group(caps, "k", base);
+    let key = g.key.clone();
     let snippet_start = key.as_ref().map_or(span.start, |k| k.start);
     let push_as = |out: &mut Vec<Raw>, span: Range<usize>, example: bool| {
         out.push(Raw {
@@ -410,7 +418,7 @@ pub(super) fn verify(
             }
         }
         Check::UrlPassword => {
-            let user = group(caps, "u", base).map(|u| &bytes[u]);
+            let user = g.user.clone().map(|u| &bytes[u]);
             let lower = v.to_ascii_lowercase();
             let weak = WEAK_PASSWORDS.iter().any(|w| lower == w.as_bytes());
             if user != Some(v) && !weak && !value_is_code(v) && !entropy::is_value_placeholder(v) {
@@ -418,7 +426,7 @@ pub(super) fn verify(
             }
         }
         Check::Email => {
-            let (Some(u), Some(d)) = (group(caps, "u", base), group(caps, "d", base)) else {
+            let (Some(u), Some(d)) = (g.user.clone(), g.domain.clone()) else {
                 return;
             };
             if pii::email_is_reportable(&bytes[u], &bytes[d]) {
