@@ -231,7 +231,10 @@ impl KeptAlive {
         let (mut length, mut chunked) = (None, false);
         loop {
             let mut line = String::new();
-            assert!(self.reader.read_line(&mut line).expect("head") > 0, "closed");
+            assert!(
+                self.reader.read_line(&mut line).expect("head") > 0,
+                "closed"
+            );
             let line = line.trim_end();
             if line.is_empty() {
                 break;
