@@ -797,17 +797,22 @@ fn nonblocking(fd: &impl std::os::fd::AsFd) -> bool {
 
 /// Pipes on stdin and stdout are served through the runtime's reactor (non-blocking, no
 /// thread hand-off per message) while the server runs, and handed back blocking when it
-/// exits, since a pipe's description outlives the process. stderr sharing stdout's pipe
-/// (`2>&1`) keeps stdout blocking, for the log's sake.
+/// exits, since a pipe's description outlives the process (one the client made
+/// non-blocking stays so). stderr sharing stdout's pipe (`2>&1`) keeps stdout blocking, for
+/// the log's sake.
 #[test]
 fn stdio_pipes_are_served_nonblocking_and_handed_back_blocking() {
     use std::io::{BufRead, Write};
     let ws = Workspace::new();
-    for stderr_on_stdout in [false, true] {
+    for (stderr_on_stdout, preset) in [(false, false), (true, false), (false, true)] {
         let (in_r, mut in_w) = std::io::pipe().expect("pipe");
         let (out_r, out_w) = std::io::pipe().expect("pipe");
         // Our own descriptors of the server's ends: the same descriptions, to look at.
         let (in_seen, out_seen) = (in_r.try_clone().unwrap(), out_w.try_clone().unwrap());
+        if preset {
+            let flags = rustix::fs::fcntl_getfl(&in_seen).unwrap();
+            rustix::fs::fcntl_setfl(&in_seen, flags | rustix::fs::OFlags::NONBLOCK).unwrap();
+        }
         let stderr = if stderr_on_stdout {
             std::process::Stdio::from(out_w.try_clone().unwrap())
         } else {
@@ -840,7 +845,11 @@ fn stdio_pipes_are_served_nonblocking_and_handed_back_blocking() {
         );
         drop(in_w);
         assert!(child.wait().unwrap().success());
-        assert!(!nonblocking(&in_seen), "stdin handed back blocking");
+        assert_eq!(
+            nonblocking(&in_seen),
+            preset,
+            "stdin handed back as the client left it"
+        );
         assert!(!nonblocking(&out_seen), "stdout handed back blocking");
     }
 }

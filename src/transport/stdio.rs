@@ -20,7 +20,8 @@ pub struct Stdio {
     pub restore: NonBlocking,
 }
 
-/// Standard streams this process made non-blocking, made blocking again when dropped.
+/// Standard streams this process made non-blocking, made blocking again when dropped (only
+/// those that were blocking when it started).
 #[derive(Default)]
 pub struct NonBlocking {
     stdin: bool,
@@ -29,16 +30,16 @@ pub struct NonBlocking {
 
 impl Drop for NonBlocking {
     fn drop(&mut self) {
-        let blocking = |fd: BorrowedFd<'_>| {
+        let make_blocking = |fd: BorrowedFd<'_>| {
             if let Ok(flags) = rustix::fs::fcntl_getfl(fd) {
                 let _ = rustix::fs::fcntl_setfl(fd, flags - rustix::fs::OFlags::NONBLOCK);
             }
         };
         if self.stdin {
-            blocking(std::io::stdin().as_fd());
+            make_blocking(std::io::stdin().as_fd());
         }
         if self.stdout {
-            blocking(std::io::stdout().as_fd());
+            make_blocking(std::io::stdout().as_fd());
         }
     }
 }
@@ -59,15 +60,21 @@ fn pipe(fd: BorrowedFd<'_>, apart: &[BorrowedFd<'_>]) -> Option<File> {
     fd.try_clone_to_owned().ok().map(File::from)
 }
 
+/// Whether `fd` is in blocking mode (a pipe the client made non-blocking stays so at exit).
+fn blocking(fd: BorrowedFd<'_>) -> bool {
+    rustix::fs::fcntl_getfl(fd).is_ok_and(|f| !f.contains(rustix::fs::OFlags::NONBLOCK))
+}
+
 /// The standard streams for the stdio transport (inside a runtime with I/O enabled).
 pub fn stdio() -> Stdio {
     let streams = (std::io::stdin(), std::io::stdout(), std::io::stderr());
     let (stdin, stdout, stderr) = (streams.0.as_fd(), streams.1.as_fd(), streams.2.as_fd());
     let mut restore = NonBlocking::default();
+    let (stdin_blocking, stdout_blocking) = (blocking(stdin), blocking(stdout));
     let input: Box<dyn AsyncRead + Unpin + Send> =
         match pipe(stdin, &[stdout, stderr]).map(tokio::net::unix::pipe::Receiver::from_file) {
             Some(Ok(pipe)) => {
-                restore.stdin = true;
+                restore.stdin = stdin_blocking;
                 Box::new(pipe)
             }
             _ => Box::new(tokio::io::stdin()),
@@ -75,7 +82,7 @@ pub fn stdio() -> Stdio {
     let output: Box<dyn AsyncWrite + Unpin + Send> =
         match pipe(stdout, &[stdin, stderr]).map(tokio::net::unix::pipe::Sender::from_file) {
             Some(Ok(pipe)) => {
-                restore.stdout = true;
+                restore.stdout = stdout_blocking;
                 Box::new(pipe)
             }
             _ => Box::new(tokio::io::stdout()),

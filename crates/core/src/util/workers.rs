@@ -26,48 +26,95 @@ struct Idle {
     next_id: u64,
 }
 
-static IDLE: Mutex<Idle> = Mutex::new(Idle {
-    workers: Vec::new(),
-    next_id: 0,
-});
-
-fn idle() -> MutexGuard<'static, Idle> {
-    // Every change under the lock is one push, pop or remove: a poisoned lock is still whole.
-    IDLE.lock().unwrap_or_else(|p| p.into_inner())
+/// A set of workers. The process has one ([`run_job`], [`start`]); tests make their own.
+pub struct Workers {
+    idle: Mutex<Idle>,
 }
 
-/// Run `job` on a worker: an idle one, or a new one. Gives the job back when no thread can
-/// be started (a process at its thread limit), for the caller to run itself.
+static POOL: Workers = Workers::new();
+
+/// Run `job` on one of the process's workers (see [`Workers::run_job`]).
 pub fn run_job(job: Job) -> Result<(), Job> {
-    let mut job = job;
-    loop {
-        let popped = idle().workers.pop();
-        let Some((_, queue)) = popped else { break };
-        match queue.send(job) {
-            Ok(()) => return Ok(()),
-            // Cannot happen while a worker leaves the idle list before it exits; should it,
-            // the next idle worker (or a new one) takes the job.
-            Err(mpsc::SendError(back)) => job = back,
+    POOL.run_job(job)
+}
+
+impl Workers {
+    pub const fn new() -> Workers {
+        Workers {
+            idle: Mutex::new(Idle {
+                workers: Vec::new(),
+                next_id: 0,
+            }),
         }
     }
-    let (queue, jobs) = mpsc::channel::<Job>();
-    let id = {
-        let mut idle = idle();
-        idle.next_id += 1;
-        idle.next_id
-    };
-    let spawned = std::thread::Builder::new()
-        .name("rw-sync".into())
-        .stack_size(STACK)
-        .spawn({
-            let queue = queue.clone();
-            move || work(id, queue, jobs)
-        });
-    if spawned.is_err() {
-        return Err(job);
+
+    fn idle(&self) -> MutexGuard<'_, Idle> {
+        // Every change under the lock is one push, pop or remove: a poisoned lock is whole.
+        self.idle.lock().unwrap_or_else(|p| p.into_inner())
     }
-    // The new worker's first job: sent after the spawn, so a failed spawn gives it back.
-    queue.send(job).map_err(|mpsc::SendError(back)| back)
+
+    /// Run `job` on a worker: an idle one, or a new one. Gives the job back when no thread
+    /// can be started (a process at its thread limit), for the caller to run itself.
+    pub fn run_job(&'static self, job: Job) -> Result<(), Job> {
+        let mut job = job;
+        loop {
+            let popped = self.idle().workers.pop();
+            let Some((_, queue)) = popped else { break };
+            match queue.send(job) {
+                Ok(()) => return Ok(()),
+                // Cannot happen while a worker leaves the idle list before it exits; should
+                // it, the next idle worker (or a new one) takes the job.
+                Err(mpsc::SendError(back)) => job = back,
+            }
+        }
+        let (queue, jobs) = mpsc::channel::<Job>();
+        let id = {
+            let mut idle = self.idle();
+            idle.next_id += 1;
+            idle.next_id
+        };
+        let spawned = std::thread::Builder::new()
+            .name("rw-sync".into())
+            .stack_size(STACK)
+            .spawn({
+                let queue = queue.clone();
+                move || self.work(id, queue, jobs)
+            });
+        if spawned.is_err() {
+            return Err(job);
+        }
+        // The new worker's first job: sent after the spawn, so a failed spawn gives it back.
+        queue.send(job).map_err(|mpsc::SendError(back)| back)
+    }
+
+    fn work(&self, id: u64, queue: Sender<Job>, jobs: mpsc::Receiver<Job>) {
+        loop {
+            let job = match jobs.recv_timeout(LINGER) {
+                Ok(job) => job,
+                Err(RecvTimeoutError::Timeout) => {
+                    let mut idle = self.idle();
+                    match idle.workers.iter().position(|(w, _)| *w == id) {
+                        Some(at) => {
+                            idle.workers.remove(at);
+                            return;
+                        }
+                        // A caller popped this worker and its job is on the way.
+                        None => continue,
+                    }
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
+            };
+            // A job that panics takes nothing else down (its own result reports it).
+            let _ = catch_unwind(AssertUnwindSafe(job));
+            self.idle().workers.push((id, queue.clone()));
+        }
+    }
+}
+
+impl Default for Workers {
+    fn default() -> Self {
+        Workers::new()
+    }
 }
 
 /// The outcome of an I/O job started with [`start`], waited for by whoever needs it done
@@ -114,8 +161,8 @@ impl Pending {
         self.ended(false)
     }
 
-    /// Waits for the job to end and takes its error itself (once; later waits get `Ok` or a
-    /// stand-in).
+    /// Waits for the job to end and takes its error itself (once; later waits get a
+    /// stand-in error).
     pub fn take(&self) -> io::Result<()> {
         self.ended(true)
     }
@@ -126,34 +173,15 @@ impl Pending {
         loop {
             match result.as_ref() {
                 Some(Ok(())) => return Ok(()),
-                Some(Err(_)) if take => return result.take().unwrap_or_else(|| Err(failed())),
+                Some(Err(_)) if take => {
+                    return result
+                        .replace(Err(failed()))
+                        .unwrap_or_else(|| Err(failed()));
+                }
                 Some(Err(e)) => return Err(io::Error::new(e.kind(), e.to_string())),
                 None => result = self.0.ended.wait(result).unwrap_or_else(|p| p.into_inner()),
             }
         }
-    }
-}
-
-fn work(id: u64, queue: Sender<Job>, jobs: mpsc::Receiver<Job>) {
-    loop {
-        let job = match jobs.recv_timeout(LINGER) {
-            Ok(job) => job,
-            Err(RecvTimeoutError::Timeout) => {
-                let mut idle = idle();
-                match idle.workers.iter().position(|(w, _)| *w == id) {
-                    Some(at) => {
-                        idle.workers.remove(at);
-                        return;
-                    }
-                    // A caller popped this worker and its job is on the way.
-                    None => continue,
-                }
-            }
-            Err(RecvTimeoutError::Disconnected) => return,
-        };
-        // A job that panics takes nothing else down (its own result reports it).
-        let _ = catch_unwind(AssertUnwindSafe(job));
-        idle().workers.push((id, queue.clone()));
     }
 }
 
@@ -163,37 +191,53 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
+    /// A set of workers of the test's own (none of another test's in its idle list).
+    fn pool() -> &'static Workers {
+        Box::leak(Box::new(Workers::new()))
+    }
+
     /// The id of the thread a job ran on.
-    fn ran_on() -> std::thread::ThreadId {
+    fn ran_on(pool: &'static Workers) -> std::thread::ThreadId {
         let (tx, rx) = mpsc::channel();
-        run_job(Box::new(move || {
+        pool.run_job(Box::new(move || {
             let _ = tx.send(std::thread::current().id());
         }))
         .unwrap_or_else(|_| panic!("no worker"));
         rx.recv_timeout(Duration::from_secs(10)).expect("job ran")
     }
 
+    /// Waits until `pool` has `n` idle workers (a worker goes back to the list right after
+    /// its job has sent its result).
+    fn idle_workers(pool: &'static Workers, n: usize) {
+        for _ in 0..1000 {
+            if pool.idle().workers.len() == n {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        panic!("{n} idle workers expected");
+    }
+
     #[test]
     fn a_worker_runs_one_job_after_another_without_a_new_thread() {
-        let first = ran_on();
+        let pool = pool();
+        let first = ran_on(pool);
         assert_ne!(first, std::thread::current().id());
-        // Other tests may hold workers of their own: this one's comes back to the idle list
-        // right after its job, so one of the next few jobs finds it.
-        let again = (0..50).any(|_| {
-            std::thread::sleep(Duration::from_millis(2));
-            ran_on() == first
-        });
-        assert!(again, "no job ran again on the first worker");
+        for _ in 0..5 {
+            idle_workers(pool, 1);
+            assert_eq!(ran_on(pool), first, "a second thread for one job at a time");
+        }
     }
 
     #[test]
     fn jobs_at_once_run_at_once() {
         // Each job waits for the other: on one thread, or one after another, neither ends.
+        let pool = pool();
         let barrier = std::sync::Arc::new(std::sync::Barrier::new(2));
         let (tx, rx) = mpsc::channel();
         for _ in 0..2 {
             let (barrier, tx) = (barrier.clone(), tx.clone());
-            run_job(Box::new(move || {
+            pool.run_job(Box::new(move || {
                 barrier.wait();
                 let _ = tx.send(());
             }))
@@ -203,20 +247,42 @@ mod tests {
             rx.recv_timeout(Duration::from_secs(10))
                 .expect("both jobs ran together");
         }
+        idle_workers(pool, 2);
+    }
+
+    #[test]
+    fn a_failed_job_gives_its_error_to_take_and_a_stand_in_to_every_other_wait() {
+        let pending = start(|| Err(io::Error::from_raw_os_error(5)), false);
+        let seen = pending.wait().unwrap_err();
+        assert_eq!(seen.kind(), io::Error::from_raw_os_error(5).kind());
+        assert_eq!(pending.take().unwrap_err().raw_os_error(), Some(5));
+        // Taken: later waits still end, with an error.
+        assert!(pending.wait().is_err());
+        assert!(pending.take().is_err());
+        let inline = start(|| Ok(()), true);
+        assert!(inline.wait().is_ok() && inline.take().is_ok());
     }
 
     #[test]
     fn a_job_that_panics_leaves_its_worker_serving() {
+        let pool = pool();
         let (tx, rx) = mpsc::channel();
-        let _ = run_job(Box::new(move || {
+        let _ = pool.run_job(Box::new(move || {
             let _ = tx.send(std::thread::current().id());
             panic!("job panics");
         }));
         let panicked_on = rx.recv_timeout(Duration::from_secs(10)).expect("job ran");
-        let again = (0..50).any(|_| {
-            std::thread::sleep(Duration::from_millis(2));
-            ran_on() == panicked_on
-        });
-        assert!(again, "the worker whose job panicked took no job again");
+        idle_workers(pool, 1);
+        assert_eq!(
+            ran_on(pool),
+            panicked_on,
+            "the worker did not take a job again"
+        );
+    }
+
+    #[test]
+    fn a_panicking_io_job_ends_as_an_error() {
+        let pending = start(|| panic!("job panics"), false);
+        assert!(pending.wait().is_err());
     }
 }
