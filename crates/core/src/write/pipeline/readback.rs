@@ -98,8 +98,8 @@ impl<'a> Written<'a> {
 
     /// Steps 3 and 4 with the fsync left running: it starts on a worker thread
     /// (`util::workers`), the read-back and comparison run here meanwhile, and the caller
-    /// goes on (the pre-image's directory sync, the journal row and its `fdatasync`) while
-    /// the disk works. The rename must wait for [`PendingSync::waiter`]; nothing else in the
+    /// goes on (waiting for the pre-image's syncs, the journal row and its `fdatasync`)
+    /// while the disk works. The rename must wait for [`PendingSync::waiter`]; nothing else in the
     /// protocol depends on the temp file being durable (a row durable before its file is one
     /// more case of the orphan row a crash before the rename already leaves; see the module
     /// doc).

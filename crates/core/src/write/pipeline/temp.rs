@@ -318,7 +318,8 @@ fn create_temp<'a>(
     })
 }
 
-/// Writes `body` into `sink` (buffered), returning the SHA-256 of what was written (the
+/// Writes `body` into `sink` (a body in memory with one `write_all`, a stream through a
+/// buffer), returning the SHA-256 of what was written (the
 /// producer's own, for a hashed stream), its size, and the body itself when it was held in
 /// memory (the read-back compares the file with it).
 fn write_body(sink: &mut dyn Write, body: Body) -> io::Result<(String, u64, Option<Vec<u8>>)> {
