@@ -416,29 +416,29 @@ fn derived_groups(derive: Derive, hay: &[u8], ms: usize, me: usize) -> Option<(G
             };
             (g, next)
         }),
-        Derive::Userinfo => userinfo_groups(hay, ms, me).map(|(user, secret)| {
-            let next = secret.end;
-            let g = Groups {
-                whole: ms..me,
-                secret: Some(secret),
-                key: None,
-                user: Some(user),
-                domain: None,
-            };
-            (g, next)
-        }),
-        Derive::Prose => prose_groups(hay, ms, me).map(|(key, secret)| {
-            let next = secret.end;
-            let g = Groups {
-                whole: ms..me,
-                secret: Some(secret),
-                key: Some(key),
-                user: None,
-                domain: None,
-            };
-            (g, next)
-        }),
+        Derive::Userinfo => userinfo_groups(hay, ms, me)
+            .map(|(user, secret)| whole_match(ms..me, secret, None, Some(user))),
+        Derive::Prose => prose_groups(hay, ms, me)
+            .map(|(key, secret)| whole_match(ms..me, secret, Some(key), None)),
     }
+}
+
+/// Groups whose whole is the match, the search resuming after the secret.
+fn whole_match(
+    whole: std::ops::Range<usize>,
+    secret: std::ops::Range<usize>,
+    key: Option<std::ops::Range<usize>>,
+    user: Option<std::ops::Range<usize>>,
+) -> (Groups, usize) {
+    let next = secret.end;
+    let g = Groups {
+        whole,
+        secret: Some(secret),
+        key,
+        user,
+        domain: None,
+    };
+    (g, next)
 }
 
 /// Groups `k` and `s` of the prose rule's match `ms..me` in `hay` (`NAME [for X] [is|was|=|:]
