@@ -425,10 +425,10 @@ fn derived_groups(derive: Derive, hay: &[u8], ms: usize, me: usize) -> Option<(G
 
 /// Groups whose whole is the match, the search resuming after the secret.
 fn whole_match(
-    whole: std::ops::Range<usize>,
-    secret: std::ops::Range<usize>,
-    key: Option<std::ops::Range<usize>>,
-    user: Option<std::ops::Range<usize>>,
+    whole: Range<usize>,
+    secret: Range<usize>,
+    key: Option<Range<usize>>,
+    user: Option<Range<usize>>,
 ) -> (Groups, usize) {
     let next = secret.end;
     let g = Groups {
