@@ -262,29 +262,33 @@ fn match_states(dfa: &DFA, bytes: &[u8], out: &mut Vec<(StateID, usize)>) {
     let mut base = 0;
     for block in blocks {
         for (k, &b) in block.iter().enumerate() {
-            sid = dfa.next_state(Anchored::No, sid, b);
-            if dfa.is_special(sid) {
-                if dfa.is_dead(sid) {
-                    return;
-                }
-                if dfa.is_match(sid) {
-                    out.push((sid, base + k + 1));
-                }
+            if !step(dfa, &mut sid, b, base + k + 1, out) {
+                return;
             }
         }
         base += 8;
     }
     for (k, &b) in tail.iter().enumerate() {
-        sid = dfa.next_state(Anchored::No, sid, b);
-        if dfa.is_special(sid) {
-            if dfa.is_dead(sid) {
-                return;
-            }
-            if dfa.is_match(sid) {
-                out.push((sid, base + k + 1));
-            }
+        if !step(dfa, &mut sid, b, base + k + 1, out) {
+            return;
         }
     }
+}
+
+/// One transition of [`match_states`] on `b`, recording a match state as ending at `end`;
+/// `false` at the dead state (nothing more can match).
+#[inline(always)]
+fn step(dfa: &DFA, sid: &mut StateID, b: u8, end: usize, out: &mut Vec<(StateID, usize)>) -> bool {
+    *sid = dfa.next_state(Anchored::No, *sid, b);
+    if dfa.is_special(*sid) {
+        if dfa.is_dead(*sid) {
+            return false;
+        }
+        if dfa.is_match(*sid) {
+            out.push((*sid, end));
+        }
+    }
+    true
 }
 
 /// A byte of an email's local part in the `email_address` rule (`[A-Za-z0-9._%+\-]`).
