@@ -642,21 +642,6 @@ fn a_pre_image_that_cannot_be_synced_is_not_kept_and_the_write_lands() {
     assert_eq!(rows.len(), 1);
     assert!(rows[0]["history_not_kept"].is_string(), "{:?}", rows[0]);
     let objects = ws.path(".resilient_write/objects");
-    let left: Vec<_> = walk_files(&objects);
+    let left = common::files_under(&objects);
     assert!(left.is_empty(), "objects left: {left:?}");
-}
-
-fn walk_files(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    if let Ok(entries) = std::fs::read_dir(dir) {
-        for e in entries.flatten() {
-            let p = e.path();
-            if p.is_dir() {
-                out.extend(walk_files(&p));
-            } else {
-                out.push(p);
-            }
-        }
-    }
-    out
 }

@@ -637,7 +637,7 @@ fn classify_on_tx_write_and_tx_replace_refuses_before_staging() {
     // the object store never saw the secret either
     let objects = ws.path(".resilient_write/objects");
     if objects.exists() {
-        for e in walk(&objects) {
+        for e in common::files_under(&objects) {
             let bytes = std::fs::read(&e).unwrap();
             assert!(
                 !String::from_utf8_lossy(&bytes).contains(&token),
@@ -656,19 +656,6 @@ fn classify_on_tx_write_and_tx_replace_refuses_before_staging() {
         std::fs::read_to_string(ws.path("client.py")).unwrap(),
         "print(1)\n"
     );
-}
-
-fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).unwrap() {
-        let p = e.unwrap().path();
-        if p.is_dir() {
-            out.extend(walk(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out
 }
 
 #[test]

@@ -105,14 +105,7 @@ fn state_rewrites_keep_no_history_objects() {
             json!({"session": "h", "index": 1, "content": content}),
         );
     }
-    let objects = |ws: &Workspace| -> usize { walk(&ws.path(".resilient_write/objects")) };
-    fn walk(dir: &std::path::Path) -> usize {
-        std::fs::read_dir(dir).map_or(0, |it| {
-            it.map(|e| e.unwrap().path())
-                .map(|p| if p.is_dir() { walk(&p) } else { 1 })
-                .sum()
-        })
-    }
+    let objects = |ws: &Workspace| common::files_under(&ws.path(".resilient_write/objects")).len();
     assert_eq!(objects(&ws), 0);
     // A workspace file's overwrite still keeps its pre-image.
     s.ok("rw_safe_write", json!({"path": "w.txt", "content": "v1"}));

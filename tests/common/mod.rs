@@ -316,8 +316,8 @@ pub fn wal_entries(root: &Path) -> usize {
         .unwrap_or(0)
 }
 
-/// Temp files of the pipeline left anywhere under `root`.
-pub fn temp_files(root: &Path) -> Vec<PathBuf> {
+/// Every file under `root`, at any depth (none when `root` does not exist).
+pub fn files_under(root: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
     let mut stack = vec![root.to_path_buf()];
     while let Some(d) = stack.pop() {
@@ -325,12 +325,23 @@ pub fn temp_files(root: &Path) -> Vec<PathBuf> {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
-            } else if e.file_name().to_string_lossy().contains(".rw-tmp-") {
+            } else {
                 out.push(p);
             }
         }
     }
     out
+}
+
+/// Temp files of the pipeline left anywhere under `root`.
+pub fn temp_files(root: &Path) -> Vec<PathBuf> {
+    files_under(root)
+        .into_iter()
+        .filter(|p| {
+            p.file_name()
+                .is_some_and(|n| n.to_string_lossy().contains(".rw-tmp-"))
+        })
+        .collect()
 }
 
 /// Letters and digits, the alphabet of most token formats.
