@@ -32,7 +32,7 @@
 //! minute (a write in another process may have kept it and not yet journaled its row).
 
 use super::fault;
-use super::retention::{Retention, Sweep, gc_with};
+use super::retention::{NOT_KEPT_FIELD, Retention, Sweep, gc_with};
 use crate::journal::Journal;
 use crate::journal::paths::JournalPaths;
 use crate::objects::{Linked, ObjectStore};
@@ -46,9 +46,6 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant, SystemTime};
 
 use super::Existing;
-
-/// The journal field (and the warning's prefix) saying a row's pre-image was not kept.
-pub const NOT_KEPT_FIELD: &str = "history_not_kept";
 
 /// An automatic pass spares objects stored more recently than this.
 const SPARE_YOUNGER_THAN: Duration = Duration::from_secs(60);

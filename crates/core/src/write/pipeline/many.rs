@@ -1,7 +1,8 @@
 //! [`Pipeline::commit_many`]: the protocol for several targets at once, all or nothing, for
 //! transactions (`tx`).
 
-use super::keep::{Kept, NOT_KEPT_FIELD};
+use super::keep::Kept;
+use super::retention::NOT_KEPT_FIELD;
 use super::temp::{Staged, Written, write_temp};
 use super::{
     Body, Caller, DirLock, Existing, Outcome, Pipeline, Plan, check_writable, fault,

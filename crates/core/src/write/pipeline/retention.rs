@@ -5,7 +5,6 @@
 //! It lives with the pipeline because the pipeline enforces it as it adds objects
 //! ([`super::keep`]); `gc` and `doctor --fix` run the same pass on request.
 
-use super::keep::NOT_KEPT_FIELD;
 use crate::journal::Journal;
 use crate::journal::paths::{JournalPaths, row_fields};
 use crate::objects::ObjectStore;
@@ -15,6 +14,10 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
+
+/// The journal field (and the warning's prefix) saying a row's pre-image was not kept: such
+/// rows name no object, so retention has nothing of theirs to keep.
+pub const NOT_KEPT_FIELD: &str = "history_not_kept";
 
 /// Retention of the object store, from the policy file's `history:` section.
 #[derive(Debug, Clone, PartialEq)]
