@@ -5,7 +5,7 @@
 //! what the file held); the target is untouched.
 
 use super::fault;
-use super::temp::{Published, Staged, Written, open_read_back};
+use super::temp::{Published, Staged, Written, hash_held, open_read_back};
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::workspace::Target;
@@ -65,7 +65,8 @@ const OVERLAP_VERIFY_BYTES: u64 = 8 * 1024 * 1024;
 
 impl<'a> Written<'a> {
     /// The rest of steps 3 and 4: fsync, and read back what the file holds and compare.
-    pub(super) fn finish(self) -> Result<Staged<'a>> {
+    pub(super) fn finish(mut self) -> Result<Staged<'a>> {
+        hash_held(&mut self.staged, self.body.as_deref());
         if self.staged.bytes < OVERLAP_VERIFY_BYTES {
             self.sync()?;
             let actual = self.read_back()?;
@@ -107,10 +108,11 @@ impl<'a> Written<'a> {
         let Written {
             target,
             file,
-            staged,
+            mut staged,
             body,
         } = self;
         let pending = PendingSync::start(file);
+        hash_held(&mut staged, body.as_deref());
         let held = body.as_deref().map(|b| (b, staged.sha256.as_str()));
         let checked = read_back_digest(target, &staged.guard.name, held)
             .and_then(|actual| compare(target, staged, actual));

@@ -66,6 +66,16 @@ pub(super) struct Staged<'a> {
     pub(super) warnings: Vec<String>,
 }
 
+/// Sets the digest of a body held in memory, which [`write_body`] leaves to be computed
+/// here, after the write: [`Written::verify_while_syncing`] calls it once the temp file's
+/// fsync has started, so a large body's hash costs no time of its own. A streamed body's
+/// digest was computed as it was written (`body` is `None`).
+pub(super) fn hash_held(staged: &mut Staged<'_>, body: Option<&[u8]>) {
+    if let Some(body) = body {
+        staged.sha256 = sha256_hex(body);
+    }
+}
+
 /// A temp file written but not yet fsynced nor verified ([`write_temp`]); [`Written::finish`]
 /// makes it a [`Staged`]. Split so that [`Pipeline::commit_many`] can write every temp file
 /// first and then fsync them back to back, which the filesystem completes in far fewer
@@ -78,6 +88,7 @@ pub(super) struct Written<'a> {
     pub(super) staged: Staged<'a>,
     /// The body, when it was held in memory: the read-back compares the file's bytes with
     /// it instead of hashing them a second time.
+    /// `staged.sha256` stays empty until [`hash_held`] computes it from this.
     pub(super) body: Option<Vec<u8>>,
 }
 
@@ -319,16 +330,19 @@ fn create_temp<'a>(
 }
 
 /// Writes `body` into `sink` (a body in memory with one `write_all`, a stream through a
-/// buffer), returning the SHA-256 of what was written (the
-/// producer's own, for a hashed stream), its size, and the body itself when it was held in
-/// memory (the read-back compares the file with it).
-fn write_body(sink: &mut dyn Write, body: Body) -> io::Result<(String, u64, Option<Vec<u8>>)> {
+/// buffer), returning the SHA-256 of what was written (the producer's own, for a hashed
+/// stream; `None` for a body held in memory, hashed later by [`Written::hash_held`] while
+/// its fsync runs), its size, and the body itself when it was held in memory (the read-back
+/// compares the file with it).
+fn write_body(
+    sink: &mut dyn Write,
+    body: Body,
+) -> io::Result<(Option<String>, u64, Option<Vec<u8>>)> {
     if let Body::Bytes(b) = body {
-        // One write(2) of the whole body (a buffer would only copy it), hashed beside it.
-        let digest = sha256_hex(&b);
+        // One write(2) of the whole body (a buffer would only copy it).
         sink.write_all(&b)?;
         let n = b.len() as u64;
-        return Ok((digest, n, Some(b)));
+        return Ok((None, n, Some(b)));
     }
     let buffered = BufWriter::with_capacity(256 * 1024, sink);
     if let Body::HashedStream(produce) = body {
@@ -336,7 +350,7 @@ fn write_body(sink: &mut dyn Write, body: Body) -> io::Result<(String, u64, Opti
         let digest = produce(&mut w)?;
         let (n, mut inner) = w.finish();
         inner.flush()?;
-        return Ok((digest, n, None));
+        return Ok((Some(digest), n, None));
     }
     let mut w = HashingWriter::new(buffered);
     if let Body::Stream(produce) = body {
@@ -344,7 +358,7 @@ fn write_body(sink: &mut dyn Write, body: Body) -> io::Result<(String, u64, Opti
     }
     let (digest, n, mut inner) = w.finish();
     inner.flush()?;
-    Ok((digest, n, None))
+    Ok((Some(digest), n, None))
 }
 
 impl<'a> Created<'a> {
@@ -370,7 +384,14 @@ impl<'a> Created<'a> {
         };
         let (expected, bytes, body) =
             written.map_err(|e| Failure::io("write temp file", shown, e))?;
-        let mut written = Written::new(target, file, guard, warnings, expected, bytes)?;
+        let mut written = Written::new(
+            target,
+            file,
+            guard,
+            warnings,
+            expected.unwrap_or_default(),
+            bytes,
+        )?;
         written.body = body;
         Ok(written)
     }
