@@ -276,11 +276,7 @@ async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, b
     let server = Tracked::new(McpServer::new(service), drain.clone());
     let stdio = crate::transport::stdio::stdio();
     let _blocking_again = stdio.restore;
-    let transport = rmcp::transport::async_rw::AsyncRwTransport::new_server(
-        crate::transport::stdio::sanitized(stdio.input, max_line),
-        stdio.output,
-    )
-    .with_max_line_length(usize::MAX);
+    let transport = crate::transport::stdio::Lines::new(stdio.input, stdio.output, max_line);
     let signal = crate::transport::shutdown::signal();
     tokio::pin!(signal);
     let running = tokio::select! {
