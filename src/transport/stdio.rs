@@ -62,7 +62,24 @@ fn pipe(fd: BorrowedFd<'_>, apart: &[BorrowedFd<'_>]) -> Option<File> {
     if shared {
         return None;
     }
+    widen(fd);
     fd.try_clone_to_owned().ok().map(File::from)
+}
+
+/// What a pipe of the transport is widened to: a megabyte message then crosses it in one
+/// or two reads instead of sixteen (a pipe holds 64 KiB by default, and each time it is
+/// full the writer sleeps until the reader has emptied it). 1 MiB is what Linux lets any
+/// user ask for (`/proc/sys/fs/pipe-max-size`).
+pub const PIPE_SIZE: usize = 1 << 20;
+
+/// Widens the pipe `fd` to [`PIPE_SIZE`] where it is smaller; a pipe that cannot be (over
+/// the user's pipe memory limit, say) stays as it was.
+fn widen(fd: BorrowedFd<'_>) {
+    if rustix::pipe::fcntl_getpipe_size(fd).is_ok_and(|size| size < PIPE_SIZE)
+        && let Err(e) = rustix::pipe::fcntl_setpipe_size(fd, PIPE_SIZE)
+    {
+        tracing::debug!("could not widen a standard stream's pipe: {e}");
+    }
 }
 
 /// Whether `fd` is in blocking mode (a pipe the client made non-blocking stays so at exit).
