@@ -273,10 +273,13 @@ async fn serve_stdio(config: Config, grace: std::time::Duration) -> (ExitCode, b
         return (ExitCode::from(2), true);
     };
     let drain = Drain::new();
-    let server = Tracked::new(McpServer::new(service), drain.clone());
     let stdio = crate::transport::stdio::stdio();
     let _blocking_again = stdio.restore;
     let transport = crate::transport::stdio::Lines::new(stdio.input, stdio.output, max_line);
+    let server = Tracked::new(
+        McpServer::new(service).inline_when_alone(transport.outstanding()),
+        drain.clone(),
+    );
     let signal = crate::transport::shutdown::signal();
     tokio::pin!(signal);
     let running = tokio::select! {

@@ -9,6 +9,7 @@ use rustix::fd::{AsFd, BorrowedFd};
 use serde_json::Value;
 use std::fs::File;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 /// The process's standard input and output as the transport reads and writes them.
@@ -142,6 +143,8 @@ pub struct Lines<R, W> {
     oversized: Option<Oversized>,
     max_line: usize,
     output: Arc<tokio::sync::Mutex<Option<W>>>,
+    /// Requests received and not yet answered ([`Lines::outstanding`]).
+    outstanding: Arc<AtomicUsize>,
 }
 
 struct Oversized {
@@ -168,7 +171,16 @@ where
             oversized: None,
             max_line,
             output: Arc::new(tokio::sync::Mutex::new(Some(output))),
+            outstanding: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// The count of the client's requests received and not yet answered (a response or an
+    /// error sent with their id), for [`crate::mcp::McpServer::inline_when_alone`]. A
+    /// request that is never answered keeps it above one: calls then always take a
+    /// blocking thread, the safe side.
+    pub fn outstanding(&self) -> Arc<AtomicUsize> {
+        Arc::clone(&self.outstanding)
     }
 
     /// The next whole line's bytes (without its newline), or `None` at the end of the input
@@ -374,6 +386,15 @@ where
         item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let output = Arc::clone(&self.output);
+        if matches!(
+            item,
+            rmcp::model::JsonRpcMessage::Response(_) | rmcp::model::JsonRpcMessage::Error(_)
+        ) {
+            // Never below zero (an error answering a line that was no request).
+            let _ = self
+                .outstanding
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| n.checked_sub(1));
+        }
         async move {
             let mut line = serde_json::to_vec(&item)?;
             line.push(b'\n');
@@ -389,7 +410,12 @@ where
             };
             let clean = sanitize_line(bytes);
             match parse(&clean) {
-                Ok(message) => return Some(message),
+                Ok(message) => {
+                    if matches!(message, rmcp::model::JsonRpcMessage::Request(_)) {
+                        self.outstanding.fetch_add(1, Ordering::AcqRel);
+                    }
+                    return Some(message);
+                }
                 Err(e) if e.classify() == serde_json::error::Category::Data => {
                     self.refuse(&clean, &e)
                 }
@@ -614,6 +640,40 @@ mod tests {
         let first = serde_json::to_value(parse(messages[0].as_bytes()).unwrap()).unwrap();
         assert_eq!(first["params"]["arguments"]["content"], big.as_str());
         assert_eq!(first["params"]["_meta"]["progressToken"], "p-9");
+    }
+
+    #[tokio::test]
+    async fn requests_count_as_outstanding_until_answered() {
+        let (mut t, mut client, _client_in) = transport(1 << 20);
+        let outstanding = t.outstanding();
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+        let response = r#"{"jsonrpc":"2.0","id":"s-1","result":{}}"#;
+        for l in [PING, note, response, &PING.replace('7', "8")] {
+            client.write_all(format!("{l}\n").as_bytes()).await.unwrap();
+        }
+        for _ in 0..4 {
+            t.receive().await.unwrap();
+        }
+        assert_eq!(outstanding.load(Ordering::Acquire), 2, "two pings, no more");
+        let answer = |id: i64| -> TxJsonRpcMessage<RoleServer> {
+            serde_json::from_value(serde_json::json!({"jsonrpc":"2.0","id":id,"result":{}}))
+                .unwrap()
+        };
+        t.send(answer(7)).await.unwrap();
+        assert_eq!(outstanding.load(Ordering::Acquire), 1);
+        let error: TxJsonRpcMessage<RoleServer> = serde_json::from_value(serde_json::json!(
+            {"jsonrpc":"2.0","id":8,"error":{"code":-32601,"message":"no"}}))
+        .unwrap();
+        t.send(error).await.unwrap();
+        assert_eq!(outstanding.load(Ordering::Acquire), 0);
+        // A request of the server's own is not an answer; nothing goes below zero.
+        let request: TxJsonRpcMessage<RoleServer> = serde_json::from_value(
+            serde_json::json!({"jsonrpc":"2.0","id":1,"method":"roots/list"}),
+        )
+        .unwrap();
+        t.send(request).await.unwrap();
+        t.send(answer(9)).await.unwrap();
+        assert_eq!(outstanding.load(Ordering::Acquire), 0);
     }
 
     #[tokio::test]
