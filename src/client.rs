@@ -279,12 +279,22 @@ impl McpClient {
 
     /// Write one line (a newline is added) to the server's stdin.
     pub fn send_raw(&mut self, line: &str) -> Result<()> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        self.send_line(bytes)
+    }
+
+    /// Write `msg` as one line (serialised straight into the buffer that is written).
+    fn send_message(&mut self, msg: &Value) -> Result<()> {
+        let bytes = serde_json::to_vec(msg).map_err(io::Error::from)?;
+        self.send_line(bytes)
+    }
+
+    fn send_line(&mut self, mut bytes: Vec<u8>) -> Result<()> {
         let stdin = self
             .stdin
             .as_mut()
             .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdin already closed"))?;
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
         bytes.push(b'\n');
         stdin.write_all(&bytes)?;
         stdin.flush()?;
@@ -293,7 +303,7 @@ impl McpClient {
 
     pub fn notify(&mut self, method: &str, params: Value) -> Result<()> {
         let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
-        self.send_raw(&msg.to_string())
+        self.send_message(&msg)
     }
 
     /// Send a request and read until its answer, keeping the notifications seen meanwhile.
@@ -302,7 +312,7 @@ impl McpClient {
         let id = self.next_id;
         self.next_id += 1;
         let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
-        self.send_raw(&msg.to_string())?;
+        self.send_message(&msg)?;
         let deadline = self.timeout.map(|t| (Instant::now() + t, t));
         let mut notifications = Vec::new();
         loop {
@@ -393,7 +403,7 @@ impl McpClient {
             if buf.is_empty() {
                 return Err(ClientError::Closed { id });
             }
-            match buf.iter().position(|&b| b == b'\n') {
+            match memchr::memchr(b'\n', buf) {
                 Some(pos) => {
                     line.extend_from_slice(&buf[..pos]);
                     self.stdout.consume(pos + 1);
