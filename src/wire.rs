@@ -6,6 +6,7 @@
 //! ([`crate::tools::parse_args`] looks for [`BAD_UNICODE_SENTINEL`]). Nothing is ever written
 //! with a replacement character in place of what the agent sent.
 
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use std::borrow::Cow;
 
 /// What an unrepresentable unit becomes. Starts with NUL, which no JSON text decodes to by
@@ -163,6 +164,36 @@ pub(crate) fn oversize_stand_in(
     Some(msg.into_bytes())
 }
 
+/// Parses one client message (after [`sanitize_line`]), for both transports (the HTTP
+/// front door checks a body with it before rmcp's service takes it). A `tools/call`'s
+/// arguments (a megabyte of file content, say) are taken out of the parsed JSON while
+/// rmcp's types are built from the rest, and put back after: rmcp's message enum buffers
+/// what it parses and clones it as it tries its variants (three copies of a 1 MB
+/// `content`, a seventh of such a write's CPU), so only the small rest goes through that.
+/// Anything else is parsed by rmcp as it is.
+pub fn parse_message(bytes: &[u8]) -> serde_json::Result<ClientJsonRpcMessage> {
+    let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+    let call = value.get("method").and_then(serde_json::Value::as_str) == Some("tools/call");
+    let arguments = value
+        .get_mut("params")
+        .and_then(|p| p.get_mut("arguments"))
+        .filter(|a| call && a.is_object())
+        .map(serde_json::Value::take);
+    let mut message: ClientJsonRpcMessage = serde_json::from_value(value)?;
+    if let Some(serde_json::Value::Object(arguments)) = arguments {
+        match &mut message {
+            ClientJsonRpcMessage::Request(r) => match &mut r.request {
+                ClientRequest::CallToolRequest(call) => {
+                    call.params.arguments = Some(arguments);
+                }
+                _ => return serde_json::from_slice(bytes),
+            },
+            _ => return serde_json::from_slice(bytes),
+        }
+    }
+    Ok(message)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -292,5 +323,37 @@ mod props {
                 prop_assert!(v.is_ok(), "{}", String::from_utf8_lossy(&out));
             }
         }
+    }
+
+    #[test]
+    fn parse_gives_what_rmcp_alone_would() {
+        let big = "y".repeat(100_000);
+        let messages = [
+            format!(
+                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"rw_safe_write","arguments":{{"path":"a","content":"{big}"}},"_meta":{{"progressToken":"p-9"}}}}}}"#
+            ),
+            r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"rw_read"}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{}}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p","arguments":{"k":"v"}}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#.into(),
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(),
+            r#"{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"a":1}}}"#.into(),
+            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","arguments":{"a":1}},"extra":true}"#.into(),
+        ];
+        for m in &messages {
+            let ours = parse_message(m.as_bytes()).map(|v| serde_json::to_value(v).unwrap());
+            let theirs = serde_json::from_slice::<ClientJsonRpcMessage>(m.as_bytes())
+                .map(|v| serde_json::to_value(v).unwrap());
+            match (ours, theirs) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", &m[..m.len().min(200)]),
+                (Err(a), Err(b)) => assert_eq!(a.classify(), b.classify(), "{a} / {b}"),
+                (a, b) => panic!("{}: {a:?} / {b:?}", &m[..m.len().min(200)]),
+            }
+        }
+        let first = serde_json::to_value(parse_message(messages[0].as_bytes()).unwrap()).unwrap();
+        assert_eq!(first["params"]["arguments"]["content"], big.as_str());
+        assert_eq!(first["params"]["_meta"]["progressToken"], "p-9");
     }
 }

@@ -346,34 +346,6 @@ fn message_bytes(line: &[u8]) -> Option<&[u8]> {
     (!line.is_empty()).then_some(line)
 }
 
-/// Parses one message. A `tools/call`'s arguments (a megabyte of file content, say) are
-/// taken out of the parsed JSON while rmcp's types are built from the rest, and put back
-/// after: rmcp's message enum buffers what it parses and clones it as it tries its
-/// variants (three copies of a 1 MB `content`, a seventh of such a write's CPU), so only
-/// the small rest goes through that. Anything else is parsed by rmcp as it is.
-fn parse(bytes: &[u8]) -> serde_json::Result<RxJsonRpcMessage<RoleServer>> {
-    let mut value: Value = serde_json::from_slice(bytes)?;
-    let call = value.get("method").and_then(Value::as_str) == Some("tools/call");
-    let arguments = value
-        .get_mut("params")
-        .and_then(|p| p.get_mut("arguments"))
-        .filter(|a| call && a.is_object())
-        .map(Value::take);
-    let mut message: RxJsonRpcMessage<RoleServer> = serde_json::from_value(value)?;
-    if let Some(Value::Object(arguments)) = arguments {
-        match &mut message {
-            rmcp::model::JsonRpcMessage::Request(r) => match &mut r.request {
-                rmcp::model::ClientRequest::CallToolRequest(call) => {
-                    call.params.arguments = Some(arguments);
-                }
-                _ => return serde_json::from_slice(bytes),
-            },
-            _ => return serde_json::from_slice(bytes),
-        }
-    }
-    Ok(message)
-}
-
 impl<R, W> rmcp::transport::Transport<RoleServer> for Lines<R, W>
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -409,7 +381,7 @@ where
                 continue;
             };
             let clean = sanitize_line(bytes);
-            match parse(&clean) {
+            match crate::wire::parse_message(&clean) {
                 Ok(message) => {
                     if matches!(message, rmcp::model::JsonRpcMessage::Request(_)) {
                         self.outstanding.fetch_add(1, Ordering::AcqRel);
@@ -608,38 +580,6 @@ mod tests {
         let reply = next_reply(&mut client_in).await;
         assert_eq!(reply["id"], Value::Null);
         assert_eq!(reply["error"]["code"], -32600);
-    }
-
-    #[test]
-    fn parse_gives_what_rmcp_alone_would() {
-        let big = "y".repeat(100_000);
-        let messages = [
-            format!(
-                r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{{"name":"rw_safe_write","arguments":{{"path":"a","content":"{big}"}},"_meta":{{"progressToken":"p-9"}}}}}}"#
-            ),
-            r#"{"jsonrpc":"2.0","id":"s","method":"tools/call","params":{"name":"rw_read"}}"#.into(),
-            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{}}}"#.into(),
-            r#"{"jsonrpc":"2.0","id":3,"method":"prompts/get","params":{"name":"p","arguments":{"k":"v"}}}"#.into(),
-            r#"{"jsonrpc":"2.0","id":4,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"0"}}}"#.into(),
-            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#.into(),
-            r#"{"jsonrpc":"2.0","id":5,"result":{"roots":[]}}"#.into(),
-            r#"{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","arguments":[1]}}"#.into(),
-            r#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"arguments":{"a":1}}}"#.into(),
-            r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","arguments":{"a":1}},"extra":true}"#.into(),
-        ];
-        for m in &messages {
-            let ours = parse(m.as_bytes()).map(|v| serde_json::to_value(v).unwrap());
-            let theirs = serde_json::from_slice::<RxJsonRpcMessage<RoleServer>>(m.as_bytes())
-                .map(|v| serde_json::to_value(v).unwrap());
-            match (ours, theirs) {
-                (Ok(a), Ok(b)) => assert_eq!(a, b, "{}", &m[..m.len().min(200)]),
-                (Err(a), Err(b)) => assert_eq!(a.classify(), b.classify(), "{a} / {b}"),
-                (a, b) => panic!("{}: {a:?} / {b:?}", &m[..m.len().min(200)]),
-            }
-        }
-        let first = serde_json::to_value(parse(messages[0].as_bytes()).unwrap()).unwrap();
-        assert_eq!(first["params"]["arguments"]["content"], big.as_str());
-        assert_eq!(first["params"]["_meta"]["progressToken"], "p-9");
     }
 
     #[tokio::test]

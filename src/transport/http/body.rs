@@ -119,7 +119,7 @@ pub async fn read_message(
         std::borrow::Cow::Borrowed(_) => bytes,
         std::borrow::Cow::Owned(clean) => Bytes::from(clean),
     };
-    match serde_json::from_slice::<ClientJsonRpcMessage>(&bytes) {
+    match crate::wire::parse_message(&bytes) {
         Ok(message) => {
             let initialize = matches!(
                 &message,
