@@ -465,20 +465,32 @@ pub(crate) fn iban_checksum_ok(chars: &[u8]) -> bool {
     rem == 1
 }
 
+/// Whether `s` ends with `suffix`, ASCII case-insensitively.
+fn ends_with_ci(s: &[u8], suffix: &[u8]) -> bool {
+    s.len() >= suffix.len() && s[s.len() - suffix.len()..].eq_ignore_ascii_case(suffix)
+}
+
+/// Whether `s` starts with `prefix`, ASCII case-insensitively.
+fn starts_with_ci(s: &[u8], prefix: &[u8]) -> bool {
+    s.get(..prefix.len())
+        .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
+}
+
 /// Reserved or non-personal email domains (RFC 2606 / 6761, noreply forwarders) and file-like
-/// "domains" (`icon@2x.png`).
+/// "domains" (`icon@2x.png`). Compared case-insensitively in place: lowercased copies of the
+/// address and a joined suffix per reserved domain were allocations on every address.
 pub(crate) fn email_is_reportable(local: &[u8], domain: &[u8]) -> bool {
-    let d = domain.to_ascii_lowercase();
-    let l = local.to_ascii_lowercase();
+    let d = domain;
     let reserved = [
         &b"example.com"[..],
         b"example.org",
         b"example.net",
         b"localhost",
     ];
+    // the domain itself or a subdomain of it
     if reserved
         .iter()
-        .any(|r| d == *r || d.ends_with(&[b".", *r].concat()))
+        .any(|r| ends_with_ci(d, r) && (d.len() == r.len() || d[d.len() - r.len() - 1] == b'.'))
     {
         return false;
     }
@@ -490,13 +502,13 @@ pub(crate) fn email_is_reportable(local: &[u8], domain: &[u8]) -> bool {
         b".local",
         b".internal",
     ];
-    if reserved_tld.iter().any(|t| d.ends_with(t)) {
+    if reserved_tld.iter().any(|t| ends_with_ci(d, t)) {
         return false;
     }
-    if d.ends_with(b"noreply.github.com")
-        || l.starts_with(b"noreply")
-        || l.starts_with(b"no-reply")
-        || l == b"git"
+    if ends_with_ci(d, b"noreply.github.com")
+        || starts_with_ci(local, b"noreply")
+        || starts_with_ci(local, b"no-reply")
+        || local.eq_ignore_ascii_case(b"git")
     {
         return false;
     }
@@ -513,7 +525,7 @@ pub(crate) fn email_is_reportable(local: &[u8], domain: &[u8]) -> bool {
         b".py",
         b".rs",
     ];
-    if file_ext.iter().any(|e| d.ends_with(e)) || d.first().is_some_and(u8::is_ascii_digit) {
+    if file_ext.iter().any(|e| ends_with_ci(d, e)) || d.first().is_some_and(u8::is_ascii_digit) {
         return false;
     }
     true
@@ -683,6 +695,112 @@ mod tests {
             for_each_candidate(&s, |i| got.push(i));
             assert_eq!(got, want, "input {s:?}");
         }
+    }
+
+    /// [`email_is_reportable`] as it was, on lowercased copies: the reference of the test below.
+    fn email_is_reportable_lowercased(local: &[u8], domain: &[u8]) -> bool {
+        let d = domain.to_ascii_lowercase();
+        let l = local.to_ascii_lowercase();
+        let reserved = [
+            &b"example.com"[..],
+            b"example.org",
+            b"example.net",
+            b"localhost",
+        ];
+        if reserved
+            .iter()
+            .any(|r| d == *r || d.ends_with(&[b".", *r].concat()))
+        {
+            return false;
+        }
+        let reserved_tld = [
+            &b".example"[..],
+            b".test",
+            b".invalid",
+            b".localhost",
+            b".local",
+            b".internal",
+        ];
+        if reserved_tld.iter().any(|t| d.ends_with(t)) {
+            return false;
+        }
+        if d.ends_with(b"noreply.github.com")
+            || l.starts_with(b"noreply")
+            || l.starts_with(b"no-reply")
+            || l == b"git"
+        {
+            return false;
+        }
+        let file_ext = [
+            &b".png"[..],
+            b".jpg",
+            b".jpeg",
+            b".gif",
+            b".svg",
+            b".webp",
+            b".js",
+            b".ts",
+            b".css",
+            b".py",
+            b".rs",
+        ];
+        if file_ext.iter().any(|e| d.ends_with(e)) || d.first().is_some_and(u8::is_ascii_digit) {
+            return false;
+        }
+        true
+    }
+
+    #[test]
+    fn email_reportability_agrees_with_the_lowercasing_reference() {
+        let mut next = splitmix64(0xE4A1);
+        let parts: [&[u8]; 18] = [
+            b"example.com",
+            b"EXAMPLE.org",
+            b"example.net",
+            b"localhost",
+            b"mail.",
+            b"xexample.com",
+            b".Test",
+            b".invalid",
+            b".local",
+            b".internal",
+            b"noreply.github.com",
+            b"No-Reply",
+            b"git",
+            b".PNG",
+            b".rs",
+            b"2x",
+            b"acme",
+            b".io",
+        ];
+        let pick = |next: &mut dyn FnMut() -> u64| {
+            let n = (next() % 4) as usize;
+            (0..n)
+                .flat_map(|_| {
+                    parts[(next() % parts.len() as u64) as usize]
+                        .iter()
+                        .copied()
+                })
+                .collect::<Vec<u8>>()
+        };
+        let (mut kept, mut dropped) = (0, 0);
+        for _ in 0..20_000 {
+            let local = pick(&mut next);
+            let domain = pick(&mut next);
+            let want = email_is_reportable_lowercased(&local, &domain);
+            assert_eq!(
+                email_is_reportable(&local, &domain),
+                want,
+                "{:?}@{:?}",
+                String::from_utf8_lossy(&local),
+                String::from_utf8_lossy(&domain)
+            );
+            if want { kept += 1 } else { dropped += 1 }
+        }
+        assert!(
+            kept > 1000 && dropped > 1000,
+            "{kept} kept, {dropped} dropped"
+        );
     }
 
     #[test]
