@@ -316,16 +316,9 @@ mod tests {
 
     #[test]
     fn all_b64_agrees_with_the_bytewise_test_on_random_input() {
-        // splitmix64: reproducible input; base64 bytes dominate so that long all-base64 slices
+        // reproducible input; base64 bytes dominate so that long all-base64 slices
         // (several blocks) occur, with one odd byte planted anywhere in some of them
-        let mut state = 0xB64u64;
-        let mut next = move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
+        let mut next = crate::classify::pii::tests::splitmix64(0xB64);
         let alphabet = b"ABCXYZabcxyz0189+/-_";
         let (mut yes, mut no) = (0, 0);
         for _ in 0..5000 {

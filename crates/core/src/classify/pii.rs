@@ -532,7 +532,7 @@ pub(crate) fn email_is_reportable(local: &[u8], domain: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
 
     fn kinds(s: &str) -> Vec<NumberKind> {
@@ -600,8 +600,9 @@ mod tests {
         out
     }
 
-    /// splitmix64 from `seed`: reproducible random input for the comparisons below.
-    fn splitmix64(mut state: u64) -> impl FnMut() -> u64 {
+    /// splitmix64 from `seed`: reproducible random input for the comparisons below (and for
+    /// those of the other classifier modules).
+    pub(in crate::classify) fn splitmix64(mut state: u64) -> impl FnMut() -> u64 {
         move || {
             state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
             let mut z = state;

@@ -681,16 +681,9 @@ mod tests {
 
     #[test]
     fn benign_keys_agree_with_the_lowercased_word_split() {
-        // splitmix64: reproducible keys made of benign words, prefixes, other words, humps
+        // reproducible keys made of benign words, prefixes, other words, humps
         // and separators in any case
-        let mut state = 0xBE61u64;
-        let mut next = move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        };
+        let mut next = crate::classify::pii::tests::splitmix64(0xBE61);
         let parts = [
             "hash",
             "Sha256",
