@@ -1302,6 +1302,20 @@ fn keyword_gates_lose_no_finding() {
     assert!(compared > 500, "only {compared} findings compared");
 }
 
+/// The gates' table of key-name bytes is the class the generic rules write as `[a-z0-9_.\-]`
+/// (compiled case-insensitively), for every byte.
+#[test]
+fn the_name_byte_table_is_the_rules_name_class() {
+    let class = regex::bytes::Regex::new(r"(?i-u)^[a-z0-9_.\-]$").unwrap();
+    for c in 0..=255u8 {
+        assert_eq!(
+            super::detect::is_name_byte(c),
+            class.is_match(&[c]),
+            "byte {c:#04x}"
+        );
+    }
+}
+
 #[test]
 fn keyword_gates_drop_hits_that_cannot_match() {
     use super::detect::gate_passes;

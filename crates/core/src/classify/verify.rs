@@ -166,35 +166,47 @@ const BENIGN_KEY_WORDS: &[&str] = &[
 /// Word prefixes with the same meaning (`expires`, `tokenizer`, `validation`, `encoding`).
 const BENIGN_KEY_PREFIXES: &[&str] = &["expir", "tokeniz", "valid", "encod", "hash"];
 
-/// Splits a key into lowercase words at separators and camelCase humps.
-fn key_words(key: &[u8]) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
+/// Whether `f` holds for a word of `key`: the key split at separators (non-alphanumeric
+/// bytes) and camelCase humps (a capital after a lowercase letter or a digit). The words are
+/// slices of the key as written; callers compare them case-insensitively (a split into
+/// lowercased `String`s was an allocation per word on every keyed match).
+fn any_key_word(key: &[u8], mut f: impl FnMut(&[u8]) -> bool) -> bool {
+    let mut start: Option<usize> = None;
     let mut prev_lower = false;
-    for &b in key {
+    for (i, &b) in key.iter().enumerate() {
         if !b.is_ascii_alphanumeric() {
-            if !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
+            if let Some(s) = start.take()
+                && f(&key[s..i])
+            {
+                return true;
             }
             prev_lower = false;
             continue;
         }
-        if b.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
-            words.push(std::mem::take(&mut cur));
+        if b.is_ascii_uppercase()
+            && prev_lower
+            && let Some(s) = start.replace(i)
+            && f(&key[s..i])
+        {
+            return true;
         }
+        start.get_or_insert(i);
         prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
-        cur.push(b.to_ascii_lowercase() as char);
     }
-    if !cur.is_empty() {
-        words.push(cur);
-    }
-    words
+    start.is_some_and(|s| f(&key[s..]))
 }
 
+/// A key one of whose words is a benign word or starts with a benign prefix (both lists are
+/// lowercase; a test checks it).
 fn benign_key(key: &[u8]) -> bool {
-    key_words(key).iter().any(|w| {
-        BENIGN_KEY_WORDS.contains(&w.as_str())
-            || BENIGN_KEY_PREFIXES.iter().any(|p| w.starts_with(p))
+    any_key_word(key, |w| {
+        BENIGN_KEY_WORDS
+            .iter()
+            .any(|k| w.eq_ignore_ascii_case(k.as_bytes()))
+            || BENIGN_KEY_PREFIXES.iter().any(|p| {
+                w.get(..p.len())
+                    .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()))
+            })
     })
 }
 
@@ -622,4 +634,88 @@ fn trim_ascii(s: &[u8]) -> &[u8] {
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(a, |k| k + 1);
     &s[a..b]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The split into lowercased words as it was: the reference of the test below.
+    fn key_words(key: &[u8]) -> Vec<String> {
+        let mut words = Vec::new();
+        let mut cur = String::new();
+        let mut prev_lower = false;
+        for &b in key {
+            if !b.is_ascii_alphanumeric() {
+                if !cur.is_empty() {
+                    words.push(std::mem::take(&mut cur));
+                }
+                prev_lower = false;
+                continue;
+            }
+            if b.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
+                words.push(std::mem::take(&mut cur));
+            }
+            prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
+            cur.push(b.to_ascii_lowercase() as char);
+        }
+        if !cur.is_empty() {
+            words.push(cur);
+        }
+        words
+    }
+
+    fn benign_key_lowercased(key: &[u8]) -> bool {
+        key_words(key).iter().any(|w| {
+            BENIGN_KEY_WORDS.contains(&w.as_str())
+                || BENIGN_KEY_PREFIXES.iter().any(|p| w.starts_with(p))
+        })
+    }
+
+    #[test]
+    fn benign_key_lists_are_lowercase() {
+        for w in BENIGN_KEY_WORDS.iter().chain(BENIGN_KEY_PREFIXES) {
+            assert_eq!(*w, w.to_ascii_lowercase(), "{w}");
+        }
+    }
+
+    #[test]
+    fn benign_keys_agree_with_the_lowercased_word_split() {
+        // reproducible keys made of benign words, prefixes, other words, humps
+        // and separators in any case
+        let mut next = crate::classify::pii::tests::splitmix64(0xBE61);
+        let parts = [
+            "hash",
+            "Sha256",
+            "ID",
+            "expiry",
+            "Tokenizer",
+            "VALID",
+            "min",
+            "admin",
+            "password",
+            "Secret",
+            "key",
+            "api",
+            "2",
+            "x",
+            "_",
+            "-",
+            ".",
+            "__",
+            " ",
+            "aB",
+            "Ab",
+        ];
+        let (mut benign, mut not) = (0, 0);
+        for _ in 0..20_000 {
+            let key: String = (0..1 + next() % 5)
+                .map(|_| parts[(next() % parts.len() as u64) as usize])
+                .collect();
+            let want = benign_key_lowercased(key.as_bytes());
+            assert_eq!(benign_key(key.as_bytes()), want, "{key}");
+            if want { benign += 1 } else { not += 1 }
+        }
+        assert!(benign > 1000 && not > 1000, "{benign} benign, {not} not");
+    }
 }
