@@ -476,33 +476,38 @@ fn starts_with_ci(s: &[u8], prefix: &[u8]) -> bool {
         .is_some_and(|h| h.eq_ignore_ascii_case(prefix))
 }
 
+/// Domains reserved for documentation and local use (RFC 2606, RFC 6761): an address there,
+/// or at a subdomain, is never a real person's.
+const RESERVED_DOMAINS: [&[u8]; 4] = [b"example.com", b"example.org", b"example.net", b"localhost"];
+
+/// Reserved top-level domains (RFC 2606, RFC 6761, RFC 6762, ICANN's `.internal`).
+const RESERVED_TLDS: [&[u8]; 6] = [
+    b".example",
+    b".test",
+    b".invalid",
+    b".localhost",
+    b".local",
+    b".internal",
+];
+
+/// File names that look like an address's domain (`icon@2x.png`).
+const FILE_EXTENSIONS: [&[u8]; 11] = [
+    b".png", b".jpg", b".jpeg", b".gif", b".svg", b".webp", b".js", b".ts", b".css", b".py", b".rs",
+];
+
 /// Reserved or non-personal email domains (RFC 2606 / 6761, noreply forwarders) and file-like
 /// "domains" (`icon@2x.png`). Compared case-insensitively in place: lowercased copies of the
 /// address and a joined suffix per reserved domain were allocations on every address.
 pub(crate) fn email_is_reportable(local: &[u8], domain: &[u8]) -> bool {
     let d = domain;
-    let reserved = [
-        &b"example.com"[..],
-        b"example.org",
-        b"example.net",
-        b"localhost",
-    ];
     // the domain itself or a subdomain of it
-    if reserved
+    if RESERVED_DOMAINS
         .iter()
         .any(|r| ends_with_ci(d, r) && (d.len() == r.len() || d[d.len() - r.len() - 1] == b'.'))
     {
         return false;
     }
-    let reserved_tld = [
-        &b".example"[..],
-        b".test",
-        b".invalid",
-        b".localhost",
-        b".local",
-        b".internal",
-    ];
-    if reserved_tld.iter().any(|t| ends_with_ci(d, t)) {
+    if RESERVED_TLDS.iter().any(|t| ends_with_ci(d, t)) {
         return false;
     }
     if ends_with_ci(d, b"noreply.github.com")
@@ -512,20 +517,9 @@ pub(crate) fn email_is_reportable(local: &[u8], domain: &[u8]) -> bool {
     {
         return false;
     }
-    let file_ext = [
-        &b".png"[..],
-        b".jpg",
-        b".jpeg",
-        b".gif",
-        b".svg",
-        b".webp",
-        b".js",
-        b".ts",
-        b".css",
-        b".py",
-        b".rs",
-    ];
-    if file_ext.iter().any(|e| ends_with_ci(d, e)) || d.first().is_some_and(u8::is_ascii_digit) {
+    if FILE_EXTENSIONS.iter().any(|e| ends_with_ci(d, e))
+        || d.first().is_some_and(u8::is_ascii_digit)
+    {
         return false;
     }
     true
@@ -702,27 +696,13 @@ pub(super) mod tests {
     fn email_is_reportable_lowercased(local: &[u8], domain: &[u8]) -> bool {
         let d = domain.to_ascii_lowercase();
         let l = local.to_ascii_lowercase();
-        let reserved = [
-            &b"example.com"[..],
-            b"example.org",
-            b"example.net",
-            b"localhost",
-        ];
-        if reserved
+        if RESERVED_DOMAINS
             .iter()
             .any(|r| d == *r || d.ends_with(&[b".", *r].concat()))
         {
             return false;
         }
-        let reserved_tld = [
-            &b".example"[..],
-            b".test",
-            b".invalid",
-            b".localhost",
-            b".local",
-            b".internal",
-        ];
-        if reserved_tld.iter().any(|t| d.ends_with(t)) {
+        if RESERVED_TLDS.iter().any(|t| d.ends_with(t)) {
             return false;
         }
         if d.ends_with(b"noreply.github.com")
@@ -732,20 +712,9 @@ pub(super) mod tests {
         {
             return false;
         }
-        let file_ext = [
-            &b".png"[..],
-            b".jpg",
-            b".jpeg",
-            b".gif",
-            b".svg",
-            b".webp",
-            b".js",
-            b".ts",
-            b".css",
-            b".py",
-            b".rs",
-        ];
-        if file_ext.iter().any(|e| d.ends_with(e)) || d.first().is_some_and(u8::is_ascii_digit) {
+        if FILE_EXTENSIONS.iter().any(|e| d.ends_with(e))
+            || d.first().is_some_and(u8::is_ascii_digit)
+        {
             return false;
         }
         true
