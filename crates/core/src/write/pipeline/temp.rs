@@ -331,7 +331,7 @@ fn create_temp<'a>(
 
 /// Writes `body` into `sink` (a body in memory with one `write_all`, a stream through a
 /// buffer), returning the SHA-256 of what was written (the producer's own, for a hashed
-/// stream; `None` for a body held in memory, hashed later by [`Written::hash_held`] while
+/// stream; `None` for a body held in memory, hashed later by [`hash_held`] while
 /// its fsync runs), its size, and the body itself when it was held in memory (the read-back
 /// compares the file with it).
 fn write_body(
