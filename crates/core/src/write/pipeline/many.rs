@@ -107,7 +107,7 @@ impl Pipeline {
             w.sync()?;
         }
         let mut staged: Vec<(usize, Staged, Plan)> = Vec::with_capacity(written.len());
-        for (i, w, plan) in written {
+        for (i, mut w, plan) in written {
             let actual = w.read_back()?;
             staged.push((i, w.verify(actual)?, plan));
         }

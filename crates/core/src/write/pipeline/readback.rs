@@ -66,15 +66,15 @@ const OVERLAP_VERIFY_BYTES: u64 = 8 * 1024 * 1024;
 impl<'a> Written<'a> {
     /// The rest of steps 3 and 4: fsync, and read back what the file holds and compare.
     pub(super) fn finish(mut self) -> Result<Staged<'a>> {
-        hash_held(&mut self.staged, self.body.as_deref());
         if self.staged.bytes < OVERLAP_VERIFY_BYTES {
             self.sync()?;
             let actual = self.read_back()?;
             return self.verify(actual);
         }
+        hash_held(&mut self.staged, self.body.as_deref());
         let (synced, actual) = std::thread::scope(|scope| {
             let sync = scope.spawn(|| self.sync());
-            let actual = self.read_back();
+            let actual = read_back_digest(self.target, &self.staged.guard.name, self.held());
             let synced = sync
                 .join()
                 .unwrap_or_else(|_| Err(Failure::Internal("fsync thread panicked".into())));
@@ -85,8 +85,10 @@ impl<'a> Written<'a> {
         self.verify(actual)
     }
 
-    /// SHA-256 of the temp file as read back through a fresh descriptor.
-    pub(super) fn read_back(&self) -> Result<String> {
+    /// SHA-256 of the temp file as read back through a fresh descriptor (a body held in
+    /// memory is hashed first, if it was not yet: [`hash_held`]).
+    pub(super) fn read_back(&mut self) -> Result<String> {
+        hash_held(&mut self.staged, self.body.as_deref());
         read_back_digest(self.target, &self.staged.guard.name, self.held())
     }
 

@@ -349,16 +349,34 @@ fn commit_many_lands_every_file_and_journals_a_row_each() {
             },
             |staged| {
                 assert_eq!(staged.len(), 2);
+                // Each staged file names its content's digest (the body in memory is
+                // hashed before it is read back, on this path too).
+                assert_eq!(staged[0].sha256, sha256_hex(b"new a"));
+                assert_eq!(staged[1].sha256, sha256_hex(b"new b"));
                 Ok(())
             },
             true,
         )
         .unwrap();
     assert_eq!(out.iter().flatten().count(), 2);
+    let digests: Vec<&str> = out.iter().flatten().map(|o| o.sha256.as_str()).collect();
+    assert_eq!(digests, [sha256_hex(b"new a"), sha256_hex(b"new b")]);
     assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), b"new a");
     assert_eq!(std::fs::read(f.root.join("b.txt")).unwrap(), b"new b");
     let (rows, _) = f.pipeline.journal().tail(10, |_| true).unwrap();
     assert_eq!(rows.len(), 3, "one row for the setup, one per file");
+    let journaled: Vec<&str> = rows
+        .iter()
+        .filter_map(|r| r.get("sha256").and_then(serde_json::Value::as_str))
+        .collect();
+    assert!(
+        journaled.contains(&sha256_hex(b"new a").as_str()),
+        "{journaled:?}"
+    );
+    assert!(
+        journaled.contains(&sha256_hex(b"new b").as_str()),
+        "{journaled:?}"
+    );
 }
 
 #[test]
