@@ -1427,6 +1427,34 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
     assert!(total > 5_000, "only {total} hits compared");
 }
 
+/// The regex of the rule `name`, which takes its groups from the match span (`derive`).
+fn derived_rule<'c>(
+    c: &'c Classifier,
+    name: &str,
+    derive: super::compile::Derive,
+) -> &'c regex::bytes::Regex {
+    let rule = c.rules.iter().find(|r| r.name == name).unwrap();
+    assert_eq!(rule.derive, derive);
+    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
+    re
+}
+
+/// The derived-group tests' common inputs: `fixed`, then `lines` ordinary lines, one of each
+/// generated credential, and 100 KB of mixed source, all from the corpus generator seeded
+/// with `seed`.
+fn corpus_inputs(seed: u64, lines: usize, fixed: &[&[u8]]) -> Vec<Vec<u8>> {
+    let mut inputs: Vec<Vec<u8>> = fixed.iter().map(|s| s.to_vec()).collect();
+    let mut r = corpus::Rng(seed);
+    for _ in 0..lines {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    inputs
+}
+
 /// The `email_address` rule's secret and `@` taken from a plain search (`detect::email_matches`)
 /// are what the regex's capture groups give, match for match: over the generated corpus,
 /// random text dense in address bytes, and edge cases (an address at either end of the text,
@@ -1508,38 +1536,29 @@ fn email_groups_from_a_plain_search_are_the_captured_ones() {
 #[test]
 fn assignment_groups_from_the_match_span_are_the_captured_ones() {
     let c = Classifier::default();
-    let rule = c
-        .rules
-        .iter()
-        .find(|r| r.name == super::rules::ASSIGNMENT_RULE)
-        .unwrap();
-    assert_eq!(rule.derive, super::compile::Derive::Assignment);
-    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
-    let mut inputs: Vec<Vec<u8>> = [
-        &b"api_key = \"abcdefghijklmnop1234\""[..],
-        b"api_key==abcdefghijklmnop1234 ",
-        b"api_key=abcdefghijklmnop=1234",
-        b"token: string = abcdefghijklmnop1234;",
-        b"token: string=abcdefghijklmnop1234,",
-        b"secret_key=base64:abcdefghijklmnop1234\n",
-        b"secret_key = BASE64:abcdefghijklmnopq\"",
-        b"cfg[\"api_key\"] = 'abcdefghijklmnop1234'",
-        b"x.token := `abcdefghijklmnop1234` y",
-        b"auth_key => b'abcdefghijklmnop1234'",
-        b"TOKEN=abcdefghijklmnop1234",
-        b"my_token:\xc3\xa9abcdefghijklmnop1234 ",
-    ]
-    .iter()
-    .map(|s| s.to_vec())
-    .collect();
-    let mut r = corpus::Rng(0x18_0030);
-    for _ in 0..400 {
-        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
-    }
-    for (_, g) in corpus::credential_cases() {
-        inputs.push(g(&mut r).into_bytes());
-    }
-    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let re = derived_rule(
+        &c,
+        super::rules::ASSIGNMENT_RULE,
+        super::compile::Derive::Assignment,
+    );
+    let mut inputs = corpus_inputs(
+        0x18_0030,
+        400,
+        &[
+            &b"api_key = \"abcdefghijklmnop1234\""[..],
+            b"api_key==abcdefghijklmnop1234 ",
+            b"api_key=abcdefghijklmnop=1234",
+            b"token: string = abcdefghijklmnop1234;",
+            b"token: string=abcdefghijklmnop1234,",
+            b"secret_key=base64:abcdefghijklmnop1234\n",
+            b"secret_key = BASE64:abcdefghijklmnopq\"",
+            b"cfg[\"api_key\"] = 'abcdefghijklmnop1234'",
+            b"x.token := `abcdefghijklmnop1234` y",
+            b"auth_key => b'abcdefghijklmnop1234'",
+            b"TOKEN=abcdefghijklmnop1234",
+            b"my_token:\xc3\xa9abcdefghijklmnop1234 ",
+        ],
+    );
     let generated = inputs.len();
     let mut rng = Rng(0x18_0031);
     let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
@@ -1645,31 +1664,22 @@ fn assignment_groups_from_the_match_span_are_the_captured_ones() {
 #[test]
 fn userinfo_groups_from_the_match_span_are_the_captured_ones() {
     let c = Classifier::default();
-    let rule = c
-        .rules
-        .iter()
-        .find(|r| r.name == super::rules::USERINFO_RULE)
-        .unwrap();
-    assert_eq!(rule.derive, super::compile::Derive::Userinfo);
-    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
-    let mut inputs: Vec<Vec<u8>> = [
-        &b"postgres://app:s3cr3t@db.local/x"[..],
-        b"x redis://:pw:with:colons@[::1]:6379",
-        b"amqp://u@ser:p@ss@host.example",
-        b"git+ssh://me:abc@@host ftp://a:b:c@d",
-        b"https://user:\xc3\xa9pass@h.io",
-    ]
-    .iter()
-    .map(|s| s.to_vec())
-    .collect();
-    let mut r = corpus::Rng(0x18_0032);
-    for _ in 0..300 {
-        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
-    }
-    for (_, g) in corpus::credential_cases() {
-        inputs.push(g(&mut r).into_bytes());
-    }
-    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let re = derived_rule(
+        &c,
+        super::rules::USERINFO_RULE,
+        super::compile::Derive::Userinfo,
+    );
+    let mut inputs = corpus_inputs(
+        0x18_0032,
+        300,
+        &[
+            &b"postgres://app:s3cr3t@db.local/x"[..],
+            b"x redis://:pw:with:colons@[::1]:6379",
+            b"amqp://u@ser:p@ss@host.example",
+            b"git+ssh://me:abc@@host ftp://a:b:c@d",
+            b"https://user:\xc3\xa9pass@h.io",
+        ],
+    );
     let mut rng = Rng(0x18_0033);
     let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
     let schemes = [
@@ -1741,33 +1751,20 @@ fn userinfo_groups_from_the_match_span_are_the_captured_ones() {
 #[test]
 fn prose_groups_from_the_match_span_are_the_captured_ones() {
     let c = Classifier::default();
-    let rule = c
-        .rules
-        .iter()
-        .find(|r| r.name == super::rules::PROSE_RULE)
-        .unwrap();
-    assert_eq!(rule.derive, super::compile::Derive::Prose);
-    let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
-    let mut inputs: Vec<Vec<u8>> = [
-        &b"the password is hunter2hunter2."[..],
-        b"Passwords: 'abc.def,ghi!' x",
-        b"API key for the db was abcdefgh...\n",
-        b"access-key = \"abcdefg\".. y",
-        b"token:\tabcdefghijk)",
-        b"secret abcdefg.,;",
-        b"passcode is ab'cdefghij ",
-    ]
-    .iter()
-    .map(|s| s.to_vec())
-    .collect();
-    let mut r = corpus::Rng(0x18_0034);
-    for _ in 0..300 {
-        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
-    }
-    for (_, g) in corpus::credential_cases() {
-        inputs.push(g(&mut r).into_bytes());
-    }
-    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    let re = derived_rule(&c, super::rules::PROSE_RULE, super::compile::Derive::Prose);
+    let mut inputs = corpus_inputs(
+        0x18_0034,
+        300,
+        &[
+            &b"the password is hunter2hunter2."[..],
+            b"Passwords: 'abc.def,ghi!' x",
+            b"API key for the db was abcdefgh...\n",
+            b"access-key = \"abcdefg\".. y",
+            b"token:\tabcdefghijk)",
+            b"secret abcdefg.,;",
+            b"passcode is ab'cdefghij ",
+        ],
+    );
     let generated = inputs.len();
     let mut rng = Rng(0x18_0035);
     let pick = |rng: &mut Rng, xs: &[&'static str]| xs[(rng.next() % xs.len() as u64) as usize];
