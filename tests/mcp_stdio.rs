@@ -845,14 +845,15 @@ fn stdio_pipes_are_served_nonblocking_and_handed_back_blocking() {
         );
         // The pipes widened to 1 MiB (or what the system allows), so a large message
         // crosses in a read or two; not a stdout that stderr shares (left as it is).
+        let wanted = resilient_write::transport::stdio::PIPE_SIZE;
         let allowed: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
-            .map_or(1 << 20, |s| s.trim().parse().unwrap());
+            .map_or(wanted, |s| s.trim().parse().unwrap());
         for (end, name) in [
             (&in_seen as &dyn std::os::fd::AsFd, "stdin"),
             (&out_seen, "stdout"),
         ] {
             let size = rustix::pipe::fcntl_getpipe_size(end.as_fd()).unwrap();
-            let widened = size >= allowed.min(1 << 20);
+            let widened = size >= allowed.min(wanted);
             assert_eq!(
                 widened,
                 name == "stdin" || !stderr_on_stdout,
