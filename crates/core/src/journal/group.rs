@@ -42,6 +42,11 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 /// under the journal's lock.
 pub type Apply = Box<dyn FnOnce() -> io::Result<()> + Send>;
 
+/// Run by the leader once the writer's row is in the file and before the sync that covers it
+/// starts (the pipeline starts its temp file's fsync here: the file and the row then go to
+/// the disk together, in one journal commit where the filesystem has one).
+pub type OnWritten = Box<dyn FnOnce() + Send>;
+
 /// Why a queued write was not committed.
 #[derive(Debug)]
 pub enum CommitError {
@@ -70,6 +75,7 @@ impl Receipt {
 struct Entry {
     id: u64,
     line: String,
+    on_written: Option<OnWritten>,
     apply: Apply,
 }
 
@@ -136,17 +142,24 @@ impl CommitQueue {
     }
 
     /// Queue `line` (whole rows, newline-terminated) and `apply`; return once the rows are
-    /// durable and `apply` ran, or with why not.
+    /// durable and `apply` ran, or with why not. `on_written` runs once the rows are in the
+    /// file, before the sync that covers them starts (never if they could not be written).
     pub(crate) fn submit(
         &self,
         journal: &super::Journal,
         line: String,
+        on_written: Option<OnWritten>,
         apply: Apply,
     ) -> Result<Receipt, CommitError> {
         let mut st = self.lock();
         let id = st.next_id;
         st.next_id += 1;
-        st.pending.push_back(Entry { id, line, apply });
+        st.pending.push_back(Entry {
+            id,
+            line,
+            on_written,
+            apply,
+        });
         loop {
             if let Some(out) = st.done.remove(&id) {
                 return match out {
@@ -194,7 +207,7 @@ impl CommitQueue {
     fn run_batch(
         &self,
         journal: &super::Journal,
-        batch: Vec<Entry>,
+        mut batch: Vec<Entry>,
     ) -> (Vec<(u64, Outcome)>, Vec<Entry>) {
         let fail_all = |batch: Vec<Entry>, e: io::Error| {
             let msg = e.to_string();
@@ -246,6 +259,11 @@ impl CommitQueue {
         // will not happen) is blanked in place from here on, never cut: rows of other
         // processes may follow it.
         unlock(&file);
+        for e in &mut batch {
+            if let Some(started) = e.on_written.take() {
+                started();
+            }
+        }
         let written = self.tick();
         let sync_started = self.tick();
         self.syncs.fetch_add(1, Ordering::Relaxed);
@@ -483,9 +501,9 @@ mod tests {
         let (queue, entered_rx, release_tx) = held_sync();
         let j = Journal::with_queue(t.path(), Arc::new(queue));
         std::thread::scope(|s| {
-            let first = s.spawn(|| j.commit_line(line("first"), ok()).unwrap());
+            let first = s.spawn(|| j.commit_line(line("first"), None, ok()).unwrap());
             entered_rx.recv().unwrap(); // the first sync is running
-            let second = s.spawn(|| j.commit_line(line("second"), ok()).unwrap());
+            let second = s.spawn(|| j.commit_line(line("second"), None, ok()).unwrap());
             // The second row is queued (not written) while the first sync runs.
             until(|| j.queue().lock().pending.len() == 1);
             release_tx.send(()).unwrap(); // first sync ends
@@ -513,12 +531,12 @@ mod tests {
         let (queue, entered_rx, release_tx) = held_sync();
         let j = Journal::with_queue(t.path(), Arc::new(queue));
         std::thread::scope(|s| {
-            let first = s.spawn(|| j.commit_line(line("w0"), ok()).unwrap());
+            let first = s.spawn(|| j.commit_line(line("w0"), None, ok()).unwrap());
             entered_rx.recv().unwrap();
             let rest: Vec<_> = (1..8)
                 .map(|i| {
                     let j = &j;
-                    s.spawn(move || j.commit_line(line(&format!("w{i}")), ok()).unwrap())
+                    s.spawn(move || j.commit_line(line(&format!("w{i}")), None, ok()).unwrap())
                 })
                 .collect();
             until(|| j.queue().lock().pending.len() == 7);
@@ -551,16 +569,19 @@ mod tests {
             Entry {
                 id: 100,
                 line: line("a"),
+                on_written: None,
                 apply: ok(),
             },
             Entry {
                 id: 101,
                 line: line("refused"),
+                on_written: None,
                 apply: Box::new(|| Err(io::Error::from_raw_os_error(17))),
             },
             Entry {
                 id: 102,
                 line: line("c"),
+                on_written: None,
                 apply: Box::new(|| panic!("applied before its row was rewritten")),
             },
         ];
@@ -576,6 +597,7 @@ mod tests {
             vec![Entry {
                 id: 102,
                 line: line("c"),
+                on_written: None,
                 apply: ok(),
             }],
         );
@@ -585,11 +607,53 @@ mod tests {
         let err = j
             .commit_line(
                 line("refused"),
+                None,
                 Box::new(|| Err(io::Error::from_raw_os_error(17))),
             )
             .unwrap_err();
         assert!(matches!(err, CommitError::Apply(_)));
         assert_eq!(paths(&j), ["a", "c"]);
+    }
+
+    /// A writer's `on_written` runs once its row is in the file and before the sync that
+    /// covers it starts (the pipeline starts its temp file's fsync there, so the file and the
+    /// row reach the disk in one commit), and never when the row could not be written.
+    #[test]
+    fn on_written_runs_after_the_row_is_written_and_before_its_sync() {
+        let t = tempfile::tempdir().unwrap();
+        let events = Arc::new(Mutex::new(Vec::<String>::new()));
+        let seen = Arc::clone(&events);
+        let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
+            seen.lock().unwrap().push("sync".into());
+            f.sync_data()
+        }));
+        let j = Journal::with_queue(t.path(), Arc::new(queue));
+        let journal_file = j.path().to_path_buf();
+        let seen = Arc::clone(&events);
+        let on_written: OnWritten = Box::new(move || {
+            let text = std::fs::read_to_string(&journal_file).unwrap_or_default();
+            seen.lock()
+                .unwrap()
+                .push(format!("written:{}", text.contains("\"hooked\"")));
+        });
+        let receipt = j
+            .commit_line(line("hooked"), Some(on_written), ok())
+            .unwrap();
+        assert!(receipt.covers());
+        assert_eq!(*events.lock().unwrap(), ["written:true", "sync"]);
+
+        // A row that cannot be written (the journal's place is a directory): no hook.
+        let blocked = tempfile::tempdir().unwrap();
+        std::fs::create_dir(blocked.path().join(super::super::JOURNAL_FILE)).unwrap();
+        let j = Journal::new(blocked.path());
+        let ran = Arc::new(AtomicU64::new(0));
+        let count = Arc::clone(&ran);
+        let hook: OnWritten = Box::new(move || {
+            count.fetch_add(1, Ordering::SeqCst);
+        });
+        let err = j.commit_line(line("never"), Some(hook), ok()).unwrap_err();
+        assert!(matches!(err, CommitError::Append(_)));
+        assert_eq!(ran.load(Ordering::SeqCst), 0);
     }
 
     /// The journal's lock is not held across the sync: another process (here, another
@@ -601,7 +665,7 @@ mod tests {
         let (queue, entered_rx, release_tx) = held_sync();
         let j = Journal::with_queue(t.path(), Arc::new(queue));
         std::thread::scope(|s| {
-            let first = s.spawn(|| j.commit_line(line("first"), ok()).unwrap());
+            let first = s.spawn(|| j.commit_line(line("first"), None, ok()).unwrap());
             entered_rx.recv().unwrap(); // its sync is running
             let other = j.open_for_append().unwrap();
             rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive)
@@ -625,11 +689,13 @@ mod tests {
             Entry {
                 id: 1,
                 line: line("kept"),
+                on_written: None,
                 apply: ok(),
             },
             Entry {
                 id: 2,
                 line: line("refused"),
+                on_written: None,
                 apply: Box::new(move || {
                     // Another process appends after this batch before the rename fails.
                     let mut other = jj.open_for_append()?;

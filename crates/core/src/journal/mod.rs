@@ -216,15 +216,27 @@ impl Journal {
         row: &JournalRow,
         apply: group::Apply,
     ) -> std::result::Result<group::Receipt, group::CommitError> {
-        self.commit_line(row.to_line(), apply)
+        self.commit_line(row.to_line(), None, apply)
+    }
+
+    /// [`Journal::commit_row`], running `on_written` once the row is in the file and before
+    /// the `fdatasync` that covers it starts (see [`group::OnWritten`]).
+    pub fn commit_row_then(
+        &self,
+        row: &JournalRow,
+        on_written: group::OnWritten,
+        apply: group::Apply,
+    ) -> std::result::Result<group::Receipt, group::CommitError> {
+        self.commit_line(row.to_line(), Some(on_written), apply)
     }
 
     pub(crate) fn commit_line(
         &self,
         line: String,
+        on_written: Option<group::OnWritten>,
         apply: group::Apply,
     ) -> std::result::Result<group::Receipt, group::CommitError> {
-        self.queue.submit(self, line, apply)
+        self.queue.submit(self, line, on_written, apply)
     }
 
     pub fn path(&self) -> &Path {

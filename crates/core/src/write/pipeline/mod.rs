@@ -15,14 +15,16 @@
 //!    existing file's permission bits and owner, written, `fsync`ed. (A streamed body starts
 //!    the writeback of what it has written every 16 MiB, so the fsync is left the last step;
 //!    the fsync is still what makes the file durable.) A body held in memory has its fsync
-//!    run on a worker thread (`util::workers`) while steps 4 and 5 go on: the rename (step 6) waits for it, and
-//!    a failed fsync takes the row back and renames nothing. So a write costs the slower of
-//!    the temp file's fsync and the journal's `fdatasync`, not their sum.
+//!    started on a worker thread (`util::workers`) once its journal row is in the journal
+//!    file (step 5), right before the row's `fdatasync`: both syncs start together, so a
+//!    journaling filesystem makes the file and the row durable in one commit, and a write
+//!    costs the slower of the two syncs, not their sum. The rename (step 6) waits for it,
+//!    and a failed fsync takes the row back and renames nothing.
 //! 4. Read-back: the temp file is re-read and compared with what was written (byte by byte
 //!    with a body held in memory, by SHA-256 with a streamed one); a mismatch deletes it and
 //!    fails with `write_corruption`. The target is untouched. (The
-//!    read-back reads the page cache before or after the fsync alike; it runs while the fsync
-//!    does, and both finish before step 6.)
+//!    read-back reads the page cache before or after the fsync alike; both finish before
+//!    step 6.)
 //!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced
 //!    is kept there (deduplicated by SHA-256; a hard link of the old inode where it can, see
 //!    `keep.rs`), just before step 3. A new link is made durable (the inode's `fdatasync`,
@@ -473,18 +475,18 @@ impl Pipeline {
         };
         // The pre-image first: its link then rides on the temp file's fsync (see keep.rs).
         let mut kept = self.preserve(target, existing.as_ref());
-        // A body in memory has its fsync run while the pre-image's directory and the journal
-        // row are synced (the rename waits for all three); a streamed one overlaps its own.
+        // A body in memory has its fsync started once its journal row is written, beside the
+        // row's own sync (the rename waits for both); a streamed one overlaps its own.
         let staging = match plan.body {
             body @ Body::Bytes(_) => {
                 write_temp(target, existing.as_ref(), body, plan.new_file_mode)
-                    .and_then(|w| w.verify_while_syncing())
+                    .and_then(|w| w.verify_then_sync())
                     .map(|(staged, pending)| (staged, Some(pending)))
             }
             body => stage(target, existing.as_ref(), body, plan.new_file_mode)
                 .map(|staged| (staged, None)),
         };
-        let (mut staged, mut pending) = match staging {
+        let (mut staged, pending) = match staging {
             Ok(s) => s,
             Err(e) => {
                 self.settle(&kept, false);
@@ -520,14 +522,16 @@ impl Pipeline {
                 errno_io(rustix::io::Errno::NOSPC),
             )),
             Ok(rename) => {
-                let apply: Apply = match pending.as_mut() {
+                let submitted = match pending.as_ref() {
                     Some(p) => {
                         let synced = p.waiter();
-                        Box::new(move || synced().and_then(|()| rename()))
+                        let apply: Apply = Box::new(move || synced().and_then(|()| rename()));
+                        self.journal
+                            .commit_row_then(&row, Box::new(p.starter()), apply)
                     }
-                    None => rename,
+                    None => self.journal.commit_row(&row, rename),
                 };
-                self.journal.commit_row(&row, apply).map_err(|e| match e {
+                submitted.map_err(|e| match e {
                     CommitError::Append(e) => {
                         Failure::io("append journal row", self.journal.path(), e)
                     }

@@ -5,7 +5,7 @@
 //! what the file held); the target is untouched.
 
 use super::fault;
-use super::temp::{Published, Staged, Written, hash_held, open_read_back};
+use super::temp::{Published, Staged, Written, hash_held, open_read_back, start_writeback};
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::workspace::Target;
@@ -99,33 +99,35 @@ impl<'a> Written<'a> {
             .map(|b| (b, self.staged.sha256.as_str()))
     }
 
-    /// Steps 3 and 4 with the fsync left running: it starts on a worker thread
-    /// (`util::workers`), the read-back and comparison run here meanwhile, and the caller
-    /// goes on (waiting for the pre-image's syncs, the journal row and its `fdatasync`)
-    /// while the disk works. The rename must wait for [`PendingSync::waiter`]; nothing else in the
-    /// protocol depends on the temp file being durable (a row durable before its file is one
-    /// more case of the orphan row a crash before the rename already leaves; see the module
-    /// doc).
-    pub(super) fn verify_while_syncing(self) -> Result<(Staged<'a>, PendingSync)> {
+    /// Steps 3 and 4 with the fsync left for later: the read-back and comparison run now, and
+    /// the fsync is started by the journal's leader once this write's row is in the journal
+    /// file ([`PendingSync::starter`], handed to [`crate::journal::Journal::commit_row_then`]),
+    /// right before the journal's own `fdatasync`. Both syncs then start together, so a
+    /// journaling filesystem makes the file and the row durable in one commit (started
+    /// earlier, the file's commit left the row for the next one: three commits a create
+    /// instead of the floor's two, measured with the `jbd2` trace events under load). A body
+    /// of [`EARLY_WRITEBACK_BYTES`] or more starts its writeback now (`sync_file_range`), so
+    /// the disk works while it is hashed and read back. The rename must wait for
+    /// [`PendingSync::waiter`]; nothing else in the protocol depends on the temp file being
+    /// durable (a row durable before its file is one more case of the orphan row a crash
+    /// before the rename already leaves; see the module doc).
+    pub(super) fn verify_then_sync(self) -> Result<(Staged<'a>, PendingSync)> {
         let Written {
             target,
             file,
             mut staged,
             body,
         } = self;
-        let pending = PendingSync::start(file);
+        if staged.bytes >= EARLY_WRITEBACK_BYTES {
+            // Only a head start: the fsync writes whatever this did not.
+            let _ = start_writeback(&file, 0, staged.bytes);
+        }
+        let pending = PendingSync::deferred(file);
         hash_held(&mut staged, body.as_deref());
         let held = body.as_deref().map(|b| (b, staged.sha256.as_str()));
-        let checked = read_back_digest(target, &staged.guard.name, held)
-            .and_then(|actual| compare(target, staged, actual));
-        match checked {
-            Ok(staged) => Ok((staged, pending)),
-            Err(e) => {
-                // The temp file goes with `e`; its fsync is waited for, not its outcome.
-                let _ = pending.finish();
-                Err(e)
-            }
-        }
+        let staged = read_back_digest(target, &staged.guard.name, held)
+            .and_then(|actual| compare(target, staged, actual))?;
+        Ok((staged, pending))
     }
 
     /// Compare the read-back digest with what was written.
@@ -191,9 +193,21 @@ fn compare<'a>(target: &Target, staged: Staged<'a>, actual: String) -> Result<St
     Ok(staged)
 }
 
-/// A temp file's fsync running on a worker thread ([`Written::verify_while_syncing`],
-/// [`crate::util::workers`]).
-pub(super) struct PendingSync(crate::util::workers::Pending);
+/// Bodies at least this large start their writeback before they are hashed and read back
+/// ([`Written::verify_then_sync`]); below it the `sync_file_range` call costs more than the
+/// head start gives.
+const EARLY_WRITEBACK_BYTES: u64 = 64 * 1024;
+
+/// A temp file's fsync, started once ([`PendingSync::start`]) on a worker thread
+/// ([`crate::util::workers`]) and waited for by the rename. Clones share it.
+#[derive(Clone)]
+pub(super) struct PendingSync(std::sync::Arc<Deferred>);
+
+struct Deferred {
+    /// The file until its fsync starts.
+    file: std::sync::Mutex<Option<File>>,
+    started: std::sync::OnceLock<crate::util::workers::Pending>,
+}
 
 /// The temp file's fsync (faults: `slow_fsync_temp` holds it 500 ms, `eio_fsync_temp` fails it).
 fn sync_temp(file: &File) -> io::Result<()> {
@@ -208,26 +222,64 @@ fn sync_temp(file: &File) -> io::Result<()> {
     file.sync_all()
 }
 
+#[cfg(test)]
+thread_local! {
+    /// Temp-file fsyncs started on this thread (the pipeline's tests check when).
+    pub(super) static SYNCS_STARTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
 impl PendingSync {
-    fn start(file: File) -> PendingSync {
-        // `no_fsync_thread`: as where no thread can be had, the same fsync, here.
-        let inline = fault("no_fsync_thread");
-        PendingSync(crate::util::workers::start(
-            move || sync_temp(&file),
-            inline,
-        ))
+    fn deferred(file: File) -> PendingSync {
+        PendingSync(std::sync::Arc::new(Deferred {
+            file: std::sync::Mutex::new(Some(file)),
+            started: std::sync::OnceLock::new(),
+        }))
     }
 
-    /// What the rename runs first: waits for the fsync; an error (the fsync failed) keeps
-    /// the rename from happening. The error itself comes from [`PendingSync::finish`].
-    pub(super) fn waiter(&mut self) -> impl FnOnce() -> io::Result<()> + Send + 'static {
-        let pending = self.0.clone();
-        move || pending.wait()
+    /// Start the fsync, once (later calls do nothing).
+    pub(super) fn start(&self) {
+        // The file is taken and the fsync recorded under one lock, so whoever finds the file
+        // gone also finds the fsync started.
+        let mut file = self.0.file.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(file) = file.take() {
+            #[cfg(test)]
+            SYNCS_STARTED.with(|n| n.set(n.get() + 1));
+            // `no_fsync_thread`: as where no thread can be had, the same fsync, here.
+            let inline = fault("no_fsync_thread");
+            let pending = crate::util::workers::start(move || sync_temp(&file), inline);
+            let _ = self.0.started.set(pending);
+        }
     }
 
-    /// Waits for the fsync and says how it ended.
+    /// What the journal's leader runs once the row is written: starts the fsync.
+    pub(super) fn starter(&self) -> impl FnOnce() + Send + 'static {
+        let me = self.clone();
+        move || me.start()
+    }
+
+    /// What the rename runs first: waits for the fsync (starting it, if nothing did yet); an
+    /// error (the fsync failed) keeps the rename from happening. The error itself comes from
+    /// [`PendingSync::finish`].
+    pub(super) fn waiter(&self) -> impl FnOnce() -> io::Result<()> + Send + 'static {
+        let me = self.clone();
+        move || {
+            me.start();
+            match me.0.started.get() {
+                Some(p) => p.wait(),
+                None => Err(io::Error::other("the temp file's fsync never started")),
+            }
+        }
+    }
+
+    /// Waits for the fsync and says how it ended; one never started (the write failed
+    /// before its row was written) has nothing to report.
     pub(super) fn finish(self) -> io::Result<()> {
-        self.0.take()
+        // Taking the lock waits out a start in progress.
+        drop(self.0.file.lock().unwrap_or_else(|p| p.into_inner()));
+        match self.0.started.get() {
+            Some(p) => p.take(),
+            None => Ok(()),
+        }
     }
 }
 

@@ -67,9 +67,8 @@ pub(super) struct Staged<'a> {
 }
 
 /// Sets the digest of a body held in memory, which [`write_body`] leaves to be computed
-/// here, after the write: [`Written::verify_while_syncing`] calls it once the temp file's
-/// fsync has started, so a large body's hash costs no time of its own, and every read-back
-/// calls it first ([`Written::read_back`]), so no path can compare or journal a digest not
+/// here, after the write: [`Written::verify_then_sync`] calls it while a large body's
+/// writeback runs, and every read-back calls it first ([`Written::read_back`]), so no path can compare or journal a digest not
 /// yet computed. Once only; a streamed body's digest was computed as it was written (`body`
 /// is `None`).
 pub(super) fn hash_held(staged: &mut Staged<'_>, body: Option<&[u8]>) {

@@ -448,3 +448,63 @@ fn commit_many_failing_after_the_commit_point_keeps_what_was_renamed_and_the_row
         "rows past the commit point stay for recovery"
     );
 }
+
+/// A body held in memory has its temp file's fsync started once its journal row is in the
+/// file, right before the row's own sync: not when the file is written (the file's commit
+/// then left the row for a commit of its own, three a create instead of two). The count of
+/// fsyncs started on this thread is 0 after the write and read-back, and 1 when the journal's
+/// sync begins; the file is still durable before the rename, which waits for it.
+#[test]
+fn the_temp_files_fsync_starts_after_its_row_is_written_beside_the_rows_sync() {
+    use super::readback::SYNCS_STARTED;
+    use crate::journal::group::CommitQueue;
+    let started = || SYNCS_STARTED.with(|n| n.get());
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let ws = Workspaces::new(std::slice::from_ref(&root), &root, None);
+
+    // Written, hashed and read back: no fsync started yet.
+    let target = ws.resolve("staged.txt", true).unwrap();
+    let before = started();
+    let written = write_temp(&target, None, Body::Bytes(b"staged\n".to_vec()), None).unwrap();
+    let (staged, pending) = written.verify_then_sync().unwrap();
+    assert_eq!(
+        started(),
+        before,
+        "the fsync started before the row was written"
+    );
+    pending.start();
+    assert_eq!(started(), before + 1);
+    pending.finish().unwrap();
+    drop(staged);
+
+    // Through the pipeline: the journal's sync (on this thread, the queue's only writer)
+    // finds the temp file's fsync started, and the write lands.
+    let at_journal_sync = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&at_journal_sync);
+    let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
+        seen.lock().unwrap().push(SYNCS_STARTED.with(|n| n.get()));
+        f.sync_data()
+    }));
+    let journal = Journal::with_queue(&root.join(".resilient_write"), std::sync::Arc::new(queue));
+    let pipeline = Pipeline::new(journal);
+    let target = ws.resolve("a.txt", true).unwrap();
+    let before = started();
+    let (out, ()) = pipeline
+        .commit(&target, &who(), |_| {
+            Ok(Decision::Write(
+                Plan {
+                    body: Body::Bytes(b"new\n".to_vec()),
+                    mode_label: "create".into(),
+                    create_only: true,
+                    extra: BTreeMap::new(),
+                    new_file_mode: None,
+                },
+                (),
+            ))
+        })
+        .unwrap();
+    assert!(out.is_some());
+    assert_eq!(*at_journal_sync.lock().unwrap(), [before + 1]);
+    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"new\n");
+}
