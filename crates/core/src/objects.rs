@@ -39,16 +39,23 @@ pub struct Linked {
     /// The object's path.
     pub path: PathBuf,
     /// The object's data and the link made durable: its `fdatasync`, then the fsync of the
-    /// fan-out directory (and of the directories created for it), started on a worker as
-    /// soon as the link exists, so the write's own temp file is created, written and read
-    /// back meanwhile.
-    syncing: crate::util::workers::Pending,
+    /// fan-out directory (and of the directories created for it), on a worker, started
+    /// through [`Linked::syncing`] (the pipeline starts it beside its own file's and the
+    /// journal row's syncs, so a journaling filesystem makes all three durable in one
+    /// commit) or by [`Linked::sync`].
+    syncing: crate::util::workers::Deferred,
 }
 
 impl Linked {
-    /// Waits until the object's data and its link are durable.
+    /// Waits until the object's data and its link are durable (starting that, if nothing
+    /// did yet).
     pub fn sync(&self) -> io::Result<()> {
         self.syncing.wait()
+    }
+
+    /// A handle on the same sync, for a thread that waits for it.
+    pub fn syncing(&self) -> crate::util::workers::Deferred {
+        self.syncing.clone()
     }
 }
 
@@ -124,9 +131,10 @@ impl ObjectStore {
     /// rename another file over `name` (so the object's inode is reachable through the store
     /// alone) and the file has no other hard link; `inode` is the `(st_dev, st_ino)` the
     /// caller hashed, and a link that landed on another inode (the name was swapped since)
-    /// is taken back and refused. The inode's data is durable on return; the link itself
-    /// once the caller has called [`Linked::sync`] (left to the caller so that the fsync of
-    /// the caller's own file, in between, can carry the link on filesystems with a journal).
+    /// is taken back and refused. The inode's data and the link are durable once
+    /// [`Linked::sync`] returns; nothing is synced before the caller starts it (there or
+    /// through [`Linked::syncing`]), so that it can start it beside its own file's sync and
+    /// one commit of a journaling filesystem carries both.
     /// Returns `Ok(None)` when the object was already stored (nothing linked),
     /// `Ok(Some(linked))` for a new link, which the caller removes with
     /// [`ObjectStore::unlink_new`] if its write does not happen.
@@ -167,7 +175,7 @@ impl ObjectStore {
         match checked {
             Ok(f) => Ok(Some(Linked {
                 path: final_path,
-                syncing: crate::util::workers::start(
+                syncing: crate::util::workers::Deferred::new(
                     move || {
                         // Faults: `slow_object_sync` holds it 500 ms, `eio_object_sync` fails it.
                         if fault("slow_object_sync") {

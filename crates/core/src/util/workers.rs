@@ -186,6 +186,84 @@ impl Pending {
 }
 
 #[cfg(test)]
+thread_local! {
+    /// [`Deferred`] jobs started on this thread (the pipeline's tests check when).
+    pub(crate) static STARTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// An I/O job to start later, once ([`Deferred::start`]), on a worker, and to wait for;
+/// clones share it. The pipeline starts a write's syncs together (its temp file's, its
+/// pre-image link's) once its journal row is written.
+#[derive(Clone)]
+pub struct Deferred(Arc<DeferredSlot>);
+
+type IoJob = Box<dyn FnOnce() -> io::Result<()> + Send + 'static>;
+
+struct DeferredSlot {
+    /// The job until it starts, and whether it runs on the caller's thread.
+    job: Mutex<Option<(IoJob, bool)>>,
+    started: std::sync::OnceLock<Pending>,
+}
+
+impl std::fmt::Debug for Deferred {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Deferred")
+            .field("started", &self.0.started.get())
+            .finish()
+    }
+}
+
+impl Deferred {
+    /// `job`, not started yet; `inline` runs it on the thread that starts it (see [`start`]).
+    pub fn new(job: impl FnOnce() -> io::Result<()> + Send + 'static, inline: bool) -> Deferred {
+        Deferred(Arc::new(DeferredSlot {
+            job: Mutex::new(Some((Box::new(job), inline))),
+            started: std::sync::OnceLock::new(),
+        }))
+    }
+
+    fn job(&self) -> MutexGuard<'_, Option<(IoJob, bool)>> {
+        self.0.job.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts the job (once: later calls do nothing). Returns whether this call started it.
+    pub fn start(&self) -> bool {
+        // The job is taken and its start recorded under one lock, so whoever finds the job
+        // gone also finds it started.
+        let mut job = self.job();
+        match job.take() {
+            Some((run, inline)) => {
+                #[cfg(test)]
+                STARTED.with(|n| n.set(n.get() + 1));
+                let _ = self.0.started.set(start(run, inline));
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Waits for the job to end, starting it first if nothing did.
+    pub fn wait(&self) -> io::Result<()> {
+        self.start();
+        match self.0.started.get() {
+            Some(p) => p.wait(),
+            None => Err(io::Error::other("an I/O job never started")),
+        }
+    }
+
+    /// Waits for a started job and takes its error (see [`Pending::take`]); a job never
+    /// started has nothing to report (and never will run).
+    pub fn finish(&self) -> io::Result<()> {
+        // Taking the lock waits out a start in progress; the job is dropped unrun.
+        self.job().take();
+        match self.0.started.get() {
+            Some(p) => p.take(),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use std::sync::mpsc;

@@ -69,7 +69,7 @@ pub(crate) struct Kept {
 }
 
 impl Kept {
-    fn not_kept(reason: String) -> Kept {
+    pub(super) fn not_kept(reason: String) -> Kept {
         Kept {
             not_kept: Some(reason),
             ..Kept::default()

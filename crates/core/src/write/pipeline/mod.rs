@@ -28,10 +28,11 @@
 //!    History: when the pipeline holds an [`ObjectStore`], the content about to be replaced
 //!    is kept there (deduplicated by SHA-256; a hard link of the old inode where it can, see
 //!    `keep.rs`), just before step 3. A new link is made durable (the inode's `fdatasync`,
-//!    then its directory's fsync) on a worker thread while the temp file is created,
-//!    written and read back; the journal row waits for it. So every acknowledged write whose
+//!    then its directory's fsync) on a worker thread, started with the temp file's fsync
+//!    once the row is written; the rename waits for it. So every acknowledged write whose
 //!    row names a pre-image keeps it, durably, and a write that fails takes its new object
-//!    back. Keeping it never fails the write: a pre-image that cannot be kept is named in the
+//!    back (a link that cannot be made durable takes its row back, and the write goes again
+//!    without it). Keeping it never fails the write: a pre-image that cannot be kept is named in the
 //!    row and the result (`history_not_kept`).
 //! 5. Journal: the row is appended (one `write(2)` under the journal's `flock`, released
 //!    right after) and `fdatasync`ed. Writers of one process go through the journal's commit
@@ -62,7 +63,7 @@
 
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
-use crate::journal::group::{Apply, CommitError, DirSyncs};
+use crate::journal::group::{Apply, CommitError, DirSyncs, OnWritten};
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
 use crate::util::sys::errno_io;
@@ -88,7 +89,9 @@ pub(crate) use crate::util::fault::fault;
 pub use crate::util::fault::install_faults;
 pub use crate::util::sys::{fsync_dir, process_alive};
 pub use keep::AutoRetention;
+use keep::Kept;
 pub use many::StagedFile;
+use readback::PendingSync;
 pub use retention::NOT_KEPT_FIELD;
 pub use sweep::{stale_temp_files, sweep_temp_files, temp_owner_pid};
 pub use temp::TEMP_MARKER;
@@ -473,7 +476,8 @@ impl Pipeline {
             Body::Bytes(b) => self.make_room(target, b.len() as u64),
             _ => None,
         };
-        // The pre-image first: its link then rides on the temp file's fsync (see keep.rs).
+        // The pre-image first: its link is made durable beside the temp file and the row
+        // (see `journal_and_rename`).
         let mut kept = self.preserve(target, existing.as_ref());
         // A body in memory has its fsync started once its journal row is written, beside the
         // row's own sync (the rename waits for both); a streamed one overlaps its own.
@@ -493,62 +497,52 @@ impl Pipeline {
                 return Err(e);
             }
         };
-        self.sync_kept(&mut kept);
         staged.warnings.extend(pruned);
-        let mut extra = plan.extra;
-        if let Some(reason) = &kept.not_kept {
-            extra.insert(NOT_KEPT_FIELD.into(), Value::from(reason.clone()));
-        }
 
-        // 5. Journal row, durable, journal still locked.
-        let row = journal_row(
+        // 5-6. Journal row, the syncs, the rename (see `journal_and_rename`). A pre-image whose
+        // link cannot be made durable takes its row back and renames nothing; the write then
+        // goes again, its row saying the pre-image was not kept.
+        let mut committed = self.journal_and_rename(
             target,
             who,
             &staged,
             existing.as_ref(),
-            &plan.mode_label,
-            extra,
+            (&plan.mode_label, plan.create_only, &plan.extra),
+            &kept,
+            pending.as_ref(),
         );
-        let (journal_id, wrote_at) = (row.journal_id.clone(), row.ts.clone());
-        // 6. Rename into place, run by the journal's commit queue once the row is durable and
-        // while the journal is still locked; a failed rename takes its row back.
-        let rename = renamer(target, &staged.guard.name, plan.create_only)
-            .map_err(|e| Failure::io("rename into place", shown, e));
-        let committed = match rename {
-            Err(f) => Err(f),
-            Ok(_) if fault("enospc_journal") => Err(Failure::io(
-                "append journal row",
-                self.journal.path(),
-                errno_io(rustix::io::Errno::NOSPC),
-            )),
-            Ok(rename) => {
-                let submitted = match pending.as_ref() {
-                    Some(p) => {
-                        let synced = p.waiter();
-                        let apply: Apply = Box::new(move || synced().and_then(|()| rename()));
-                        self.journal
-                            .commit_row_then(&row, Box::new(p.starter()), apply)
-                    }
-                    None => self.journal.commit_row(&row, rename),
-                };
-                submitted.map_err(|e| match e {
-                    CommitError::Append(e) => {
-                        Failure::io("append journal row", self.journal.path(), e)
-                    }
-                    CommitError::Apply(e) => rename_failure(target, e),
-                })
-            }
-        };
+        if let Err(Attempt::LinkNotDurable(e)) = &committed {
+            tracing::warn!("pre-image of {} not kept: {e}", target.display);
+            let reason = e.to_string();
+            self.settle(&kept, false);
+            kept = Kept::not_kept(reason);
+            committed = self.journal_and_rename(
+                target,
+                who,
+                &staged,
+                existing.as_ref(),
+                (&plan.mode_label, plan.create_only, &plan.extra),
+                &kept,
+                pending.as_ref(),
+            );
+        }
+        let committed = committed.map_err(|a| match a {
+            Attempt::Failed(f) => f,
+            Attempt::LinkNotDurable(e) => Failure::io("keep the previous version", shown, e),
+        });
         // The temp file's own fsync, if it failed, is the reason (its row was taken back and
         // nothing renamed).
         let committed = match pending.map(|p| p.finish()) {
             Some(Err(e)) => Err(Failure::io("fsync temp file", shown, e)),
             _ => committed,
         };
-        if let Err(f) = committed {
-            self.settle(&kept, false);
-            return Err(f);
-        }
+        let (journal_id, wrote_at) = match committed {
+            Ok(ids) => ids,
+            Err(f) => {
+                self.settle(&kept, false);
+                return Err(f);
+            }
+        };
         staged.guard.armed = false;
         self.settle(&kept, true);
 
@@ -584,6 +578,97 @@ impl Pipeline {
             }),
             value,
         ))
+    }
+}
+
+/// Why one try at steps 5-6 did not apply the write.
+enum Attempt {
+    /// The row could not be made durable or the rename failed: the write fails with this.
+    Failed(Failure),
+    /// The pre-image's new link could not be made durable: the row was taken back and
+    /// nothing renamed; the write goes again without it.
+    LinkNotDurable(io::Error),
+}
+
+impl Pipeline {
+    /// Steps 5-6 once: the journal row (naming the pre-image `kept`, or why it was not kept)
+    /// goes through the journal's commit queue; once it is in the journal file, the temp
+    /// file's fsync (`pending`) and the pre-image link's sync start beside the row's own
+    /// `fdatasync`, so a journaling filesystem makes the file, the link and the row durable in
+    /// one commit; the rename waits for all three. A row is durable no sooner than the link
+    /// it names: made after the link, it is in the same journal commit or a later one (on a
+    /// filesystem without a journal, a power loss before the rename can leave a row naming a
+    /// link that was lost, for a write that never happened: the file then still holds that
+    /// content; docs/ARCHITECTURE.md). Returns the row's id and time.
+    #[allow(clippy::too_many_arguments)]
+    fn journal_and_rename(
+        &self,
+        target: &Target,
+        who: &Caller,
+        staged: &Staged,
+        existing: Option<&Existing>,
+        (mode_label, create_only, extra): (&str, bool, &BTreeMap<String, Value>),
+        kept: &Kept,
+        pending: Option<&PendingSync>,
+    ) -> std::result::Result<(String, String), Attempt> {
+        let shown = target.display.as_str();
+        let mut extra = extra.clone();
+        if let Some(reason) = &kept.not_kept {
+            extra.insert(NOT_KEPT_FIELD.into(), Value::from(reason.clone()));
+        }
+        let row = journal_row(target, who, staged, existing, mode_label, extra);
+        let ids = (row.journal_id.clone(), row.ts.clone());
+        let rename = renamer(target, &staged.guard.name, create_only)
+            .map_err(|e| Attempt::Failed(Failure::io("rename into place", shown, e)))?;
+        if fault("enospc_journal") {
+            return Err(Attempt::Failed(Failure::io(
+                "append journal row",
+                self.journal.path(),
+                errno_io(rustix::io::Errno::NOSPC),
+            )));
+        }
+        let link = kept.linked.as_ref().map(|l| l.syncing());
+        let temp = pending.cloned();
+        let on_written: OnWritten = {
+            let (link, temp) = (link.clone(), temp.clone());
+            Box::new(move || {
+                if let Some(t) = &temp {
+                    t.start();
+                }
+                if let Some(l) = &link {
+                    l.start();
+                }
+            })
+        };
+        let link_failed = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let apply: Apply = {
+            let link_failed = std::sync::Arc::clone(&link_failed);
+            let synced = temp.map(PendingSync::waiter);
+            Box::new(move || {
+                if let Some(l) = &link
+                    && let Err(e) = l.wait()
+                {
+                    link_failed.store(true, std::sync::atomic::Ordering::SeqCst);
+                    return Err(e);
+                }
+                if let Some(synced) = synced {
+                    synced()?;
+                }
+                rename()
+            })
+        };
+        match self.journal.commit_row_then(&row, on_written, apply) {
+            Ok(_) => Ok(ids),
+            Err(CommitError::Apply(e)) if link_failed.load(std::sync::atomic::Ordering::SeqCst) => {
+                Err(Attempt::LinkNotDurable(e))
+            }
+            Err(CommitError::Apply(e)) => Err(Attempt::Failed(rename_failure(target, e))),
+            Err(CommitError::Append(e)) => Err(Attempt::Failed(Failure::io(
+                "append journal row",
+                self.journal.path(),
+                e,
+            ))),
+        }
     }
 }
 

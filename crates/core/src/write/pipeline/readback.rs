@@ -101,7 +101,7 @@ impl<'a> Written<'a> {
 
     /// Steps 3 and 4 with the fsync left for later: the read-back and comparison run now, and
     /// the fsync is started by the journal's leader once this write's row is in the journal
-    /// file ([`PendingSync::starter`], handed to [`crate::journal::Journal::commit_row_then`]),
+    /// file (the hook handed to [`crate::journal::Journal::commit_row_then`]),
     /// right before the journal's own `fdatasync`. Both syncs then start together, so a
     /// journaling filesystem makes the file and the row durable in one commit (started
     /// earlier, the file's commit left the row for the next one: three commits a create
@@ -201,13 +201,7 @@ const EARLY_WRITEBACK_BYTES: u64 = 64 * 1024;
 /// A temp file's fsync, started once ([`PendingSync::start`]) on a worker thread
 /// ([`crate::util::workers`]) and waited for by the rename. Clones share it.
 #[derive(Clone)]
-pub(super) struct PendingSync(std::sync::Arc<Deferred>);
-
-struct Deferred {
-    /// The file until its fsync starts.
-    file: std::sync::Mutex<Option<File>>,
-    started: std::sync::OnceLock<crate::util::workers::Pending>,
-}
+pub(super) struct PendingSync(crate::util::workers::Deferred);
 
 /// The temp file's fsync (faults: `slow_fsync_temp` holds it 500 ms, `eio_fsync_temp` fails it).
 fn sync_temp(file: &File) -> io::Result<()> {
@@ -222,64 +216,36 @@ fn sync_temp(file: &File) -> io::Result<()> {
     file.sync_all()
 }
 
-#[cfg(test)]
-thread_local! {
-    /// Temp-file fsyncs started on this thread (the pipeline's tests check when).
-    pub(super) static SYNCS_STARTED: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
-}
-
 impl PendingSync {
     fn deferred(file: File) -> PendingSync {
-        PendingSync(std::sync::Arc::new(Deferred {
-            file: std::sync::Mutex::new(Some(file)),
-            started: std::sync::OnceLock::new(),
-        }))
+        // `no_fsync_thread`: as where no thread can be had, the same fsync, on the thread
+        // that starts it.
+        let inline = fault("no_fsync_thread");
+        PendingSync(crate::util::workers::Deferred::new(
+            move || sync_temp(&file),
+            inline,
+        ))
     }
 
     /// Start the fsync, once (later calls do nothing).
     pub(super) fn start(&self) {
-        // The file is taken and the fsync recorded under one lock, so whoever finds the file
-        // gone also finds the fsync started.
-        let mut file = self.0.file.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(file) = file.take() {
-            #[cfg(test)]
-            SYNCS_STARTED.with(|n| n.set(n.get() + 1));
-            // `no_fsync_thread`: as where no thread can be had, the same fsync, here.
-            let inline = fault("no_fsync_thread");
-            let pending = crate::util::workers::start(move || sync_temp(&file), inline);
-            let _ = self.0.started.set(pending);
-        }
-    }
-
-    /// What the journal's leader runs once the row is written: starts the fsync.
-    pub(super) fn starter(&self) -> impl FnOnce() + Send + 'static {
-        let me = self.clone();
-        move || me.start()
+        self.0.start();
     }
 
     /// What the rename runs first: waits for the fsync (starting it, if nothing did yet); an
     /// error (the fsync failed) keeps the rename from happening. The error itself comes from
     /// [`PendingSync::finish`].
-    pub(super) fn waiter(&self) -> impl FnOnce() -> io::Result<()> + Send + 'static {
-        let me = self.clone();
+    pub(super) fn waiter(self) -> impl FnOnce() -> io::Result<()> + Send + 'static {
         move || {
-            me.start();
-            match me.0.started.get() {
-                Some(p) => p.wait(),
-                None => Err(io::Error::other("the temp file's fsync never started")),
-            }
+            self.start();
+            self.0.wait()
         }
     }
 
     /// Waits for the fsync and says how it ended; one never started (the write failed
     /// before its row was written) has nothing to report.
     pub(super) fn finish(self) -> io::Result<()> {
-        // Taking the lock waits out a start in progress.
-        drop(self.0.file.lock().unwrap_or_else(|p| p.into_inner()));
-        match self.0.started.get() {
-            Some(p) => p.take(),
-            None => Ok(()),
-        }
+        self.0.finish()
     }
 }
 

@@ -449,16 +449,34 @@ fn commit_many_failing_after_the_commit_point_keeps_what_was_renamed_and_the_row
     );
 }
 
+/// A pipeline over `root` whose journal records, at each sync, how many deferred syncs
+/// (the temp file's, the pre-image link's) this thread had started.
+fn counting_pipeline(root: &Path) -> (Pipeline, std::sync::Arc<std::sync::Mutex<Vec<u64>>>) {
+    use crate::journal::group::CommitQueue;
+    use crate::util::workers::STARTED;
+    let at_journal_sync = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let seen = std::sync::Arc::clone(&at_journal_sync);
+    let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
+        seen.lock().unwrap().push(STARTED.with(|n| n.get()));
+        f.sync_data()
+    }));
+    let state = root.join(".resilient_write");
+    let journal = Journal::with_queue(&state, std::sync::Arc::new(queue));
+    let pipeline = Pipeline::new(journal).with_objects(ObjectStore::new(&state));
+    (pipeline, at_journal_sync)
+}
+
+fn started() -> u64 {
+    crate::util::workers::STARTED.with(|n| n.get())
+}
+
 /// A body held in memory has its temp file's fsync started once its journal row is in the
 /// file, right before the row's own sync: not when the file is written (the file's commit
-/// then left the row for a commit of its own, three a create instead of two). The count of
-/// fsyncs started on this thread is 0 after the write and read-back, and 1 when the journal's
-/// sync begins; the file is still durable before the rename, which waits for it.
+/// then left the row for a commit of its own, three a create instead of two). No deferred
+/// sync has started after the write and read-back; one has when the journal's sync begins;
+/// the file is still durable before the rename, which waits for it.
 #[test]
 fn the_temp_files_fsync_starts_after_its_row_is_written_beside_the_rows_sync() {
-    use super::readback::SYNCS_STARTED;
-    use crate::journal::group::CommitQueue;
-    let started = || SYNCS_STARTED.with(|n| n.get());
     let t = tempfile::tempdir().unwrap();
     let root = t.path().canonicalize().unwrap();
     let ws = Workspaces::new(std::slice::from_ref(&root), &root, None);
@@ -480,31 +498,55 @@ fn the_temp_files_fsync_starts_after_its_row_is_written_beside_the_rows_sync() {
 
     // Through the pipeline: the journal's sync (on this thread, the queue's only writer)
     // finds the temp file's fsync started, and the write lands.
-    let at_journal_sync = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let seen = std::sync::Arc::clone(&at_journal_sync);
-    let queue = CommitQueue::with_sync(Box::new(move |f: &File| {
-        seen.lock().unwrap().push(SYNCS_STARTED.with(|n| n.get()));
-        f.sync_data()
-    }));
-    let journal = Journal::with_queue(&root.join(".resilient_write"), std::sync::Arc::new(queue));
-    let pipeline = Pipeline::new(journal);
-    let target = ws.resolve("a.txt", true).unwrap();
+    let (pipeline, at_journal_sync) = counting_pipeline(&root);
+    let f = Fixture {
+        _t: t,
+        root: root.clone(),
+        ws,
+        pipeline,
+    };
     let before = started();
-    let (out, ()) = pipeline
-        .commit(&target, &who(), |_| {
-            Ok(Decision::Write(
-                Plan {
-                    body: Body::Bytes(b"new\n".to_vec()),
-                    mode_label: "create".into(),
-                    create_only: true,
-                    extra: BTreeMap::new(),
-                    new_file_mode: None,
-                },
-                (),
-            ))
-        })
-        .unwrap();
-    assert!(out.is_some());
+    write(&f, "a.txt", b"new\n", true).unwrap();
     assert_eq!(*at_journal_sync.lock().unwrap(), [before + 1]);
     assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"new\n");
+}
+
+/// An overwrite's new pre-image link is made durable beside the temp file and the row: its
+/// sync has not started when the link is made, and has (with the temp file's fsync) when
+/// the journal's sync begins. A link synced as soon as it was made took a journal commit of
+/// its own, before the row's.
+#[test]
+fn the_pre_image_links_sync_starts_beside_the_rows_sync() {
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let ws = Workspaces::new(std::slice::from_ref(&root), &root, None);
+    let (pipeline, at_journal_sync) = counting_pipeline(&root);
+    let f = Fixture {
+        _t: t,
+        root: root.clone(),
+        ws,
+        pipeline,
+    };
+    write(&f, "a.txt", b"old\n", true).unwrap();
+
+    // The link alone: made, its sync not started.
+    let target = f.ws.resolve("a.txt", true).unwrap();
+    let existing = read_target(&target, false).unwrap();
+    let before = started();
+    let kept = f.pipeline.preserve(&target, existing.as_ref());
+    assert!(kept.linked.is_some(), "the pre-image was not linked");
+    assert_eq!(
+        started(),
+        before,
+        "the link's sync started before the row was written"
+    );
+    f.pipeline.settle(&kept, false);
+
+    at_journal_sync.lock().unwrap().clear();
+    let before = started();
+    write(&f, "a.txt", b"new\n", false).unwrap();
+    assert_eq!(*at_journal_sync.lock().unwrap(), [before + 2]);
+    let old = sha256_hex(b"old\n");
+    let object = root.join(format!(".resilient_write/objects/{}/{old}", &old[..2]));
+    assert_eq!(std::fs::read(object).unwrap(), b"old\n");
 }
