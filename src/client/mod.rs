@@ -12,7 +12,9 @@
 //! Not a general MCP client: one request in flight at a time, no server-to-client requests
 //! (sampling, roots), no HTTP.
 
-use serde_json::{Value, json};
+mod json;
+
+use serde_json::{Map, Value, json};
 use std::ffi::{OsStr, OsString};
 use std::io::{self, BufRead, BufReader, Write};
 use std::os::fd::AsFd;
@@ -219,6 +221,7 @@ impl Launch {
             timeout: self.timeout,
             client_name: self.client_name.clone(),
             init: Value::Null,
+            out: Vec::new(),
         })
     }
 
@@ -247,6 +250,9 @@ pub struct McpClient {
     timeout: Option<Duration>,
     client_name: String,
     init: Value,
+    /// The buffer each request is serialised into, kept between calls (a fresh one cost a
+    /// page fault per 4 KiB of a large request).
+    out: Vec<u8>,
 }
 
 impl McpClient {
@@ -279,30 +285,43 @@ impl McpClient {
 
     /// Write one line (a newline is added) to the server's stdin.
     pub fn send_raw(&mut self, line: &str) -> Result<()> {
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        self.send_line(bytes)
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        out.extend_from_slice(line.as_bytes());
+        self.send_line(out)
     }
 
     /// Write `msg` as one line (serialised straight into the buffer that is written).
     fn send_message(&mut self, msg: &Value) -> Result<()> {
-        let bytes = serde_json::to_vec(msg).map_err(io::Error::from)?;
-        self.send_line(bytes)
+        let mut out = std::mem::take(&mut self.out);
+        out.clear();
+        json::write_value(&mut out, msg);
+        self.send_line(out)
     }
 
-    fn send_line(&mut self, mut bytes: Vec<u8>) -> Result<()> {
-        let stdin = self
-            .stdin
-            .as_mut()
-            .ok_or_else(|| io::Error::new(io::ErrorKind::BrokenPipe, "stdin already closed"))?;
-        bytes.push(b'\n');
-        stdin.write_all(&bytes)?;
-        stdin.flush()?;
-        Ok(())
+    /// Writes `line` and a newline; keeps the buffer for the next request (up to
+    /// [`KEEP_OUT`]).
+    fn send_line(&mut self, mut line: Vec<u8>) -> Result<()> {
+        line.push(b'\n');
+        let sent = match self.stdin.as_mut() {
+            Some(stdin) => stdin.write_all(&line).and_then(|()| stdin.flush()),
+            None => Err(io::Error::new(
+                io::ErrorKind::BrokenPipe,
+                "stdin already closed",
+            )),
+        };
+        if line.capacity() <= KEEP_OUT {
+            self.out = line;
+        }
+        Ok(sent?)
     }
 
     pub fn notify(&mut self, method: &str, params: Value) -> Result<()> {
-        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        let msg = object([
+            ("jsonrpc", Value::from("2.0")),
+            ("method", Value::from(method)),
+            ("params", params),
+        ]);
         self.send_message(&msg)
     }
 
@@ -311,7 +330,13 @@ impl McpClient {
     pub fn request_full(&mut self, method: &str, params: Value) -> Result<Answer> {
         let id = self.next_id;
         self.next_id += 1;
-        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        // Built by moving `params` in: `json!` would copy it (a whole file's `content`).
+        let msg = object([
+            ("jsonrpc", Value::from("2.0")),
+            ("id", Value::from(id)),
+            ("method", Value::from(method)),
+            ("params", params),
+        ]);
         self.send_message(&msg)?;
         let deadline = self.timeout.map(|t| (Instant::now() + t, t));
         let mut notifications = Vec::new();
@@ -357,7 +382,8 @@ impl McpClient {
 
     /// `tools/call`: the whole `CallToolResult`, whether `isError` is true or not.
     pub fn call_result(&mut self, tool: &str, args: Value) -> Result<Value> {
-        self.request("tools/call", json!({"name": tool, "arguments": args}))
+        let params = object([("name", Value::from(tool)), ("arguments", args)]);
+        self.request("tools/call", params)
     }
 
     /// `tools/call`: the `structuredContent` of a success; a tool failure becomes
@@ -417,6 +443,19 @@ impl McpClient {
             }
         }
     }
+}
+
+/// The largest request buffer kept between calls; a larger one is freed after its request.
+const KEEP_OUT: usize = 4 * 1024 * 1024;
+
+/// A JSON object of `pairs`, the values moved in.
+fn object<const N: usize>(pairs: [(&str, Value); N]) -> Value {
+    Value::Object(
+        pairs
+            .into_iter()
+            .map(|(k, v)| (k.to_string(), v))
+            .collect::<Map<String, Value>>(),
+    )
 }
 
 /// Wait until `fd` has data (or EOF) or `deadline` passes; false on timeout.
