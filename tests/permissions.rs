@@ -297,22 +297,30 @@ fn a_temp_file_holding_other_bytes_is_write_corruption_with_its_digest() {
     let ws = Workspace::new();
     std::fs::write(ws.path("t.txt"), "old\n").unwrap();
     let mut s = Server::start(&ws.root, &[], &[("RW_FAULT_INJECT", "corrupt_temp")]);
-    for (path, mode) in [("t.txt", "overwrite"), ("fresh.txt", "create")] {
+    // A large body (its writeback started before the read-back) as well as small ones.
+    let large = format!("new content\n{}", "x".repeat(300 * 1024));
+    for (path, mode, content) in [
+        ("t.txt", "overwrite", "new content\n".to_string()),
+        ("fresh.txt", "create", "new content\n".to_string()),
+        ("large.txt", "create", large),
+    ] {
         let env = s.err(
             "rw_safe_write",
-            json!({"path": path, "content": "new content\n", "mode": mode}),
+            json!({"path": path, "content": content, "mode": mode}),
         );
         assert_eq!(env["error"], json!("write_corruption"), "{env}");
         assert_eq!(
             env["context"]["expected_sha256"],
-            json!(common::sha256(b"new content\n"))
+            json!(common::sha256(content.as_bytes()))
         );
+        let held = content.replacen('n', "N", 1);
         assert_eq!(
             env["context"]["actual_sha256"],
-            json!(common::sha256(b"New content\n")),
+            json!(common::sha256(held.as_bytes())),
             "{env}"
         );
     }
+    assert!(!ws.path("large.txt").exists());
     assert_eq!(std::fs::read_to_string(ws.path("t.txt")).unwrap(), "old\n");
     assert!(!ws.path("fresh.txt").exists());
     assert_eq!(temp_files(&ws.root), Vec::<PathBuf>::new());
