@@ -502,21 +502,8 @@ impl Pipeline {
         // 5-6. Journal row, the syncs, the rename (see `journal_and_rename`). A pre-image whose
         // link cannot be made durable takes its row back and renames nothing; the write then
         // goes again, its row saying the pre-image was not kept.
-        let mut committed = self.journal_and_rename(
-            target,
-            who,
-            &staged,
-            existing.as_ref(),
-            (&plan.mode_label, plan.create_only, &plan.extra),
-            &kept,
-            pending.as_ref(),
-        );
-        if let Err(Attempt::LinkNotDurable(e)) = &committed {
-            tracing::warn!("pre-image of {} not kept: {e}", target.display);
-            let reason = e.to_string();
-            self.settle(&kept, false);
-            kept = Kept::not_kept(reason);
-            committed = self.journal_and_rename(
+        let committed = loop {
+            let tried = self.journal_and_rename(
                 target,
                 who,
                 &staged,
@@ -525,11 +512,20 @@ impl Pipeline {
                 &kept,
                 pending.as_ref(),
             );
-        }
-        let committed = committed.map_err(|a| match a {
-            Attempt::Failed(f) => f,
-            Attempt::LinkNotDurable(e) => Failure::io("keep the previous version", shown, e),
-        });
+            match tried {
+                // Only a new link fails this way, and the next try has none.
+                Err(Attempt::LinkNotDurable(e)) if kept.linked.is_some() => {
+                    tracing::warn!("pre-image of {} not kept: {e}", target.display);
+                    self.settle(&kept, false);
+                    kept = Kept::not_kept(e.to_string());
+                }
+                Err(Attempt::LinkNotDurable(e)) => {
+                    break Err(Failure::io("keep the previous version", shown, e));
+                }
+                Err(Attempt::Failed(f)) => break Err(f),
+                Ok(ids) => break Ok(ids),
+            }
+        };
         // The temp file's own fsync, if it failed, is the reason (its row was taken back and
         // nothing renamed).
         let committed = match pending.map(|p| p.finish()) {

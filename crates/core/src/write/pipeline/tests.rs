@@ -449,9 +449,9 @@ fn commit_many_failing_after_the_commit_point_keeps_what_was_renamed_and_the_row
     );
 }
 
-/// A pipeline over `root` whose journal records, at each sync, how many deferred syncs
-/// (the temp file's, the pre-image link's) this thread had started.
-fn counting_pipeline(root: &Path) -> (Pipeline, std::sync::Arc<std::sync::Mutex<Vec<u64>>>) {
+/// A fixture whose journal records, at each sync, how many deferred syncs (the temp file's,
+/// the pre-image link's) this thread had started.
+fn counting_fixture() -> (Fixture, std::sync::Arc<std::sync::Mutex<Vec<u64>>>) {
     use crate::journal::group::CommitQueue;
     use crate::util::workers::STARTED;
     let at_journal_sync = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
@@ -460,10 +460,19 @@ fn counting_pipeline(root: &Path) -> (Pipeline, std::sync::Arc<std::sync::Mutex<
         seen.lock().unwrap().push(STARTED.with(|n| n.get()));
         f.sync_data()
     }));
+    let t = tempfile::tempdir().unwrap();
+    let root = t.path().canonicalize().unwrap();
+    let ws = Workspaces::new(std::slice::from_ref(&root), &root, None);
     let state = root.join(".resilient_write");
     let journal = Journal::with_queue(&state, std::sync::Arc::new(queue));
     let pipeline = Pipeline::new(journal).with_objects(ObjectStore::new(&state));
-    (pipeline, at_journal_sync)
+    let f = Fixture {
+        _t: t,
+        root,
+        ws,
+        pipeline,
+    };
+    (f, at_journal_sync)
 }
 
 fn started() -> u64 {
@@ -477,12 +486,10 @@ fn started() -> u64 {
 /// the file is still durable before the rename, which waits for it.
 #[test]
 fn the_temp_files_fsync_starts_after_its_row_is_written_beside_the_rows_sync() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().canonicalize().unwrap();
-    let ws = Workspaces::new(std::slice::from_ref(&root), &root, None);
+    let (f, at_journal_sync) = counting_fixture();
 
     // Written, hashed and read back: no fsync started yet.
-    let target = ws.resolve("staged.txt", true).unwrap();
+    let target = f.ws.resolve("staged.txt", true).unwrap();
     let before = started();
     let written = write_temp(&target, None, Body::Bytes(b"staged\n".to_vec()), None).unwrap();
     let (staged, pending) = written.verify_then_sync().unwrap();
@@ -498,17 +505,10 @@ fn the_temp_files_fsync_starts_after_its_row_is_written_beside_the_rows_sync() {
 
     // Through the pipeline: the journal's sync (on this thread, the queue's only writer)
     // finds the temp file's fsync started, and the write lands.
-    let (pipeline, at_journal_sync) = counting_pipeline(&root);
-    let f = Fixture {
-        _t: t,
-        root: root.clone(),
-        ws,
-        pipeline,
-    };
     let before = started();
     write(&f, "a.txt", b"new\n", true).unwrap();
     assert_eq!(*at_journal_sync.lock().unwrap(), [before + 1]);
-    assert_eq!(std::fs::read(root.join("a.txt")).unwrap(), b"new\n");
+    assert_eq!(std::fs::read(f.root.join("a.txt")).unwrap(), b"new\n");
 }
 
 /// An overwrite's new pre-image link is made durable beside the temp file and the row: its
@@ -517,16 +517,7 @@ fn the_temp_files_fsync_starts_after_its_row_is_written_beside_the_rows_sync() {
 /// its own, before the row's.
 #[test]
 fn the_pre_image_links_sync_starts_beside_the_rows_sync() {
-    let t = tempfile::tempdir().unwrap();
-    let root = t.path().canonicalize().unwrap();
-    let ws = Workspaces::new(std::slice::from_ref(&root), &root, None);
-    let (pipeline, at_journal_sync) = counting_pipeline(&root);
-    let f = Fixture {
-        _t: t,
-        root: root.clone(),
-        ws,
-        pipeline,
-    };
+    let (f, at_journal_sync) = counting_fixture();
     write(&f, "a.txt", b"old\n", true).unwrap();
 
     // The link alone: made, its sync not started.
@@ -547,6 +538,8 @@ fn the_pre_image_links_sync_starts_beside_the_rows_sync() {
     write(&f, "a.txt", b"new\n", false).unwrap();
     assert_eq!(*at_journal_sync.lock().unwrap(), [before + 2]);
     let old = sha256_hex(b"old\n");
-    let object = root.join(format!(".resilient_write/objects/{}/{old}", &old[..2]));
+    let object = f
+        .root
+        .join(format!(".resilient_write/objects/{}/{old}", &old[..2]));
     assert_eq!(std::fs::read(object).unwrap(), b"old\n");
 }
