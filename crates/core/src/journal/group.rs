@@ -13,7 +13,10 @@
 //!   [`Receipt`]: the tick of the event clock at which its row was written and the tick at
 //!   which the sync that covers it began. A writer checks `sync_started > written` before it
 //!   acknowledges anything; a row queued while a sync runs waits for the next batch (tested
-//!   with a sync held open).
+//!   with a sync held open). A writer may also hand an [`OnWritten`] hook, which the leader
+//!   runs once the batch's rows are in the file and before the batch's sync starts: the
+//!   pipeline starts its temp file's and pre-image link's syncs there, so that a journaling
+//!   filesystem makes them and the row durable in one commit.
 //! - [`GroupSync`] (a directory): a writer that renamed into a directory asks for a sync that
 //!   starts after its call (generation `started + 1` at the time of asking); if one is already
 //!   running it waits for that one to finish and for the next, which it may run itself.
