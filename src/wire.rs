@@ -12,19 +12,38 @@ use std::borrow::Cow;
 /// What an unrepresentable unit becomes. Starts with NUL, which no JSON text decodes to by
 /// accident in a tool argument that is meant to be written.
 pub const BAD_UNICODE_SENTINEL: &str = "\u{0}\u{1}rw-bad-unicode\u{1}\u{0}";
-const SENTINEL_JSON: &[u8] = br"\u0000\u0001rw-bad-unicode\u0001\u0000";
+const BAD_UNICODE_SENTINEL_JSON: &str = r"\u0000\u0001rw-bad-unicode\u0001\u0000";
+const SENTINEL_JSON: &[u8] = BAD_UNICODE_SENTINEL_JSON.as_bytes();
 
 fn hex4(b: &[u8]) -> Option<u16> {
     let s = std::str::from_utf8(b.get(..4)?).ok()?;
     u16::from_str_radix(s, 16).ok()
 }
 
+/// Whether `line` has a `\u` escape of a UTF-16 surrogate (`\uD800` to `\uDFFF`): only such
+/// an escape can be lone, so a line without one needs no rewriting. (An escaped backslash
+/// followed by such text is a false alarm; it costs only the careful pass below.) Lines from
+/// clients that escape every non-ASCII character (Python's `json.dumps` does by default) are
+/// full of other `\u` escapes, and were copied byte by byte for nothing.
+fn has_surrogate_escape(line: &[u8]) -> bool {
+    memchr::memmem::find_iter(line, b"\\u").any(|at| {
+        matches!(
+            line.get(at + 2..at + 4),
+            Some([b'd' | b'D', b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F'])
+        )
+    })
+}
+
 /// Rewrite lone surrogate escapes and invalid UTF-8 in one JSON line. Borrowed when clean.
-pub fn sanitize_line(line: &[u8]) -> Cow<'_, [u8]> {
-    let has_escape_u = memchr::memmem::find(line, b"\\u").is_some();
-    let utf8_ok = std::str::from_utf8(line).is_ok();
-    if !has_escape_u && utf8_ok {
-        return Cow::Borrowed(line);
+/// Always UTF-8, so the parse after it need not check that again.
+pub fn sanitize_line(line: &[u8]) -> Cow<'_, str> {
+    let has_escape_u = has_surrogate_escape(line);
+    let text = std::str::from_utf8(line);
+    let utf8_ok = text.is_ok();
+    if let Ok(text) = text
+        && !has_escape_u
+    {
+        return Cow::Borrowed(text);
     }
     let mut out = Vec::with_capacity(line.len() + 16);
     if utf8_ok {
@@ -38,7 +57,7 @@ pub fn sanitize_line(line: &[u8]) -> Cow<'_, [u8]> {
         }
     }
     if !has_escape_u {
-        return Cow::Owned(out);
+        return Cow::Owned(utf8_string(out));
     }
     let src = out;
     let mut res = Vec::with_capacity(src.len() + 16);
@@ -95,7 +114,30 @@ pub fn sanitize_line(line: &[u8]) -> Cow<'_, [u8]> {
             }
         }
     }
-    Cow::Owned(res)
+    Cow::Owned(utf8_string(res))
+}
+
+/// Times [`utf8_string`] met bytes that were not UTF-8 (the tests check it never does).
+#[cfg(test)]
+static UTF8_FALLBACKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// The rewritten line as a `String`: UTF-8 by construction (valid input copied in order, with
+/// ASCII replacing ASCII escapes and invalid bytes), so the check cannot fail; should it,
+/// the bytes are kept as far as they are valid and the rest becomes the sentinel, never a
+/// replacement character.
+fn utf8_string(bytes: Vec<u8>) -> String {
+    String::from_utf8(bytes).unwrap_or_else(|e| {
+        #[cfg(test)]
+        UTF8_FALLBACKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut out = String::new();
+        for chunk in e.as_bytes().utf8_chunks() {
+            out.push_str(chunk.valid());
+            if !chunk.invalid().is_empty() {
+                out.push_str(BAD_UNICODE_SENTINEL_JSON);
+            }
+        }
+        out
+    })
 }
 
 /// Argument key that marks a request the front door cut short because it was over the message
@@ -171,8 +213,8 @@ pub(crate) fn oversize_stand_in(
 /// what it parses and clones it as it tries its variants (three copies of a 1 MB
 /// `content`, a seventh of such a write's CPU), so only the small rest goes through that.
 /// Anything else is parsed by rmcp as it is.
-pub fn parse_message(bytes: &[u8]) -> serde_json::Result<ClientJsonRpcMessage> {
-    let mut value: serde_json::Value = serde_json::from_slice(bytes)?;
+pub fn parse_message(text: &str) -> serde_json::Result<ClientJsonRpcMessage> {
+    let mut value: serde_json::Value = serde_json::from_str(text)?;
     let call = value.get("method").and_then(serde_json::Value::as_str) == Some("tools/call");
     let arguments = value
         .get_mut("params")
@@ -186,9 +228,9 @@ pub fn parse_message(bytes: &[u8]) -> serde_json::Result<ClientJsonRpcMessage> {
                 ClientRequest::CallToolRequest(call) => {
                     call.params.arguments = Some(arguments);
                 }
-                _ => return serde_json::from_slice(bytes),
+                _ => return serde_json::from_str(text),
             },
-            _ => return serde_json::from_slice(bytes),
+            _ => return serde_json::from_str(text),
         }
     }
     Ok(message)
@@ -199,13 +241,33 @@ mod tests {
     use super::*;
 
     fn s(x: &[u8]) -> String {
-        String::from_utf8(sanitize_line(x).into_owned()).unwrap()
+        sanitize_line(x).into_owned()
+    }
+
+    fn borrowed(line: &[u8]) -> bool {
+        matches!(sanitize_line(line), Cow::Borrowed(t) if t.as_bytes() == line)
     }
 
     #[test]
     fn clean_lines_are_borrowed_unchanged() {
-        let line = br#"{"a":"\u00e9 \ud83d\ude00"}"#;
-        assert_eq!(sanitize_line(line), Cow::Borrowed(&line[..]));
+        assert!(borrowed("{\"a\":\"caf\u{e9} \\u00e9\"}".as_bytes()));
+        // Escapes of everything outside ASCII (Python's json.dumps writes them) but no
+        // surrogate, upper or lower case: nothing to rewrite.
+        assert!(borrowed(br#"{"a":"\u00e9\u20AC\u0041\uD7FF\uE000\uffff"}"#));
+        // A pair is looked at (it has surrogate escapes) and left as it is.
+        let pair = br#"{"a":"\u00e9 \ud83d\ude00 \uD83D\uDE00"}"#;
+        assert_eq!(sanitize_line(pair).as_bytes(), &pair[..]);
+    }
+
+    #[test]
+    fn only_surrogate_escapes_send_a_line_to_the_rewrite() {
+        assert!(!has_surrogate_escape(
+            br#"{"a":"\u00e9 \uD7FF \uE000 \u0064800"}"#
+        ));
+        for esc in [r"\ud800", r"\uDBFF", r"\udc00", r"\uDfFf", r"\uD9a0"] {
+            let line = format!(r#"{{"a":"x{esc}y"}}"#);
+            assert!(has_surrogate_escape(line.as_bytes()), "{esc}");
+        }
     }
 
     #[test]
@@ -221,7 +283,7 @@ mod tests {
     #[test]
     fn escaped_backslash_before_u_is_not_an_escape() {
         let line = br#"{"a":"\\ud800"}"#;
-        let v: serde_json::Value = serde_json::from_slice(&sanitize_line(line)).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&sanitize_line(line)).unwrap();
         assert_eq!(v["a"], "\\ud800");
     }
 
@@ -289,21 +351,24 @@ mod props {
     proptest! {
         #[test]
         fn any_bytes_come_out_as_utf8(line in prop::collection::vec(any::<u8>(), 0..300)) {
-            prop_assert!(std::str::from_utf8(&sanitize_line(&line)).is_ok());
+            let out = sanitize_line(&line);
+            prop_assert!(std::str::from_utf8(out.as_bytes()).is_ok());
+            // ...by construction, not by the last-resort repair.
+            prop_assert_eq!(UTF8_FALLBACKS.load(std::sync::atomic::Ordering::Relaxed), 0);
         }
 
         #[test]
         fn json_that_serde_writes_passes_unchanged(v in json_value()) {
             let line = serde_json::to_vec(&v).unwrap();
             let out = sanitize_line(&line);
-            prop_assert_eq!(out.as_ref(), &line[..]);
+            prop_assert_eq!(out.as_bytes(), &line[..]);
         }
 
         #[test]
         fn any_escapes_in_a_string_still_parse(line in string_with_escapes()) {
             let out = sanitize_line(&line);
-            let parsed = serde_json::from_slice::<serde_json::Value>(&out);
-            prop_assert!(parsed.is_ok(), "{}", String::from_utf8_lossy(&out));
+            let parsed = serde_json::from_str::<serde_json::Value>(&out);
+            prop_assert!(parsed.is_ok(), "{}", out);
         }
 
         #[test]
@@ -343,7 +408,7 @@ mod props {
             r#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"x","arguments":{"a":1}},"extra":true}"#.into(),
         ];
         for m in &messages {
-            let ours = parse_message(m.as_bytes()).map(|v| serde_json::to_value(v).unwrap());
+            let ours = parse_message(m).map(|v| serde_json::to_value(v).unwrap());
             let theirs = serde_json::from_slice::<ClientJsonRpcMessage>(m.as_bytes())
                 .map(|v| serde_json::to_value(v).unwrap());
             match (ours, theirs) {
@@ -352,7 +417,7 @@ mod props {
                 (a, b) => panic!("{}: {a:?} / {b:?}", &m[..m.len().min(200)]),
             }
         }
-        let first = serde_json::to_value(parse_message(messages[0].as_bytes()).unwrap()).unwrap();
+        let first = serde_json::to_value(parse_message(&messages[0]).unwrap()).unwrap();
         assert_eq!(first["params"]["arguments"]["content"], big.as_str());
         assert_eq!(first["params"]["_meta"]["progressToken"], "p-9");
     }

@@ -389,7 +389,7 @@ where
                     return Some(message);
                 }
                 Err(e) if e.classify() == serde_json::error::Category::Data => {
-                    self.refuse(&clean, &e)
+                    self.refuse(clean.as_bytes(), &e)
                 }
                 Err(e) => tracing::warn!("ignored a line that is not JSON: {e}"),
             }

@@ -115,11 +115,17 @@ pub async fn read_message(
             ));
         }
     };
-    let bytes = match crate::wire::sanitize_line(&bytes) {
-        std::borrow::Cow::Borrowed(_) => bytes,
-        std::borrow::Cow::Owned(clean) => Bytes::from(clean),
+    let (bytes, parsed) = match crate::wire::sanitize_line(&bytes) {
+        std::borrow::Cow::Borrowed(text) => {
+            let parsed = crate::wire::parse_message(text);
+            (bytes.clone(), parsed)
+        }
+        std::borrow::Cow::Owned(clean) => {
+            let parsed = crate::wire::parse_message(&clean);
+            (Bytes::from(clean), parsed)
+        }
     };
-    match crate::wire::parse_message(&bytes) {
+    match parsed {
         Ok(message) => {
             let initialize = matches!(
                 &message,
