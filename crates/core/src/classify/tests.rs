@@ -7,7 +7,7 @@ use super::*;
 
 /// The evaluation corpus of the examples (`examples/l0_corpus`), for tests over many syntaxes.
 #[path = "../../../../examples/l0_corpus/mod.rs"]
-mod corpus;
+pub(in crate::classify) mod corpus;
 
 pub(crate) const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 pub(crate) const HEX: &[u8] = b"0123456789abcdef";
@@ -1941,4 +1941,40 @@ fn prose_groups_from_the_match_span_are_the_captured_ones() {
         random_total > 3000 && random_derived * 10 > random_total * 8,
         "{random_derived} of {random_total} random matches derived"
     );
+}
+
+/// The line count and longest line of the score (`score::size_metrics`, which jumps over
+/// lines no longer than the longest so far) are those of the line-by-line routine it replaced:
+/// over the corpus and random text of lines of every length, multi-byte characters (a line
+/// longer in bytes but not in characters), empty lines, and with and without a final newline.
+#[test]
+fn size_metrics_agree_with_the_line_by_line_count() {
+    let mut inputs: Vec<String> = ["", "\n", "\n\n", "a", "a\n", "\na", "é\nab\n", "ab\né"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut r = corpus::Rng(0x18_0050);
+    inputs.push(corpus::mixed_source(&mut r, 100_000));
+    for _ in 0..200 {
+        inputs.push(corpus::negative_file(&mut r));
+    }
+    let mut rng = Rng(0x18_0051);
+    let pieces = ["a", "bb", "é", "€", "\u{1F600}", " ", "\n", "\n\n", "\r\n"];
+    for _ in 0..3000 {
+        let mut s = String::new();
+        for _ in 0..(rng.next() % 200) {
+            let p = pieces[(rng.next() % pieces.len() as u64) as usize];
+            for _ in 0..(rng.next() % 30) {
+                s.push_str(p);
+            }
+        }
+        inputs.push(s);
+    }
+    for s in &inputs {
+        assert_eq!(
+            super::score::size_metrics(s),
+            super::score::size_metrics_by_line(s),
+            "input {s:?}"
+        );
+    }
 }
