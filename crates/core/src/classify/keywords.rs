@@ -11,12 +11,17 @@
 //! A keyword set too large for it (custom policy rules can add any number) is scanned through
 //! the DFA's own transitions ([`super::detect::keyword_hits`], also the tests' reference).
 
-use aho_corasick::Anchored;
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
+use aho_corasick::{Anchored, PatternID};
 
-/// Entries of the dense table: every `u16` indexes it.
+/// Rows of the dense table: every `u16` is a row offset.
 const TABLE: usize = 1 << 16;
+/// Entries of the dense table: a row offset (a `u16`) plus a class (a `u8`) indexes it, so the
+/// index needs no bounds check.
+const ENTRIES: usize = TABLE + 256;
+/// Drafts shorter than this are scanned in one stream.
+const TWO_STREAMS_MIN: usize = 4096;
 
 /// The keyword DFA and, when it fits, its dense table.
 #[derive(Debug)]
@@ -30,12 +35,14 @@ struct Table {
     class: [u8; 256],
     /// `trans[row + class]`: the row of the next state (a row is a state's index times the
     /// stride).
-    trans: Box<[u16; TABLE]>,
+    trans: Box<[u16; ENTRIES]>,
     start: u16,
     /// Rows from here on are match states.
     first_match: u16,
     /// log2 of the stride.
     shift: u32,
+    /// The longest keyword, in bytes.
+    max_len: usize,
     /// The matches of each match row, by `(row - first_match) >> shift`: a range of `pats`.
     matches: Vec<(u32, u32)>,
     /// `(pattern, length)` of the matches of the match rows, in the DFA's order.
@@ -61,6 +68,25 @@ impl Keywords {
     #[cfg(test)]
     pub(super) fn has_table(&self) -> bool {
         self.table.is_some()
+    }
+
+    /// The hits of `bytes` scanned as two streams split at `split` (the tests try every split
+    /// where keywords straddle it), or as one stream for `None`.
+    #[cfg(test)]
+    pub(super) fn hits_split(&self, bytes: &[u8], split: Option<usize>) -> Vec<(u16, usize)> {
+        let t = self.table.as_ref().unwrap();
+        let mut rows = Vec::new();
+        match split {
+            Some(at) => t.split_rows(bytes, at, &mut rows),
+            None => t.run(bytes, t.start, 0, &mut rows),
+        }
+        rows
+    }
+
+    /// The longest keyword (the tests' bound for a split).
+    #[cfg(test)]
+    pub(super) fn max_len(&self) -> usize {
+        self.table.as_ref().map_or(0, |t| t.max_len)
     }
 
     /// Every occurrence of every keyword in `bytes`, overlapping ones included, as
@@ -150,7 +176,8 @@ impl Table {
         for (pos, &s) in order.iter().enumerate() {
             row[s] = u16::try_from(pos << shift).ok()?;
         }
-        let mut trans: Box<[u16; TABLE]> = vec![0u16; TABLE].into_boxed_slice().try_into().ok()?;
+        let mut trans: Box<[u16; ENTRIES]> =
+            vec![0u16; ENTRIES].into_boxed_slice().try_into().ok()?;
         for (s, &r) in row.iter().enumerate() {
             for (c, &b) in reps.iter().enumerate() {
                 let to = next[s * 256 + usize::from(b)] as usize;
@@ -168,25 +195,68 @@ impl Table {
             }
             matches.push((a, u32::try_from(pats.len()).ok()?));
         }
+        let mut max_len = 0;
+        for p in 0..dfa.patterns_len() {
+            max_len = max_len.max(dfa.pattern_len(PatternID::new(p).ok()?));
+        }
         Some(Table {
             class,
             trans,
             start: row[0],
             first_match: u16::try_from(first << shift).ok()?,
             shift,
+            max_len,
             matches,
             pats,
         })
     }
 
-    /// Every match row the scan enters over `bytes`, with the end of its matches. Its own
-    /// function, so the row, the position and the tables stay in registers; eight bytes per
-    /// iteration of the outer loop, the position counted once per block.
-    #[inline(never)]
+    /// Every match row the scan enters over `bytes`, with the end of its matches, in order.
+    /// Each byte's transition is a load whose address is the previous transition's result, so
+    /// one scan waits on that chain of loads; a long draft is scanned as two halves at once
+    /// ([`Table::split_rows`]), two independent chains the processor overlaps.
     fn match_rows(&self, bytes: &[u8], out: &mut Vec<(u16, usize)>) {
-        let mut row = self.start;
-        let (blocks, tail) = bytes.as_chunks::<8>();
+        let split = bytes.len() / 2;
+        if bytes.len() < TWO_STREAMS_MIN || self.max_len > split {
+            self.run(bytes, self.start, 0, out);
+        } else {
+            self.split_rows(bytes, split, out);
+        }
+    }
+
+    /// [`Table::match_rows`] in two interleaved streams: the first over `..split`, the second
+    /// from the longest keyword less one byte before `split` to the end. An Aho-Corasick state
+    /// is the longest keyword prefix ending at the position, never longer than the longest
+    /// keyword, so from `split` on the second stream is in the state a single scan would be;
+    /// its matches ending at or before `split` are the first stream's and dropped. The two
+    /// lists, concatenated, are the single scan's. `split` must be at least the longest keyword
+    /// less one and at most half the length.
+    #[inline(never)]
+    fn split_rows(&self, bytes: &[u8], split: usize, out: &mut Vec<(u16, usize)>) {
+        let from = split + 1 - self.max_len.max(1);
+        let (a, b) = (&bytes[..split], &bytes[from..]);
+        let mut second = Vec::new();
+        let (mut ra, mut rb) = (self.start, self.start);
+        let (blocks_a, _) = a.as_chunks::<8>();
+        let (blocks_b, _) = b[..split].as_chunks::<8>();
         let mut base = 0;
+        for (x, y) in blocks_a.iter().zip(blocks_b) {
+            for k in 0..8 {
+                self.step(&mut ra, x[k], base + k + 1, out);
+                self.step(&mut rb, y[k], from + base + k + 1, &mut second);
+            }
+            base += 8;
+        }
+        self.run(&a[base..], ra, base, out);
+        self.run(&b[base..], rb, from + base, &mut second);
+        out.extend(second.into_iter().filter(|&(_, end)| end > split));
+    }
+
+    /// One stream from row `row` over `bytes`, which start at `at` in the draft. Eight bytes
+    /// per iteration of the outer loop, the position counted once per block.
+    fn run(&self, bytes: &[u8], mut row: u16, at: usize, out: &mut Vec<(u16, usize)>) {
+        let (blocks, tail) = bytes.as_chunks::<8>();
+        let mut base = at;
         for block in blocks {
             for (k, &b) in block.iter().enumerate() {
                 self.step(&mut row, b, base + k + 1, out);
@@ -200,10 +270,19 @@ impl Table {
 
     #[inline(always)]
     fn step(&self, row: &mut u16, b: u8, end: usize, out: &mut Vec<(u16, usize)>) {
-        // the sum stays below `TABLE`: a row is at most `TABLE - stride`, a class below the stride
-        *row = self.trans[usize::from(row.wrapping_add(u16::from(self.class[usize::from(b)])))];
+        // below `ENTRIES` whatever the values, so the compiler drops the bounds check; the
+        // table is built so that a row plus a class stays below `TABLE`
+        *row = self.trans[usize::from(*row) + usize::from(self.class[usize::from(b)])];
         if *row >= self.first_match {
-            out.push((*row, end));
+            push_row(out, *row, end);
         }
     }
+}
+
+/// Records a match row: out of line, as match rows are rare next to bytes, so that the scan's
+/// loop keeps its pointers and rows in registers instead of the stack.
+#[cold]
+#[inline(never)]
+fn push_row(out: &mut Vec<(u16, usize)>, row: u16, end: usize) {
+    out.push((row, end));
 }

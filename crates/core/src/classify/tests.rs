@@ -1499,6 +1499,52 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
     assert!(total > 20_000, "only {total} hits compared");
 }
 
+/// The keyword scan split into two interleaved streams (`Table::split_rows`, taken for drafts of
+/// 4 KB or more) finds the match rows of one stream over the whole input, for every split from
+/// the longest keyword to half the input, on keyword-dense text where keywords straddle the
+/// split, and on the corpus.
+#[test]
+fn the_two_stream_keyword_scan_is_the_single_stream_one() {
+    let c = Classifier::default();
+    let kw = c.keywords.as_ref().unwrap();
+    let lead = kw.max_len();
+    assert!(lead > 10, "{lead}");
+    let words: Vec<&str> = super::rules::builtin()
+        .iter()
+        .flat_map(|s| s.keywords.clone())
+        .collect();
+    let mut rng = Rng(0x18_0033);
+    let mut compared = 0;
+    for _ in 0..40 {
+        let mut s = Vec::new();
+        while s.len() < 300 {
+            s.extend(words[(rng.next() % words.len() as u64) as usize].bytes());
+            s.extend_from_slice([&b""[..], b" ", b"="][(rng.next() % 3) as usize]);
+        }
+        let want = kw.hits_split(&s, None);
+        for split in lead..=s.len() / 2 {
+            assert_eq!(
+                kw.hits_split(&s, Some(split)),
+                want,
+                "split {split} of {:?}",
+                String::from_utf8_lossy(&s)
+            );
+            compared += 1;
+        }
+    }
+    let mut r = corpus::Rng(0x18_0034);
+    let big = corpus::mixed_source(&mut r, 50_000).into_bytes();
+    let want = kw.hits_split(&big, None);
+    for split in [lead, lead + 1, 4096, 20_001, big.len() / 2] {
+        assert_eq!(kw.hits_split(&big, Some(split)), want, "split {split}");
+    }
+    assert!(
+        compared > 3000 && want.len() > 500,
+        "{compared} splits, {} rows",
+        want.len()
+    );
+}
+
 /// A keyword set too large for the dense table falls back to the DFA's own transitions and
 /// still reports every hit.
 #[test]
