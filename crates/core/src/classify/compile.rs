@@ -207,7 +207,7 @@ pub(super) fn build_ac(words: &[String]) -> Option<Arc<Keywords>> {
         .prefilter(false)
         .build(words)
         .ok()
-        .map(|dfa| Arc::new(Keywords::new(dfa)))
+        .map(|dfa| Arc::new(Keywords::new(dfa, words)))
 }
 
 /// A rule whose regex does not compile: its name, the policy line of its `regex` (0 when unknown)

@@ -1,13 +1,15 @@
 //! The keyword automaton of the L0 classifier: every rule's keywords in one ASCII
 //! case-insensitive Aho-Corasick DFA, and the dense transition table the scan follows.
 //!
-//! The table is the DFA's own transitions, renumbered: its bytes grouped into classes (bytes
-//! no state tells apart share one), each state a row of `stride` (a power of two at least the
-//! number of classes) `u16` entries holding the next row's offset, the non-match states'
-//! rows first so that one comparison tells a match state. With at most 65,536 entries a `u16`
-//! indexes the table, whose length is a constant: no bounds check and no special-state test
-//! per byte (the aho-corasick DFA's `next_state` costs a class lookup, an addition, a bounds
-//! check and a load, then a comparison for special states and another for match states).
+//! The table is the DFA's own transitions, renumbered: its bytes grouped into classes (one per
+//! keyword byte, the two cases of a letter together, and one for every byte of no keyword),
+//! each state a row of `stride` (a power of two at least the number of classes) `u16` entries
+//! holding the next row's offset, the non-match states' rows first so that one comparison
+//! tells a match state. A row offset plus a class indexes the table, whose length is a
+//! constant: no bounds check and no special-state test per byte (the aho-corasick DFA's
+//! `next_state` costs a class lookup, an addition, a bounds check and a load, then a
+//! comparison for special states and another for match states). Built once per classifier
+//! from the keywords' classes (a few hundred microseconds), not by probing every byte.
 //! A keyword set too large for it (custom policy rules can add any number) is scanned through
 //! the DFA's own transitions ([`super::detect::keyword_hits`], also the tests' reference).
 
@@ -59,8 +61,9 @@ impl std::fmt::Debug for Table {
 }
 
 impl Keywords {
-    pub(super) fn new(dfa: DFA) -> Keywords {
-        let table = Table::build(&dfa);
+    /// The automaton `dfa` of the keywords `words`, with its table when it fits.
+    pub(super) fn new(dfa: DFA, words: &[String]) -> Keywords {
+        let table = Table::build(&dfa, words);
         Keywords { dfa, table }
     }
 
@@ -113,30 +116,84 @@ impl Keywords {
 impl Table {
     /// The table of `dfa`'s unanchored states, or `None` when they do not fit in it (or
     /// when the dead state is reachable, which a standard unanchored automaton never does).
-    fn build(dfa: &DFA) -> Option<Table> {
+    /// `words` are the keywords `dfa` was built from (ASCII case-insensitively).
+    fn build(dfa: &DFA, words: &[String]) -> Option<Table> {
+        // byte classes from the keywords, without probing the automaton for every byte: a byte
+        // in no keyword takes every state where the start state does (no trie edge anywhere:
+        // the failure links end at the start), so all such bytes share one class; an ASCII
+        // letter shares its class with its other case (the automaton folds them)
+        let mut used = [false; 256];
+        for w in words {
+            for b in w.bytes() {
+                used[usize::from(b.to_ascii_lowercase())] = true;
+            }
+        }
+        let mut class = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut other: Option<u8> = None;
+        for b in 0..=255u8 {
+            let folded = b.to_ascii_lowercase();
+            class[usize::from(b)] = if folded != b {
+                class[usize::from(folded)]
+            } else if used[usize::from(b)] {
+                reps.push(b);
+                u8::try_from(reps.len() - 1).ok()?
+            } else {
+                match other {
+                    Some(c) => c,
+                    None => {
+                        reps.push(b);
+                        let c = u8::try_from(reps.len() - 1).ok()?;
+                        other = Some(c);
+                        c
+                    }
+                }
+            };
+        }
+        // (uppercase letters come before their lowercase partners: fill them now)
+        for b in b'A'..=b'Z' {
+            class[usize::from(b)] = class[usize::from(b.to_ascii_lowercase())];
+        }
         let start = dfa.start_state(Anchored::No).ok()?;
-        // the reachable states, breadth first; `index[sid]` is a state's position in `states`
-        let mut states = vec![start];
-        let mut index: Vec<u32> = Vec::new();
-        let slot = |index: &mut Vec<u32>, sid: StateID| -> usize {
-            let i = sid.as_usize();
+        // The automaton's state ids are offsets into its own table, multiples of its stride:
+        // `index[sid / unit]` is a state's position in `states`, with `unit` the largest power
+        // of two dividing the start state and its successors (a later id that is no multiple
+        // of it means no table, never a wrong one). Indexing by the raw id touched megabytes.
+        let unit = reps
+            .iter()
+            .map(|&b| dfa.next_state(Anchored::No, start, b).as_usize())
+            .chain([start.as_usize()])
+            .filter(|&id| id != 0)
+            .map(|id| 1usize << id.trailing_zeros())
+            .min()
+            .unwrap_or(1);
+        let slot = |index: &mut Vec<u32>, sid: StateID| -> Option<usize> {
+            let id = sid.as_usize();
+            if !id.is_multiple_of(unit) {
+                return None;
+            }
+            let i = id / unit;
             if i >= index.len() {
                 index.resize(i + 1, u32::MAX);
             }
-            i
+            Some(i)
         };
-        let i = slot(&mut index, start);
+        // the reachable states, breadth first; `next[s * classes + c]` is the position of the
+        // successor of the `s`th on class `c`
+        let mut states = vec![start];
+        let mut index: Vec<u32> = Vec::new();
+        let i = slot(&mut index, start)?;
         index[i] = 0;
         let mut next = Vec::new();
         let mut k = 0;
         while k < states.len() {
             let s = states[k];
-            for b in 0..=255u8 {
+            for &b in &reps {
                 let t = dfa.next_state(Anchored::No, s, b);
                 if dfa.is_dead(t) {
                     return None;
                 }
-                let i = slot(&mut index, t);
+                let i = slot(&mut index, t)?;
                 if index[i] == u32::MAX {
                     index[i] = u32::try_from(states.len()).ok()?;
                     states.push(t);
@@ -146,24 +203,7 @@ impl Table {
             k += 1;
         }
         let n = states.len();
-        // byte classes: bytes whose columns of `next` (their transitions from every state)
-        // are equal share one
-        let mut class = [0u8; 256];
-        let mut reps: Vec<u8> = Vec::new();
-        let mut seen: std::collections::HashMap<Vec<u32>, u8> = std::collections::HashMap::new();
-        for b in 0..=255u8 {
-            let col: Vec<u32> = (0..n).map(|s| next[s * 256 + usize::from(b)]).collect();
-            let c = match seen.get(&col) {
-                Some(&c) => c,
-                None => {
-                    let c = u8::try_from(reps.len()).ok()?;
-                    reps.push(b);
-                    seen.insert(col, c);
-                    c
-                }
-            };
-            class[usize::from(b)] = c;
-        }
+        let classes = reps.len();
         let shift = reps.len().next_power_of_two().trailing_zeros();
         if n << shift > TABLE {
             return None;
@@ -179,8 +219,8 @@ impl Table {
         let mut trans: Box<[u16; ENTRIES]> =
             vec![0u16; ENTRIES].into_boxed_slice().try_into().ok()?;
         for (s, &r) in row.iter().enumerate() {
-            for (c, &b) in reps.iter().enumerate() {
-                let to = next[s * 256 + usize::from(b)] as usize;
+            for c in 0..classes {
+                let to = next[s * classes + c] as usize;
                 trans[usize::from(r) + c] = row[to];
             }
         }
