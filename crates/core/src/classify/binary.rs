@@ -70,6 +70,42 @@ fn all_b64(t: &[u8]) -> bool {
         && tail.iter().all(|&c| is_b64(c))
 }
 
+/// The end of the run of base64 bytes of `s` from `i` (the first index from `i` that is not
+/// base64, or the end): 16 bytes per step while a whole block is base64 (one vectorised test,
+/// as in [`all_b64`]), then byte by byte. Payloads of data URIs and blobs run to kilobytes.
+fn b64_run_end(s: &[u8], mut i: usize) -> usize {
+    while let Some(b) = s.get(i..).and_then(|t| t.first_chunk::<16>())
+        && b.iter().fold(true, |all, &c| all & is_b64_arith(c))
+    {
+        i += 16;
+    }
+    while i < s.len() && is_b64(s[i]) {
+        i += 1;
+    }
+    i
+}
+
+/// The index of the last byte of `w` that is not base64. The last 16 bytes byte by byte (on
+/// ordinary text a space or a punctuation mark is near), then whole 16-byte blocks backwards
+/// with the vectorised test of [`all_b64`] until one holds such a byte (identifiers, paths and
+/// payloads are long base64 stretches).
+fn last_non_b64(w: &[u8]) -> Option<usize> {
+    let (head, tail) = w.split_at(w.len().saturating_sub(16));
+    if let Some(j) = tail.iter().rposition(|&c| !is_b64(c)) {
+        return Some(head.len() + j);
+    }
+    let (rest, blocks) = head.as_rchunks::<16>();
+    for (k, b) in blocks.iter().enumerate().rev() {
+        if !b.iter().fold(true, |all, &c| all & is_b64_arith(c)) {
+            return b
+                .iter()
+                .rposition(|&c| !is_b64(c))
+                .map(|j| rest.len() + 16 * k + j);
+        }
+    }
+    rest.iter().rposition(|&c| !is_b64(c))
+}
+
 fn overlaps(r: &Range<usize>, ex: &[Range<usize>]) -> bool {
     ex.iter().any(|e| e.start < r.end && r.start < e.end)
 }
@@ -146,10 +182,7 @@ fn data_uris(s: &[u8], exclude: &[Range<usize>], emit: &mut impl FnMut(BinaryKin
             continue;
         }
         let start = at + 8;
-        let mut i = start;
-        while i < s.len() && is_b64(s[i]) {
-            i += 1;
-        }
+        let i = b64_run_end(s, start);
         let mut end = i;
         while end < s.len() && end - i < 2 && s[end] == b'=' {
             end += 1;
@@ -163,6 +196,125 @@ fn data_uris(s: &[u8], exclude: &[Range<usize>], emit: &mut impl FnMut(BinaryKin
             emit(BinaryKind::Base64Blob, r);
         }
     }
+}
+
+/// Shortest and longest width of a wrapped-base64 line.
+const WRAP_MIN: usize = 40;
+const WRAP_MAX: usize = 120;
+
+/// A run of wrapped-base64 lines: (start, end, width, lines).
+type Wrapped = Option<(usize, usize, usize, usize)>;
+
+/// Emits the block `blk` when it is wrapped base64: at least three lines, at least
+/// [`BASE64_MIN`] characters, outside `exclude`, no benign prefix, dense.
+fn finish_wrapped(
+    s: &[u8],
+    exclude: &[Range<usize>],
+    blk: Wrapped,
+    emit: &mut impl FnMut(BinaryKind, Range<usize>),
+) {
+    if let Some((bs, be, width, lines)) = blk
+        && lines >= 3
+        && width * (lines - 1) >= BASE64_MIN
+    {
+        let r = bs..be;
+        if !overlaps(&r, exclude)
+            && !benign_prefix(s, bs)
+            && dense_base64(s[bs..be].iter().copied().filter(|b| is_b64(*b)))
+        {
+            emit(BinaryKind::Base64Wrapped, r);
+        }
+    }
+}
+
+/// The next state of the wrapped-base64 scan after the line `a..b` (its text without the
+/// indentation and the trailing `=`, spaces and CR) ending at `line_end`.
+fn wrapped_line(
+    s: &[u8],
+    exclude: &[Range<usize>],
+    block: Wrapped,
+    (a, b, line_end): (usize, usize, usize),
+    emit: &mut impl FnMut(BinaryKind, Range<usize>),
+) -> Wrapped {
+    let w = b - a;
+    let qualifies = (WRAP_MIN..=WRAP_MAX).contains(&w) && all_b64(&s[a..b]);
+    match (block, qualifies) {
+        (Some((bs, _, width, lines)), true) if w == width => Some((bs, line_end, width, lines + 1)),
+        (Some((bs, _, width, lines)), true) if w < width => {
+            finish_wrapped(s, exclude, Some((bs, line_end, width, lines + 1)), emit);
+            None
+        }
+        (prev, true) => {
+            finish_wrapped(s, exclude, prev, emit);
+            Some((a, line_end, w, 1))
+        }
+        (prev, false) => {
+            finish_wrapped(s, exclude, prev, emit);
+            None
+        }
+    }
+}
+
+/// The text of the line `pos..line_end` without its indentation (up to 8 spaces or tabs) and
+/// its trailing CR, `=` and spaces.
+fn line_text(s: &[u8], pos: usize, line_end: usize) -> (usize, usize) {
+    let mut a = pos;
+    while a < line_end && (s[a] == b' ' || s[a] == b'\t') && a - pos < 8 {
+        a += 1;
+    }
+    let mut b = line_end;
+    while b > a && (s[b - 1] == b'\r' || s[b - 1] == b'=' || s[b - 1] == b' ') {
+        b -= 1;
+    }
+    (a, b)
+}
+
+/// Wrapped base64: at least three lines of one width between [`WRAP_MIN`] and [`WRAP_MAX`]
+/// (the last may be shorter), at least [`BASE64_MIN`] characters. A line shorter than
+/// [`WRAP_MIN`] bytes never qualifies and ends any block, so when the next [`WRAP_MIN`] bytes
+/// hold a newline, every line ending there is skipped at once (one `memrchr` instead of a
+/// `memchr` and the indentation and trailing loops per line: most lines of source are short).
+fn wrapped(s: &[u8], exclude: &[Range<usize>], emit: &mut impl FnMut(BinaryKind, Range<usize>)) {
+    let n = s.len();
+    let mut block: Wrapped = None;
+    let mut pos = 0;
+    while pos < n {
+        let lim = n.min(pos + WRAP_MIN);
+        if let Some(q) = memchr::memrchr(b'\n', &s[pos..lim]) {
+            finish_wrapped(s, exclude, block.take(), emit);
+            pos += q + 1;
+            continue;
+        }
+        if n - pos < WRAP_MIN {
+            // the last line, unterminated and shorter than WRAP_MIN
+            finish_wrapped(s, exclude, block.take(), emit);
+            break;
+        }
+        let line_end = memchr::memchr(b'\n', &s[lim..]).map_or(n, |k| lim + k);
+        let (a, b) = line_text(s, pos, line_end);
+        block = wrapped_line(s, exclude, block, (a, b, line_end), emit);
+        pos = line_end + 1;
+    }
+    finish_wrapped(s, exclude, block, emit);
+}
+
+/// [`wrapped`] as it was, one `memchr` per line: the reference of its test.
+#[cfg(test)]
+fn wrapped_by_line(
+    s: &[u8],
+    exclude: &[Range<usize>],
+    emit: &mut impl FnMut(BinaryKind, Range<usize>),
+) {
+    let n = s.len();
+    let mut block: Wrapped = None;
+    let mut pos = 0;
+    while pos < n {
+        let line_end = memchr::memchr(b'\n', &s[pos..]).map_or(n, |k| pos + k);
+        let (a, b) = line_text(s, pos, line_end);
+        block = wrapped_line(s, exclude, block, (a, b, line_end), emit);
+        pos = line_end + 1;
+    }
+    finish_wrapped(s, exclude, block, emit);
 }
 
 /// Scans for binary hints outside `exclude`, calling `emit` with each span.
@@ -181,15 +333,12 @@ pub(crate) fn scan(
     // window that is all base64 starts a run exactly at `i`.
     let mut i = 0;
     while i + BASE64_MIN <= n {
-        if let Some(k) = s[i..i + BASE64_MIN].iter().rposition(|&b| !is_b64(b)) {
+        if let Some(k) = last_non_b64(&s[i..i + BASE64_MIN]) {
             i += k + 1;
             continue;
         }
         let start = i;
-        i += BASE64_MIN;
-        while i < n && is_b64(s[i]) {
-            i += 1;
-        }
+        i = b64_run_end(s, i + BASE64_MIN);
         let mut end = i;
         while end < n && end - i < 2 && s[end] == b'=' {
             end += 1;
@@ -209,55 +358,7 @@ pub(crate) fn scan(
         i = end.max(i);
     }
     // 2. wrapped base64: >= 3 lines of one width (the last may be shorter), >= BASE64_MIN chars
-    let mut block: Option<(usize, usize, usize, usize)> = None; // (start, end, width, lines)
-    let mut pos = 0;
-    let finish = |blk: Option<(usize, usize, usize, usize)>,
-                  emit: &mut dyn FnMut(BinaryKind, Range<usize>)| {
-        if let Some((bs, be, width, lines)) = blk
-            && lines >= 3
-            && width * (lines - 1) >= BASE64_MIN
-        {
-            let r = bs..be;
-            if !overlaps(&r, exclude)
-                && !benign_prefix(s, bs)
-                && dense_base64(s[bs..be].iter().copied().filter(|b| is_b64(*b)))
-            {
-                emit(BinaryKind::Base64Wrapped, r);
-            }
-        }
-    };
-    while pos < n {
-        let line_end = memchr::memchr(b'\n', &s[pos..]).map_or(n, |k| pos + k);
-        let mut a = pos;
-        while a < line_end && (s[a] == b' ' || s[a] == b'\t') && a - pos < 8 {
-            a += 1;
-        }
-        let mut b = line_end;
-        while b > a && (s[b - 1] == b'\r' || s[b - 1] == b'=' || s[b - 1] == b' ') {
-            b -= 1;
-        }
-        let w = b - a;
-        let qualifies = (40..=120).contains(&w) && all_b64(&s[a..b]);
-        block = match (block, qualifies) {
-            (Some((bs, _, width, lines)), true) if w == width => {
-                Some((bs, line_end, width, lines + 1))
-            }
-            (Some((bs, _, width, lines)), true) if w < width => {
-                finish(Some((bs, line_end, width, lines + 1)), &mut emit);
-                None
-            }
-            (prev, true) => {
-                finish(prev, &mut emit);
-                Some((a, line_end, w, 1))
-            }
-            (prev, false) => {
-                finish(prev, &mut emit);
-                None
-            }
-        };
-        pos = line_end + 1;
-    }
-    finish(block, &mut emit);
+    wrapped(s, exclude, &mut emit);
     // 3. dense non-printables (controls other than tab, newline, CR and ESC; U+FFFD). Blocks
     // without any candidate byte are skipped by a branch-free test the compiler vectorises.
     let mut i = 0;
@@ -312,6 +413,143 @@ mod tests {
         for c in 0..=255u8 {
             assert_eq!(is_b64_arith(c), is_b64(c), "byte {c:#04x}");
         }
+    }
+
+    /// The wrapped-base64 scan that skips the short lines of each [`WRAP_MIN`]-byte window
+    /// reports what the scan of every line did: over the corpus and random text of lines of
+    /// every width around the bounds (39 to 41, 119 to 121 bytes), base64 blocks with and
+    /// without indentation, `=` padding and CRLF, and unterminated last lines.
+    #[test]
+    fn the_wrapped_scan_reports_what_the_line_by_line_scan_reports() {
+        type Scan = fn(&[u8], &[Range<usize>], &mut Vec<(BinaryKind, Range<usize>)>);
+        let fast: Scan = |s, e, out| wrapped(s, e, &mut |k, r| out.push((k, r)));
+        let slow: Scan = |s, e, out| wrapped_by_line(s, e, &mut |k, r| out.push((k, r)));
+        let run = |s: &[u8], f: Scan| {
+            let mut out = Vec::new();
+            f(s, &[], &mut out);
+            out
+        };
+        let mut next = crate::classify::pii::tests::splitmix64(0x18_0040);
+        let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let mut inputs: Vec<Vec<u8>> =
+            vec![Vec::new(), b"\n".to_vec(), vec![b'A'; 40], vec![b'A'; 39]];
+        // blocks whose last line is exactly as wide as the others, unterminated or not
+        for width in [39, 40, 41, 64, 76, 119, 120, 121] {
+            for lines in 3..9 {
+                for end in [&b""[..], b"\n", b"\r\n", b"==", b"=\n"] {
+                    let line: Vec<u8> = (0..width)
+                        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                        .collect();
+                    let mut t = b"x\n".to_vec();
+                    for l in 0..lines {
+                        t.extend_from_slice(&line);
+                        t.extend_from_slice(if l + 1 == lines { end } else { b"\n" });
+                    }
+                    inputs.push(t);
+                }
+            }
+        }
+        let mut r = crate::classify::tests::corpus::Rng(0x18_0041);
+        inputs.push(crate::classify::tests::corpus::mixed_source(&mut r, 100_000).into_bytes());
+        let mut hits = 0;
+        for _ in 0..3000 {
+            let mut t = Vec::new();
+            for _ in 0..(next() % 12) {
+                let width = [39, 40, 41, 64, 76, 119, 120, 121, 3, 0, 200][(next() % 11) as usize];
+                let lines = next() % 7;
+                let indent = b"  \t"[..(next() % 4) as usize].to_vec();
+                for l in 0..lines {
+                    t.extend_from_slice(&indent);
+                    let w = if l + 1 == lines {
+                        width - (next() % 3).min(width)
+                    } else {
+                        width
+                    };
+                    for _ in 0..w {
+                        t.push(alphabet[(next() % alphabet.len() as u64) as usize]);
+                    }
+                    if next().is_multiple_of(5) {
+                        t.extend_from_slice(b"==");
+                    }
+                    if next().is_multiple_of(6) {
+                        t.push(b'\r');
+                    }
+                    if next().is_multiple_of(9) && !t.is_empty() {
+                        let k = (next() % t.len() as u64) as usize;
+                        t[k] = b" .\n"[(next() % 3) as usize];
+                    }
+                    t.push(b'\n');
+                }
+            }
+            if next().is_multiple_of(2) {
+                t.pop();
+            }
+            inputs.push(t);
+        }
+        for t in &inputs {
+            let want = run(t, slow);
+            assert_eq!(run(t, fast), want, "input {:?}", String::from_utf8_lossy(t));
+            hits += want.len();
+        }
+        assert!(hits > 300, "only {hits} wrapped blocks compared");
+    }
+
+    /// [`b64_run_end`] finds the end that the byte-by-byte loop it replaced found, from every
+    /// start, on runs of every length around the 16-byte blocks with one odd byte anywhere.
+    #[test]
+    fn the_base64_run_end_is_the_bytewise_one() {
+        let bytewise = |s: &[u8], mut i: usize| {
+            while i < s.len() && is_b64(s[i]) {
+                i += 1;
+            }
+            i
+        };
+        let mut next = crate::classify::pii::tests::splitmix64(0x18_0060);
+        let alphabet = b"ABCXYZabcxyz0189+/-_";
+        let mut compared = 0;
+        for _ in 0..3000 {
+            let len = (next() % 90) as usize;
+            let mut t: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            if len > 0 && !next().is_multiple_of(3) {
+                t[(next() % len as u64) as usize] = (next() % 256) as u8;
+            }
+            for i in 0..=len {
+                assert_eq!(b64_run_end(&t, i), bytewise(&t, i), "input {t:?} from {i}");
+                compared += 1;
+            }
+        }
+        assert!(compared > 100_000, "{compared}");
+    }
+
+    /// [`last_non_b64`] finds what the backward byte-by-byte search it replaced found, on
+    /// windows of every length (the scan's are 200 bytes) with odd bytes anywhere, at block
+    /// edges included.
+    #[test]
+    fn the_last_non_base64_byte_is_the_bytewise_one() {
+        let mut next = crate::classify::pii::tests::splitmix64(0x18_0070);
+        let alphabet = b"ABCXYZabcxyz0189+/-_";
+        let mut found = 0;
+        for round in 0..20_000 {
+            let len = if round % 2 == 0 {
+                200
+            } else {
+                (next() % 240) as usize
+            };
+            let mut t: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            for _ in 0..(next() % 3) {
+                if len > 0 {
+                    t[(next() % len as u64) as usize] = b" .\n\xff\x00=\""[(next() % 7) as usize];
+                }
+            }
+            let want = t.iter().rposition(|&c| !is_b64(c));
+            assert_eq!(last_non_b64(&t), want, "input {t:?}");
+            found += usize::from(want.is_some());
+        }
+        assert!(found > 5000, "{found}");
     }
 
     #[test]

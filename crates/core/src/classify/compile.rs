@@ -14,6 +14,7 @@ use aho_corasick::dfa::DFA;
 use regex::bytes::{Regex, RegexBuilder};
 
 use super::config::{PatternSpec, Thresholds};
+use super::keywords::Keywords;
 use super::rules::{self, Check, Gate, Scanner, Tier, Window};
 use super::{DEFAULT_CUSTOM_WEIGHT, DEFAULT_WEIGHTS, EXAMPLE_FAMILY};
 
@@ -156,8 +157,9 @@ pub(super) struct KeywordRule {
 pub struct Classifier {
     pub(super) rules: Vec<CompiledRule>,
     /// Every rule's keywords in one ASCII case-insensitive DFA: one pass over the content, its
-    /// transitions followed by the scan's own loop (`detect::keyword_hits`). Shared by clones.
-    pub(super) keywords: Option<Arc<DFA>>,
+    /// transitions followed by the scan's own loop through a dense table
+    /// (`keywords::Keywords::hits`). Shared by clones.
+    pub(super) keywords: Option<Arc<Keywords>>,
     /// The rules of each keyword of `keywords`, by pattern id.
     pub(super) keyword_rules: Vec<Vec<KeywordRule>>,
     pub(super) unkeyed: Vec<usize>,
@@ -192,7 +194,7 @@ impl Default for Classifier {
     }
 }
 
-pub(super) fn build_ac(words: &[String]) -> Option<Arc<DFA>> {
+pub(super) fn build_ac(words: &[String]) -> Option<Arc<Keywords>> {
     if words.is_empty() {
         return None;
     }
@@ -205,7 +207,7 @@ pub(super) fn build_ac(words: &[String]) -> Option<Arc<DFA>> {
         .prefilter(false)
         .build(words)
         .ok()
-        .map(Arc::new)
+        .map(|dfa| Arc::new(Keywords::new(dfa, words)))
 }
 
 /// A rule whose regex does not compile: its name, the policy line of its `regex` (0 when unknown)

@@ -248,7 +248,9 @@ fn pem_spans(content: &str) -> Vec<Range<usize>> {
 /// `(pattern, start, end)`: what `AhoCorasick::find_overlapping_iter` reports, in its order (by
 /// end, then longest first). The DFA's transitions are followed by [`match_states`], whose loop
 /// does nothing but that (the iterator's per-byte bookkeeping cost twice as many instructions),
-/// and the hits are expanded afterwards.
+/// and the hits are expanded afterwards. The scan goes through the DFA's dense table instead
+/// (`keywords::Keywords::hits`); this is the fallback for keyword sets too large for the table
+/// and the reference of the table's test.
 pub(super) fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
     let mut states = Vec::new();
     match_states(dfa, bytes, &mut states);
@@ -569,8 +571,8 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let n_rules = c.rules.len();
     let mut cur: Vec<Option<Win>> = vec![None; n_rules];
     let mut wins: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_rules];
-    if let Some(dfa) = &c.keywords {
-        keyword_hits(dfa, bytes, |pid, p, end| {
+    if let Some(kw) = &c.keywords {
+        kw.hits(bytes, |pid, p, end| {
             for k in &c.keyword_rules[pid] {
                 let r = k.rule;
                 if k.exact.as_deref().is_some_and(|e| bytes[p..end] != *e) {

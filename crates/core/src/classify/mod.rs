@@ -58,6 +58,7 @@ mod compile;
 pub(crate) mod config;
 mod detect;
 mod entropy;
+mod keywords;
 mod pii;
 mod redact;
 mod rules;

@@ -7,7 +7,7 @@ use super::*;
 
 /// The evaluation corpus of the examples (`examples/l0_corpus`), for tests over many syntaxes.
 #[path = "../../../../examples/l0_corpus/mod.rs"]
-mod corpus;
+pub(in crate::classify) mod corpus;
 
 pub(crate) const ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
 pub(crate) const HEX: &[u8] = b"0123456789abcdef";
@@ -1373,7 +1373,8 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
         .kind(Some(AhoCorasickKind::DFA))
         .build(&words)
         .unwrap();
-    let dfa = super::compile::build_ac(&words).unwrap();
+    let kw = super::compile::build_ac(&words).unwrap();
+    let dfa = &kw.dfa;
     let mut inputs: Vec<Vec<u8>> = vec![
         Vec::new(),
         b"password".to_vec(),
@@ -1420,11 +1421,148 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
             .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
             .collect();
         let mut got = Vec::new();
-        super::detect::keyword_hits(&dfa, input, |p, s, e| got.push((p, s, e)));
+        super::detect::keyword_hits(dfa, input, |p, s, e| got.push((p, s, e)));
         assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(input));
         total += got.len();
     }
     assert!(total > 5_000, "only {total} hits compared");
+}
+
+/// The dense keyword table (`keywords::Keywords::hits`) reports what the loop over the DFA's
+/// own transitions (`detect::keyword_hits`, the routine it replaced) reports, hit for hit and
+/// in the same order: over the corpus, random keyword-dense text, and every keyword placed at
+/// each offset around the 8-byte blocks of the scan (so matches straddle block edges and end
+/// on the last byte). The built-in keywords fit the table, so it is the path `detect` takes.
+#[test]
+fn keyword_table_reports_what_the_dfa_loop_reports() {
+    let c = Classifier::default();
+    let kw = c.keywords.as_ref().unwrap();
+    assert!(
+        kw.has_table(),
+        "the built-in keywords no longer fit the dense table"
+    );
+    let mut words: Vec<String> = Vec::new();
+    for spec in super::rules::builtin() {
+        for kw in &spec.keywords {
+            let w = kw.to_ascii_lowercase();
+            if !words.contains(&w) {
+                words.push(w);
+            }
+        }
+    }
+    let mut inputs: Vec<Vec<u8>> = vec![Vec::new(), b"x".to_vec(), b"\xff\x00".to_vec()];
+    for w in &words {
+        for pad in 0..17 {
+            let mut s = vec![b'.'; pad];
+            s.extend(w.bytes().map(|b| b.to_ascii_uppercase()));
+            inputs.push(s.clone());
+            s.extend_from_slice(b" key=");
+            s.extend(w.bytes());
+            inputs.push(s);
+        }
+    }
+    let mut r = corpus::Rng(0x18_0030);
+    for _ in 0..200 {
+        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
+    }
+    for (_, g) in corpus::credential_cases() {
+        inputs.push(g(&mut r).into_bytes());
+    }
+    inputs.push(corpus::mixed_source(&mut r, 200_000).into_bytes());
+    let mut rng = Rng(0x18_0031);
+    for _ in 0..300 {
+        let mut s = Vec::new();
+        for _ in 0..(rng.next() % 40) {
+            let w = words[(rng.next() % words.len() as u64) as usize].as_bytes();
+            let a = (rng.next() % (w.len() as u64 + 1)) as usize;
+            for &c in &w[a / 2..] {
+                s.push(if rng.next().is_multiple_of(2) {
+                    c.to_ascii_uppercase()
+                } else {
+                    c
+                });
+            }
+            let seps: [&[u8]; 6] = [b"", b" ", b"_", b"\xc3\xa9", b"=", b"\x00\xff"];
+            s.extend_from_slice(seps[(rng.next() % 6) as usize]);
+        }
+        inputs.push(s);
+    }
+    let mut total = 0;
+    for input in &inputs {
+        let mut want = Vec::new();
+        super::detect::keyword_hits(&kw.dfa, input, |p, s, e| want.push((p, s, e)));
+        let mut got = Vec::new();
+        kw.hits(input, |p, s, e| got.push((p, s, e)));
+        assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(input));
+        total += got.len();
+    }
+    assert!(total > 20_000, "only {total} hits compared");
+}
+
+/// The keyword scan split into two interleaved streams (`Table::split_rows`, taken for drafts of
+/// 4 KB or more) finds the match rows of one stream over the whole input, for every split from
+/// the longest keyword to half the input, on keyword-dense text where keywords straddle the
+/// split, and on the corpus.
+#[test]
+fn the_two_stream_keyword_scan_is_the_single_stream_one() {
+    let c = Classifier::default();
+    let kw = c.keywords.as_ref().unwrap();
+    let lead = kw.max_len();
+    assert!(lead > 10, "{lead}");
+    let words: Vec<&str> = super::rules::builtin()
+        .iter()
+        .flat_map(|s| s.keywords.clone())
+        .collect();
+    let mut rng = Rng(0x18_0033);
+    let mut compared = 0;
+    for _ in 0..40 {
+        let mut s = Vec::new();
+        while s.len() < 300 {
+            s.extend(words[(rng.next() % words.len() as u64) as usize].bytes());
+            s.extend_from_slice([&b""[..], b" ", b"="][(rng.next() % 3) as usize]);
+        }
+        let want = kw.hits_split(&s, None);
+        for split in lead..=s.len() / 2 {
+            assert_eq!(
+                kw.hits_split(&s, Some(split)),
+                want,
+                "split {split} of {:?}",
+                String::from_utf8_lossy(&s)
+            );
+            compared += 1;
+        }
+    }
+    let mut r = corpus::Rng(0x18_0034);
+    let big = corpus::mixed_source(&mut r, 50_000).into_bytes();
+    let want = kw.hits_split(&big, None);
+    for split in [lead, lead + 1, 4096, 20_001, big.len() / 2] {
+        assert_eq!(kw.hits_split(&big, Some(split)), want, "split {split}");
+    }
+    assert!(
+        compared > 3000 && want.len() > 500,
+        "{compared} splits, {} rows",
+        want.len()
+    );
+}
+
+/// A keyword set too large for the dense table falls back to the DFA's own transitions and
+/// still reports every hit.
+#[test]
+fn a_keyword_set_too_large_for_the_table_falls_back_to_the_dfa() {
+    let mut rng = Rng(0x18_0032);
+    let words: Vec<String> = (0..3000)
+        .map(|_| {
+            (0..12)
+                .map(|_| char::from(b'a' + (rng.next() % 26) as u8))
+                .collect()
+        })
+        .collect();
+    let kw = super::compile::build_ac(&words).unwrap();
+    assert!(!kw.has_table());
+    let text = format!("x {} y {}", words[7], words[2999].to_ascii_uppercase());
+    let mut got = Vec::new();
+    kw.hits(text.as_bytes(), |p, s, e| got.push((p, s, e)));
+    assert_eq!(got, vec![(7, 2, 14), (2999, 17, 29)]);
 }
 
 /// The regex of the rule `name`, which takes its groups from the match span (`derive`).
@@ -1849,4 +1987,40 @@ fn prose_groups_from_the_match_span_are_the_captured_ones() {
         random_total > 3000 && random_derived * 10 > random_total * 8,
         "{random_derived} of {random_total} random matches derived"
     );
+}
+
+/// The line count and longest line of the score (`score::size_metrics`, which jumps over
+/// lines no longer than the longest so far) are those of the line-by-line routine it replaced:
+/// over the corpus and random text of lines of every length, multi-byte characters (a line
+/// longer in bytes but not in characters), empty lines, and with and without a final newline.
+#[test]
+fn size_metrics_agree_with_the_line_by_line_count() {
+    let mut inputs: Vec<String> = ["", "\n", "\n\n", "a", "a\n", "\na", "é\nab\n", "ab\né"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let mut r = corpus::Rng(0x18_0050);
+    inputs.push(corpus::mixed_source(&mut r, 100_000));
+    for _ in 0..200 {
+        inputs.push(corpus::negative_file(&mut r));
+    }
+    let mut rng = Rng(0x18_0051);
+    let pieces = ["a", "bb", "é", "€", "\u{1F600}", " ", "\n", "\n\n", "\r\n"];
+    for _ in 0..3000 {
+        let mut s = String::new();
+        for _ in 0..(rng.next() % 200) {
+            let p = pieces[(rng.next() % pieces.len() as u64) as usize];
+            for _ in 0..(rng.next() % 30) {
+                s.push_str(p);
+            }
+        }
+        inputs.push(s);
+    }
+    for s in &inputs {
+        assert_eq!(
+            super::score::size_metrics(s),
+            super::score::size_metrics_by_line(s),
+            "input {s:?}"
+        );
+    }
 }

@@ -26,7 +26,8 @@ pub(crate) fn scan_discord(s: &[u8], mut emit: impl FnMut(Range<usize>)) {
     let n = s.len();
     let mut resume = 0;
     for dot in memchr::memchr_iter(b'.', s) {
-        if dot < resume || dot < 23 {
+        // the dot ending the second segment first: the cheapest test, and most dots fail it
+        if dot < resume || dot < 23 || s.get(dot + 7) != Some(&b'.') {
             continue;
         }
         // the first segment: 23-27 token bytes before the dot, starting a token

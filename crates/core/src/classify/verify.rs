@@ -5,6 +5,7 @@
 //! and the span of the secret.
 
 use std::ops::Range;
+use std::sync::LazyLock;
 
 use regex::bytes::CaptureLocations;
 
@@ -24,10 +25,17 @@ pub(super) struct Raw {
     pub(super) example: bool,
 }
 
+/// Haystacks shorter than this are searched by comparing each window: building a `memmem`
+/// searcher costs more than such a search (most haystacks are a match's value).
+const FIND_SUB_NAIVE: usize = 64;
+
 /// The first occurrence of `needle` in `hay` (`None` for an empty needle).
 pub(super) fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
     if needle.is_empty() {
         return None;
+    }
+    if hay.len() < FIND_SUB_NAIVE {
+        return hay.windows(needle.len()).position(|w| w == needle);
     }
     memchr::memmem::find(hay, needle)
 }
@@ -196,18 +204,37 @@ fn any_key_word(key: &[u8], mut f: impl FnMut(&[u8]) -> bool) -> bool {
     start.is_some_and(|s| f(&key[s..]))
 }
 
+/// Longest word of [`BENIGN_KEY_WORDS`] the search below can find (a test checks the list).
+const BENIGN_WORD_MAX: usize = 16;
+
+/// [`BENIGN_KEY_WORDS`] sorted, for a binary search of a lowercased word (a linear scan with
+/// a case-insensitive comparison per listed word was most of what a keyed match's check cost).
+static BENIGN_SORTED: LazyLock<Vec<&'static [u8]>> = LazyLock::new(|| {
+    let mut v: Vec<&[u8]> = BENIGN_KEY_WORDS.iter().map(|w| w.as_bytes()).collect();
+    v.sort_unstable();
+    v
+});
+
+/// Whether the word `w` (any case) is a benign word or starts with a benign prefix.
+fn benign_word(w: &[u8]) -> bool {
+    let mut buf = [0u8; BENIGN_WORD_MAX];
+    if let Some(lower) = buf.get_mut(..w.len()) {
+        lower.copy_from_slice(w);
+        lower.make_ascii_lowercase();
+        if BENIGN_SORTED.binary_search(&&*lower).is_ok() {
+            return true;
+        }
+    }
+    BENIGN_KEY_PREFIXES.iter().any(|p| {
+        w.get(..p.len())
+            .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()))
+    })
+}
+
 /// A key one of whose words is a benign word or starts with a benign prefix (both lists are
 /// lowercase; a test checks it).
 fn benign_key(key: &[u8]) -> bool {
-    any_key_word(key, |w| {
-        BENIGN_KEY_WORDS
-            .iter()
-            .any(|k| w.eq_ignore_ascii_case(k.as_bytes()))
-            || BENIGN_KEY_PREFIXES.iter().any(|p| {
-                w.get(..p.len())
-                    .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()))
-            })
-    })
+    any_key_word(key, benign_word)
 }
 
 fn is_uuid(v: &[u8]) -> bool {
@@ -670,6 +697,92 @@ mod tests {
             BENIGN_KEY_WORDS.contains(&w.as_str())
                 || BENIGN_KEY_PREFIXES.iter().any(|p| w.starts_with(p))
         })
+    }
+
+    /// The word test as it was, a case-insensitive comparison with each listed word: the
+    /// reference of the test below.
+    fn benign_word_linear(w: &[u8]) -> bool {
+        BENIGN_KEY_WORDS
+            .iter()
+            .any(|k| w.eq_ignore_ascii_case(k.as_bytes()))
+            || BENIGN_KEY_PREFIXES.iter().any(|p| {
+                w.get(..p.len())
+                    .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()))
+            })
+    }
+
+    /// The sorted search finds what the linear scan it replaced found: every listed word and
+    /// prefix in random case, with a byte added, removed or changed, words longer than
+    /// [`BENIGN_WORD_MAX`], and random words.
+    #[test]
+    fn the_benign_word_search_agrees_with_the_linear_scan() {
+        assert!(BENIGN_KEY_WORDS.iter().all(|w| w.len() <= BENIGN_WORD_MAX));
+        let mut next = crate::classify::pii::tests::splitmix64(0x18_0080);
+        let mut words: Vec<Vec<u8>> = Vec::new();
+        for w in BENIGN_KEY_WORDS.iter().chain(BENIGN_KEY_PREFIXES) {
+            for _ in 0..20 {
+                let mut v: Vec<u8> = w
+                    .bytes()
+                    .map(|b| {
+                        if next().is_multiple_of(2) {
+                            b.to_ascii_uppercase()
+                        } else {
+                            b
+                        }
+                    })
+                    .collect();
+                match next() % 5 {
+                    0 => v.push(b"as9Z"[(next() % 4) as usize]),
+                    1 => {
+                        v.pop();
+                    }
+                    2 if !v.is_empty() => {
+                        let k = (next() % v.len() as u64) as usize;
+                        v[k] = b"aeiouxZ0"[(next() % 8) as usize];
+                    }
+                    3 => v.extend_from_slice(b"zzzzzzzzzzzzzzzzz"),
+                    _ => {}
+                }
+                words.push(v);
+            }
+        }
+        for _ in 0..5000 {
+            let len = (next() % 20) as usize;
+            words.push((0..len).map(|_| b'a' + (next() % 26) as u8).collect());
+        }
+        let mut benign = 0;
+        for w in &words {
+            let want = benign_word_linear(w);
+            assert_eq!(benign_word(w), want, "{:?}", String::from_utf8_lossy(w));
+            benign += usize::from(want);
+        }
+        assert!(
+            benign > 300 && benign < words.len() - 1000,
+            "{benign} of {}",
+            words.len()
+        );
+    }
+
+    /// [`find_sub`] finds the occurrence `memmem::find` (which it used for every haystack)
+    /// finds, on haystacks of every length around [`FIND_SUB_NAIVE`], needles longer than the
+    /// haystack, at its ends, repeated and overlapping.
+    #[test]
+    fn find_sub_is_memmem_find() {
+        let mut next = crate::classify::pii::tests::splitmix64(0x18_00b0);
+        let needles: [&[u8]; 6] = [b"::", b"://", b"aa", b"-----END", b"a", b"\"alg\""];
+        let mut found = 0;
+        for _ in 0..20_000 {
+            let len = (next() % 90) as usize;
+            let hay: Vec<u8> = (0..len)
+                .map(|_| b"a:/-\"lgEND"[(next() % 10) as usize])
+                .collect();
+            let needle = needles[(next() % 6) as usize];
+            let want = memchr::memmem::find(&hay, needle);
+            assert_eq!(find_sub(&hay, needle), want, "{hay:?} {needle:?}");
+            found += usize::from(want.is_some());
+        }
+        assert!(found > 5000, "{found}");
+        assert_eq!(find_sub(b"abc", b""), None);
     }
 
     #[test]

@@ -1,0 +1,328 @@
+//! The keyword automaton of the L0 classifier: every rule's keywords in one ASCII
+//! case-insensitive Aho-Corasick DFA, and the dense transition table the scan follows.
+//!
+//! The table is the DFA's own transitions, renumbered: its bytes grouped into classes (one per
+//! keyword byte, the two cases of a letter together, and one for every byte of no keyword),
+//! each state a row of `stride` (a power of two at least the number of classes) `u16` entries
+//! holding the next row's offset, the non-match states' rows first so that one comparison
+//! tells a match state. A row offset plus a class indexes the table, whose length is a
+//! constant: no bounds check and no special-state test per byte (the aho-corasick DFA's
+//! `next_state` costs a class lookup, an addition, a bounds check and a load, then a
+//! comparison for special states and another for match states). Built once per classifier
+//! from the keywords' classes (a few hundred microseconds), not by probing every byte.
+//! A keyword set too large for it (custom policy rules can add any number) is scanned through
+//! the DFA's own transitions ([`super::detect::keyword_hits`], also the tests' reference).
+
+use aho_corasick::automaton::{Automaton, StateID};
+use aho_corasick::dfa::DFA;
+use aho_corasick::{Anchored, PatternID};
+
+/// Rows of the dense table: every `u16` is a row offset.
+const TABLE: usize = 1 << 16;
+/// Entries of the dense table: a row offset (a `u16`) plus a class (a `u8`) indexes it, so the
+/// index needs no bounds check.
+const ENTRIES: usize = TABLE + 256;
+/// Drafts shorter than this are scanned in one stream.
+const TWO_STREAMS_MIN: usize = 4096;
+
+/// The keyword DFA and, when it fits, its dense table.
+#[derive(Debug)]
+pub(super) struct Keywords {
+    pub(super) dfa: DFA,
+    table: Option<Table>,
+}
+
+struct Table {
+    /// The class of each byte.
+    class: [u8; 256],
+    /// `trans[row + class]`: the row of the next state (a row is a state's index times the
+    /// stride).
+    trans: Box<[u16; ENTRIES]>,
+    start: u16,
+    /// Rows from here on are match states.
+    first_match: u16,
+    /// log2 of the stride.
+    shift: u32,
+    /// The longest keyword, in bytes.
+    max_len: usize,
+    /// The matches of each match row, by `(row - first_match) >> shift`: a range of `pats`.
+    matches: Vec<(u32, u32)>,
+    /// `(pattern, length)` of the matches of the match rows, in the DFA's order.
+    pats: Vec<(usize, usize)>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("stride", &(1usize << self.shift))
+            .field("match_states", &self.matches.len())
+            .finish()
+    }
+}
+
+impl Keywords {
+    /// The automaton `dfa` of the keywords `words`, with its table when it fits.
+    pub(super) fn new(dfa: DFA, words: &[String]) -> Keywords {
+        let table = Table::build(&dfa, words);
+        Keywords { dfa, table }
+    }
+
+    /// Whether the dense table is in use (the tests check that the built-in keywords fit).
+    #[cfg(test)]
+    pub(super) fn has_table(&self) -> bool {
+        self.table.is_some()
+    }
+
+    /// The hits of `bytes` scanned as two streams split at `split` (the tests try every split
+    /// where keywords straddle it), or as one stream for `None`.
+    #[cfg(test)]
+    pub(super) fn hits_split(&self, bytes: &[u8], split: Option<usize>) -> Vec<(u16, usize)> {
+        let t = self.table.as_ref().unwrap();
+        let mut rows = Vec::new();
+        match split {
+            Some(at) => t.split_rows(bytes, at, &mut rows),
+            None => t.run(bytes, t.start, 0, &mut rows),
+        }
+        rows
+    }
+
+    /// The longest keyword (the tests' bound for a split).
+    #[cfg(test)]
+    pub(super) fn max_len(&self) -> usize {
+        self.table.as_ref().map_or(0, |t| t.max_len)
+    }
+
+    /// Every occurrence of every keyword in `bytes`, overlapping ones included, as
+    /// `(pattern, start, end)`, in the order of `AhoCorasick::find_overlapping_iter` (by end,
+    /// then longest first): what [`super::detect::keyword_hits`] reports, through the table.
+    pub(super) fn hits(&self, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
+        let Some(t) = &self.table else {
+            super::detect::keyword_hits(&self.dfa, bytes, f);
+            return;
+        };
+        let mut rows = Vec::new();
+        t.match_rows(bytes, &mut rows);
+        for (row, end) in rows {
+            let Some(&(a, b)) = t.matches.get(usize::from(row - t.first_match) >> t.shift) else {
+                continue;
+            };
+            for &(pid, len) in t.pats.get(a as usize..b as usize).unwrap_or(&[]) {
+                f(pid, end - len, end);
+            }
+        }
+    }
+}
+
+impl Table {
+    /// The table of `dfa`'s unanchored states, or `None` when they do not fit in it (or
+    /// when the dead state is reachable, which a standard unanchored automaton never does).
+    /// `words` are the keywords `dfa` was built from (ASCII case-insensitively).
+    fn build(dfa: &DFA, words: &[String]) -> Option<Table> {
+        // byte classes from the keywords, without probing the automaton for every byte: a byte
+        // in no keyword takes every state where the start state does (no trie edge anywhere:
+        // the failure links end at the start), so all such bytes share one class; an ASCII
+        // letter shares its class with its other case (the automaton folds them)
+        let mut used = [false; 256];
+        for w in words {
+            for b in w.bytes() {
+                used[usize::from(b.to_ascii_lowercase())] = true;
+            }
+        }
+        let mut class = [0u8; 256];
+        let mut reps: Vec<u8> = Vec::new();
+        let mut other: Option<u8> = None;
+        for b in 0..=255u8 {
+            let folded = b.to_ascii_lowercase();
+            class[usize::from(b)] = if folded != b {
+                class[usize::from(folded)]
+            } else if used[usize::from(b)] {
+                reps.push(b);
+                u8::try_from(reps.len() - 1).ok()?
+            } else {
+                match other {
+                    Some(c) => c,
+                    None => {
+                        reps.push(b);
+                        let c = u8::try_from(reps.len() - 1).ok()?;
+                        other = Some(c);
+                        c
+                    }
+                }
+            };
+        }
+        // (uppercase letters come before their lowercase partners: fill them now)
+        for b in b'A'..=b'Z' {
+            class[usize::from(b)] = class[usize::from(b.to_ascii_lowercase())];
+        }
+        let start = dfa.start_state(Anchored::No).ok()?;
+        // The automaton's state ids are offsets into its own table, multiples of its stride:
+        // `index[sid / unit]` is a state's position in `states`, with `unit` the largest power
+        // of two dividing the start state and its successors (a later id that is no multiple
+        // of it means no table, never a wrong one). Indexing by the raw id touched megabytes.
+        let unit = reps
+            .iter()
+            .map(|&b| dfa.next_state(Anchored::No, start, b).as_usize())
+            .chain([start.as_usize()])
+            .filter(|&id| id != 0)
+            .map(|id| 1usize << id.trailing_zeros())
+            .min()
+            .unwrap_or(1);
+        let slot = |index: &mut Vec<u32>, sid: StateID| -> Option<usize> {
+            let id = sid.as_usize();
+            if !id.is_multiple_of(unit) {
+                return None;
+            }
+            let i = id / unit;
+            if i >= index.len() {
+                index.resize(i + 1, u32::MAX);
+            }
+            Some(i)
+        };
+        // the reachable states, breadth first; `next[s * classes + c]` is the position of the
+        // successor of the `s`th on class `c`
+        let mut states = vec![start];
+        let mut index: Vec<u32> = Vec::new();
+        let i = slot(&mut index, start)?;
+        index[i] = 0;
+        let mut next = Vec::new();
+        let mut k = 0;
+        while k < states.len() {
+            let s = states[k];
+            for &b in &reps {
+                let t = dfa.next_state(Anchored::No, s, b);
+                if dfa.is_dead(t) {
+                    return None;
+                }
+                let i = slot(&mut index, t)?;
+                if index[i] == u32::MAX {
+                    index[i] = u32::try_from(states.len()).ok()?;
+                    states.push(t);
+                }
+                next.push(index[i]);
+            }
+            k += 1;
+        }
+        let n = states.len();
+        let classes = reps.len();
+        let shift = reps.len().next_power_of_two().trailing_zeros();
+        if n << shift > TABLE {
+            return None;
+        }
+        // rows: non-match states first, then match states
+        let mut order: Vec<usize> = (0..n).filter(|&s| !dfa.is_match(states[s])).collect();
+        let first = order.len();
+        order.extend((0..n).filter(|&s| dfa.is_match(states[s])));
+        let mut row = vec![0u16; n];
+        for (pos, &s) in order.iter().enumerate() {
+            row[s] = u16::try_from(pos << shift).ok()?;
+        }
+        let mut trans: Box<[u16; ENTRIES]> =
+            vec![0u16; ENTRIES].into_boxed_slice().try_into().ok()?;
+        for (s, &r) in row.iter().enumerate() {
+            for c in 0..classes {
+                let to = next[s * classes + c] as usize;
+                trans[usize::from(r) + c] = row[to];
+            }
+        }
+        let mut matches = Vec::with_capacity(n - first);
+        let mut pats = Vec::new();
+        for &s in &order[first..] {
+            let sid = states[s];
+            let a = u32::try_from(pats.len()).ok()?;
+            for k in 0..dfa.match_len(sid) {
+                let pid = dfa.match_pattern(sid, k);
+                pats.push((pid.as_usize(), dfa.pattern_len(pid)));
+            }
+            matches.push((a, u32::try_from(pats.len()).ok()?));
+        }
+        let mut max_len = 0;
+        for p in 0..dfa.patterns_len() {
+            max_len = max_len.max(dfa.pattern_len(PatternID::new(p).ok()?));
+        }
+        Some(Table {
+            class,
+            trans,
+            start: row[0],
+            first_match: u16::try_from(first << shift).ok()?,
+            shift,
+            max_len,
+            matches,
+            pats,
+        })
+    }
+
+    /// Every match row the scan enters over `bytes`, with the end of its matches, in order.
+    /// Each byte's transition is a load whose address is the previous transition's result, so
+    /// one scan waits on that chain of loads; a long draft is scanned as two halves at once
+    /// ([`Table::split_rows`]), two independent chains the processor overlaps.
+    fn match_rows(&self, bytes: &[u8], out: &mut Vec<(u16, usize)>) {
+        let split = bytes.len() / 2;
+        if bytes.len() < TWO_STREAMS_MIN || self.max_len > split {
+            self.run(bytes, self.start, 0, out);
+        } else {
+            self.split_rows(bytes, split, out);
+        }
+    }
+
+    /// [`Table::match_rows`] in two interleaved streams: the first over `..split`, the second
+    /// from the longest keyword less one byte before `split` to the end. An Aho-Corasick state
+    /// is the longest keyword prefix ending at the position, never longer than the longest
+    /// keyword, so from `split` on the second stream is in the state a single scan would be;
+    /// its matches ending at or before `split` are the first stream's and dropped. The two
+    /// lists, concatenated, are the single scan's. `split` must be at least the longest keyword
+    /// less one and at most half the length.
+    #[inline(never)]
+    fn split_rows(&self, bytes: &[u8], split: usize, out: &mut Vec<(u16, usize)>) {
+        let from = split + 1 - self.max_len.max(1);
+        let (a, b) = (&bytes[..split], &bytes[from..]);
+        let mut second = Vec::new();
+        let (mut ra, mut rb) = (self.start, self.start);
+        let (blocks_a, _) = a.as_chunks::<8>();
+        let (blocks_b, _) = b[..split].as_chunks::<8>();
+        let mut base = 0;
+        for (x, y) in blocks_a.iter().zip(blocks_b) {
+            for k in 0..8 {
+                self.step(&mut ra, x[k], base + k + 1, out);
+                self.step(&mut rb, y[k], from + base + k + 1, &mut second);
+            }
+            base += 8;
+        }
+        self.run(&a[base..], ra, base, out);
+        self.run(&b[base..], rb, from + base, &mut second);
+        out.extend(second.into_iter().filter(|&(_, end)| end > split));
+    }
+
+    /// One stream from row `row` over `bytes`, which start at `at` in the draft. Eight bytes
+    /// per iteration of the outer loop, the position counted once per block.
+    fn run(&self, bytes: &[u8], mut row: u16, at: usize, out: &mut Vec<(u16, usize)>) {
+        let (blocks, tail) = bytes.as_chunks::<8>();
+        let mut base = at;
+        for block in blocks {
+            for (k, &b) in block.iter().enumerate() {
+                self.step(&mut row, b, base + k + 1, out);
+            }
+            base += 8;
+        }
+        for (k, &b) in tail.iter().enumerate() {
+            self.step(&mut row, b, base + k + 1, out);
+        }
+    }
+
+    #[inline(always)]
+    fn step(&self, row: &mut u16, b: u8, end: usize, out: &mut Vec<(u16, usize)>) {
+        // below `ENTRIES` whatever the values, so the compiler drops the bounds check; the
+        // table is built so that a row plus a class stays below `TABLE`
+        *row = self.trans[usize::from(*row) + usize::from(self.class[usize::from(b)])];
+        if *row >= self.first_match {
+            push_row(out, *row, end);
+        }
+    }
+}
+
+/// Records a match row: out of line, as match rows are rare next to bytes, so that the scan's
+/// loop keeps its pointers and rows in registers instead of the stack.
+#[cold]
+#[inline(never)]
+fn push_row(out: &mut Vec<(u16, usize)>, row: u16, end: usize) {
+    out.push((row, end));
+}
