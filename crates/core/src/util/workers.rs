@@ -193,22 +193,28 @@ thread_local! {
 
 /// An I/O job to start later, once ([`Deferred::start`]), on a worker, and to wait for;
 /// clones share it. The pipeline starts a write's syncs together (its temp file's, its
-/// pre-image link's) once its journal row is written.
+/// pre-image link's) once its journal row is written. Whoever waits for a job that no worker
+/// has taken yet runs it itself: where syncs cost nothing (tmpfs), the writer would otherwise
+/// sleep until a worker woke for a job it can do at once.
 #[derive(Clone)]
 pub struct Deferred(Arc<DeferredSlot>);
 
 type IoJob = Box<dyn FnOnce() -> io::Result<()> + Send + 'static>;
 
 struct DeferredSlot {
-    /// The job until it starts, and whether it runs on the caller's thread.
-    job: Mutex<Option<(IoJob, bool)>>,
-    started: std::sync::OnceLock<Pending>,
+    /// The job until a thread takes it to run it.
+    job: Mutex<Option<IoJob>>,
+    /// Runs on the thread that starts it (see [`start`]).
+    inline: bool,
+    started: std::sync::atomic::AtomicBool,
+    result: Mutex<Option<io::Result<()>>>,
+    ended: Condvar,
 }
 
 impl std::fmt::Debug for Deferred {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Deferred")
-            .field("started", &self.0.started.get())
+            .field("started", &self.is_started())
             .finish()
     }
 }
@@ -217,48 +223,89 @@ impl Deferred {
     /// `job`, not started yet; `inline` runs it on the thread that starts it (see [`start`]).
     pub fn new(job: impl FnOnce() -> io::Result<()> + Send + 'static, inline: bool) -> Deferred {
         Deferred(Arc::new(DeferredSlot {
-            job: Mutex::new(Some((Box::new(job), inline))),
-            started: std::sync::OnceLock::new(),
+            job: Mutex::new(Some(Box::new(job))),
+            inline,
+            started: std::sync::atomic::AtomicBool::new(false),
+            result: Mutex::new(None),
+            ended: Condvar::new(),
         }))
     }
 
-    fn job(&self) -> MutexGuard<'_, Option<(IoJob, bool)>> {
-        self.0.job.lock().unwrap_or_else(|p| p.into_inner())
+    fn is_started(&self) -> bool {
+        self.0.started.load(std::sync::atomic::Ordering::SeqCst)
     }
 
     /// Starts the job (once: later calls do nothing). Returns whether this call started it.
     pub fn start(&self) -> bool {
-        // The job is taken and its start recorded under one lock, so whoever finds the job
-        // gone also finds it started.
-        let mut job = self.job();
-        match job.take() {
-            Some((run, inline)) => {
-                #[cfg(test)]
-                STARTED.with(|n| n.set(n.get() + 1));
-                let _ = self.0.started.set(start(run, inline));
-                true
-            }
-            None => false,
+        self.start_on(|job| POOL.run_job(job))
+    }
+
+    /// [`Deferred::start`], handing the job to `spawn` (which gives it back when it cannot
+    /// run it; then it runs here).
+    fn start_on(&self, spawn: impl FnOnce(Job) -> Result<(), Job>) -> bool {
+        if self
+            .0
+            .started
+            .swap(true, std::sync::atomic::Ordering::SeqCst)
+        {
+            return false;
+        }
+        #[cfg(test)]
+        STARTED.with(|n| n.set(n.get() + 1));
+        let me = self.clone();
+        let run: Job = Box::new(move || me.run_here());
+        if self.0.inline {
+            run();
+        } else if let Err(run) = spawn(run) {
+            run();
+        }
+        true
+    }
+
+    /// Runs the job on this thread unless a thread has taken it already.
+    fn run_here(&self) {
+        let job = self.0.job.lock().unwrap_or_else(|p| p.into_inner()).take();
+        if let Some(job) = job {
+            let result = catch_unwind(AssertUnwindSafe(job))
+                .unwrap_or_else(|_| Err(io::Error::other("an I/O job panicked")));
+            *self.0.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+            self.0.ended.notify_all();
         }
     }
 
-    /// Waits for the job to end, starting it first if nothing did.
+    /// Waits for the job to end, starting it first if nothing did, and running it here if no
+    /// worker has taken it yet.
     pub fn wait(&self) -> io::Result<()> {
         self.start();
-        match self.0.started.get() {
-            Some(p) => p.wait(),
-            None => Err(io::Error::other("an I/O job never started")),
-        }
+        self.run_here();
+        self.ended(false)
     }
 
-    /// Waits for a started job and takes its error (see [`Pending::take`]); a job never
-    /// started has nothing to report (and never will run).
+    /// Waits for a started job and takes its error (once; later calls get a stand-in); a job
+    /// never started has nothing to report and is dropped unrun.
     pub fn finish(&self) -> io::Result<()> {
-        // Taking the lock waits out a start in progress; the job is dropped unrun.
-        self.job().take();
-        match self.0.started.get() {
-            Some(p) => p.take(),
-            None => Ok(()),
+        if !self.is_started() {
+            self.0.job.lock().unwrap_or_else(|p| p.into_inner()).take();
+            return Ok(());
+        }
+        self.run_here();
+        self.ended(true)
+    }
+
+    fn ended(&self, take: bool) -> io::Result<()> {
+        let failed = || io::Error::other("an I/O job failed");
+        let mut result = self.0.result.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match result.as_ref() {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(_)) if take => {
+                    return result
+                        .replace(Err(failed()))
+                        .unwrap_or_else(|| Err(failed()));
+                }
+                Some(Err(e)) => return Err(io::Error::new(e.kind(), e.to_string())),
+                None => result = self.0.ended.wait(result).unwrap_or_else(|p| p.into_inner()),
+            }
         }
     }
 }
@@ -268,6 +315,75 @@ mod tests {
     use super::*;
     use std::sync::mpsc;
     use std::time::Duration;
+
+    /// A deferred job that no worker has taken when it is waited for runs on the waiting
+    /// thread, once: the worker that gets to it later finds nothing to do.
+    #[test]
+    fn a_deferred_job_no_worker_took_runs_on_the_waiting_thread_once() {
+        let runs = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&runs);
+        let d = Deferred::new(
+            move || {
+                seen.lock().unwrap().push(std::thread::current().id());
+                Ok(())
+            },
+            false,
+        );
+        let parked: Arc<Mutex<Vec<Job>>> = Arc::default();
+        let keep = Arc::clone(&parked);
+        assert!(d.start_on(|job| {
+            keep.lock().unwrap().push(job);
+            Ok(())
+        }));
+        assert!(!d.start(), "started twice");
+        d.wait().unwrap();
+        assert_eq!(*runs.lock().unwrap(), [std::thread::current().id()]);
+        // The worker's turn comes: nothing is left to run.
+        for job in parked.lock().unwrap().drain(..) {
+            job();
+        }
+        assert_eq!(runs.lock().unwrap().len(), 1);
+        d.finish().unwrap();
+    }
+
+    /// A job a worker has taken is waited for, not run again; its error reaches the waiter,
+    /// and `finish` takes it; a job never started is never run.
+    #[test]
+    fn a_deferred_job_a_worker_runs_is_waited_for_and_reports_its_error() {
+        let (go_tx, go_rx) = mpsc::channel::<()>();
+        let go_rx = Mutex::new(go_rx);
+        let d = Deferred::new(
+            move || {
+                go_rx.lock().unwrap().recv().unwrap();
+                Err(io::Error::from_raw_os_error(5))
+            },
+            false,
+        );
+        let worker = std::sync::Arc::new(Mutex::new(None));
+        let slot = Arc::clone(&worker);
+        d.start_on(|job| {
+            *slot.lock().unwrap() = Some(std::thread::spawn(job));
+            Ok(())
+        });
+        // Wait until the worker holds the job, then let it finish.
+        for _ in 0..1000 {
+            if d.0.job.lock().unwrap().is_none() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        assert!(
+            d.0.job.lock().unwrap().is_none(),
+            "the worker never took the job"
+        );
+        go_tx.send(()).unwrap();
+        assert_eq!(d.wait().unwrap_err().raw_os_error(), None); // a copy: kind and text
+        assert_eq!(d.finish().unwrap_err().raw_os_error(), Some(5));
+        worker.lock().unwrap().take().unwrap().join().unwrap();
+
+        let never = Deferred::new(|| panic!("a job never started ran"), false);
+        never.finish().unwrap();
+    }
 
     /// A set of workers of the test's own (none of another test's in its idle list).
     fn pool() -> &'static Workers {
