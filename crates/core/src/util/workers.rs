@@ -135,6 +135,33 @@ struct Slot {
     ended: Condvar,
 }
 
+impl Slot {
+    /// Records how the job ended and wakes whoever waits.
+    fn end(&self, result: io::Result<()>) {
+        *self.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
+        self.ended.notify_all();
+    }
+
+    /// Waits for the job to end: `Ok`, or an error saying it failed; with `take`, the error
+    /// itself (once; later waits get a stand-in).
+    fn ended(&self, take: bool) -> io::Result<()> {
+        let failed = || io::Error::other("an I/O job failed");
+        let mut result = self.result.lock().unwrap_or_else(|p| p.into_inner());
+        loop {
+            match result.as_ref() {
+                Some(Ok(())) => return Ok(()),
+                Some(Err(_)) if take => {
+                    return result
+                        .replace(Err(failed()))
+                        .unwrap_or_else(|| Err(failed()));
+                }
+                Some(Err(e)) => return Err(io::Error::new(e.kind(), e.to_string())),
+                None => result = self.ended.wait(result).unwrap_or_else(|p| p.into_inner()),
+            }
+        }
+    }
+}
+
 /// Start `job` on a worker; where no thread can be had (or `inline`), it runs here, now.
 /// A job that panics ends as an error, so nobody waits for it forever.
 pub fn start(job: impl FnOnce() -> io::Result<()> + Send + 'static, inline: bool) -> Pending {
@@ -144,8 +171,7 @@ pub fn start(job: impl FnOnce() -> io::Result<()> + Send + 'static, inline: bool
         Box::new(move || {
             let result = catch_unwind(AssertUnwindSafe(job))
                 .unwrap_or_else(|_| Err(io::Error::other("an I/O job panicked")));
-            *slot.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-            slot.ended.notify_all();
+            slot.end(result);
         })
     };
     let handed = if inline { Err(run) } else { run_job(run) };
@@ -168,20 +194,7 @@ impl Pending {
     }
 
     fn ended(&self, take: bool) -> io::Result<()> {
-        let failed = || io::Error::other("an I/O job failed");
-        let mut result = self.0.result.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            match result.as_ref() {
-                Some(Ok(())) => return Ok(()),
-                Some(Err(_)) if take => {
-                    return result
-                        .replace(Err(failed()))
-                        .unwrap_or_else(|| Err(failed()));
-                }
-                Some(Err(e)) => return Err(io::Error::new(e.kind(), e.to_string())),
-                None => result = self.0.ended.wait(result).unwrap_or_else(|p| p.into_inner()),
-            }
-        }
+        self.0.ended(take)
     }
 }
 
@@ -207,8 +220,7 @@ struct DeferredSlot {
     /// Runs on the thread that starts it (see [`start`]).
     inline: bool,
     started: std::sync::atomic::AtomicBool,
-    result: Mutex<Option<io::Result<()>>>,
-    ended: Condvar,
+    slot: Slot,
 }
 
 impl std::fmt::Debug for Deferred {
@@ -226,8 +238,7 @@ impl Deferred {
             job: Mutex::new(Some(Box::new(job))),
             inline,
             started: std::sync::atomic::AtomicBool::new(false),
-            result: Mutex::new(None),
-            ended: Condvar::new(),
+            slot: Slot::default(),
         }))
     }
 
@@ -268,8 +279,7 @@ impl Deferred {
         if let Some(job) = job {
             let result = catch_unwind(AssertUnwindSafe(job))
                 .unwrap_or_else(|_| Err(io::Error::other("an I/O job panicked")));
-            *self.0.result.lock().unwrap_or_else(|p| p.into_inner()) = Some(result);
-            self.0.ended.notify_all();
+            self.0.slot.end(result);
         }
     }
 
@@ -293,20 +303,7 @@ impl Deferred {
     }
 
     fn ended(&self, take: bool) -> io::Result<()> {
-        let failed = || io::Error::other("an I/O job failed");
-        let mut result = self.0.result.lock().unwrap_or_else(|p| p.into_inner());
-        loop {
-            match result.as_ref() {
-                Some(Ok(())) => return Ok(()),
-                Some(Err(_)) if take => {
-                    return result
-                        .replace(Err(failed()))
-                        .unwrap_or_else(|| Err(failed()));
-                }
-                Some(Err(e)) => return Err(io::Error::new(e.kind(), e.to_string())),
-                None => result = self.0.ended.wait(result).unwrap_or_else(|p| p.into_inner()),
-            }
-        }
+        self.0.slot.ended(take)
     }
 }
 
