@@ -9,10 +9,6 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use aho_corasick::Anchored;
-use aho_corasick::automaton::{Automaton, StateID};
-use aho_corasick::dfa::DFA;
-
 use super::compile::{Classifier, Derive};
 use super::rules::{Check, GATE_NAME_HEAD, GATE_NAME_TAIL, Gate, Scanner, Window};
 use super::verify::{Groups, Raw, find_sub, private_key_end, verify};
@@ -242,68 +238,6 @@ fn pem_spans(content: &str) -> Vec<Range<usize>> {
         out.push(at..end);
     }
     out
-}
-
-/// Every occurrence of every keyword of `dfa` in `bytes`, overlapping ones included, as
-/// `(pattern, start, end)`: what `AhoCorasick::find_overlapping_iter` reports, in its order (by
-/// end, then longest first). The DFA's transitions are followed by [`match_states`], whose loop
-/// does nothing but that (the iterator's per-byte bookkeeping cost twice as many instructions),
-/// and the hits are expanded afterwards. The scan goes through the DFA's dense table instead
-/// (`keywords::Keywords::hits`); this is the fallback for keyword sets too large for the table
-/// and the reference of the table's test.
-pub(super) fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
-    let mut states = Vec::new();
-    match_states(dfa, bytes, &mut states);
-    for (sid, end) in states {
-        for k in 0..dfa.match_len(sid) {
-            let pid = dfa.match_pattern(sid, k);
-            f(pid.as_usize(), end - dfa.pattern_len(pid), end);
-        }
-    }
-}
-
-/// Every match state `dfa` enters over `bytes`, with the end of its matches. Its own function,
-/// with nothing else in the loop: so the state, the position and the DFA's tables stay in
-/// registers (with the hit handling inlined into the loop, they were spilled to the stack).
-/// Eight bytes per iteration of the outer loop, the inner one unrolled: the position is
-/// counted once per block, so a byte costs its transition and one comparison (13
-/// instructions per byte with `enumerate`, 7 now).
-#[inline(never)]
-fn match_states(dfa: &DFA, bytes: &[u8], out: &mut Vec<(StateID, usize)>) {
-    let Ok(mut sid) = dfa.start_state(Anchored::No) else {
-        return;
-    };
-    let (blocks, tail) = bytes.as_chunks::<8>();
-    let mut base = 0;
-    for block in blocks {
-        for (k, &b) in block.iter().enumerate() {
-            if !step(dfa, &mut sid, b, base + k + 1, out) {
-                return;
-            }
-        }
-        base += 8;
-    }
-    for (k, &b) in tail.iter().enumerate() {
-        if !step(dfa, &mut sid, b, base + k + 1, out) {
-            return;
-        }
-    }
-}
-
-/// One transition of [`match_states`] on `b`, recording a match state as ending at `end`;
-/// `false` at the dead state (nothing more can match).
-#[inline(always)]
-fn step(dfa: &DFA, sid: &mut StateID, b: u8, end: usize, out: &mut Vec<(StateID, usize)>) -> bool {
-    *sid = dfa.next_state(Anchored::No, *sid, b);
-    if dfa.is_special(*sid) {
-        if dfa.is_dead(*sid) {
-            return false;
-        }
-        if dfa.is_match(*sid) {
-            out.push((*sid, end));
-        }
-    }
-    true
 }
 
 /// A byte of an email's local part in the `email_address` rule (`[A-Za-z0-9._%+\-]`).

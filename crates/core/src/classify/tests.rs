@@ -1351,7 +1351,7 @@ fn keyword_gates_drop_hits_that_cannot_match() {
     assert!(!hit("AAEAAAb", "EAAA", Gate::TokenStart));
 }
 
-/// The scan's own loop over the keyword DFA (`detect::keyword_hits`) reports exactly what the
+/// The scan's own loop over the keyword DFA (`keywords::keyword_hits`) reports exactly what the
 /// overlapping iterator of an `AhoCorasick` over the same keywords reports, in the same order:
 /// over the generated corpus, random text dense in keyword fragments, and edge cases (keywords
 /// at both ends, nested and overlapping keywords, mixed case, non-ASCII bytes).
@@ -1421,7 +1421,7 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
             .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
             .collect();
         let mut got = Vec::new();
-        super::detect::keyword_hits(dfa, input, |p, s, e| got.push((p, s, e)));
+        super::keywords::keyword_hits(dfa, input, |p, s, e| got.push((p, s, e)));
         assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(input));
         total += got.len();
     }
@@ -1429,7 +1429,7 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
 }
 
 /// The dense keyword table (`keywords::Keywords::hits`) reports what the loop over the DFA's
-/// own transitions (`detect::keyword_hits`, the routine it replaced) reports, hit for hit and
+/// own transitions (`keywords::keyword_hits`, the routine it replaced) reports, hit for hit and
 /// in the same order: over the corpus, random keyword-dense text, and every keyword placed at
 /// each offset around the 8-byte blocks of the scan (so matches straddle block edges and end
 /// on the last byte). The built-in keywords fit the table, so it is the path `detect` takes.
@@ -1490,7 +1490,7 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
     let mut total = 0;
     for input in &inputs {
         let mut want = Vec::new();
-        super::detect::keyword_hits(&kw.dfa, input, |p, s, e| want.push((p, s, e)));
+        super::keywords::keyword_hits(&kw.dfa, input, |p, s, e| want.push((p, s, e)));
         let mut got = Vec::new();
         kw.hits(input, |p, s, e| got.push((p, s, e)));
         assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(input));
