@@ -104,7 +104,7 @@ impl<'a> Written<'a> {
     /// file (the hook handed to [`crate::journal::Journal::commit_row_then`]),
     /// right before the journal's own `fdatasync`. Both syncs then start together, so a
     /// journaling filesystem makes the file and the row durable in one commit (started
-    /// earlier, the file's commit often left the row for the next one: 2.3-2.8 commits a
+    /// earlier, the file's commit often left the row for the next one: 2.1-2.8 commits a
     /// create against the floor's 2, counted with `scripts/commits-per-write.py`). A body
     /// of [`EARLY_WRITEBACK_BYTES`] or more starts its writeback now (`sync_file_range`), so
     /// the disk works while it is hashed and read back. The rename must wait for
