@@ -1351,13 +1351,8 @@ fn keyword_gates_drop_hits_that_cannot_match() {
     assert!(!hit("AAEAAAb", "EAAA", Gate::TokenStart));
 }
 
-/// The scan's own loop over the keyword DFA (`keywords::keyword_hits`) reports exactly what the
-/// overlapping iterator of an `AhoCorasick` over the same keywords reports, in the same order:
-/// over the generated corpus, random text dense in keyword fragments, and edge cases (keywords
-/// at both ends, nested and overlapping keywords, mixed case, non-ASCII bytes).
-#[test]
-fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
-    use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+/// The built-in rules' keywords, lowercased, each once, in rule order.
+fn builtin_keywords() -> Vec<String> {
     let mut words: Vec<String> = Vec::new();
     for spec in super::rules::builtin() {
         for kw in &spec.keywords {
@@ -1367,6 +1362,38 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
             }
         }
     }
+    words
+}
+
+/// A keyword scan: reports each `(pattern, start, end)` of `input` to `hit`.
+type Scan<'a> = &'a mut dyn FnMut(usize, usize, usize);
+
+/// Asserts that two keyword scans report the same hits in the same order over every input;
+/// returns how many hits were compared.
+fn same_hits(
+    inputs: &[Vec<u8>],
+    want: impl Fn(&[u8], Scan<'_>),
+    got: impl Fn(&[u8], Scan<'_>),
+) -> usize {
+    let mut total = 0;
+    for input in inputs {
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        want(input, &mut |p, s, e| a.push((p, s, e)));
+        got(input, &mut |p, s, e| b.push((p, s, e)));
+        assert_eq!(b, a, "input {:?}", String::from_utf8_lossy(input));
+        total += b.len();
+    }
+    total
+}
+
+/// The scan's own loop over the keyword DFA (`keywords::keyword_hits`) reports exactly what the
+/// overlapping iterator of an `AhoCorasick` over the same keywords reports, in the same order:
+/// over the generated corpus, random text dense in keyword fragments, and edge cases (keywords
+/// at both ends, nested and overlapping keywords, mixed case, non-ASCII bytes).
+#[test]
+fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
+    use aho_corasick::{AhoCorasick, AhoCorasickKind, MatchKind};
+    let words = builtin_keywords();
     let reference = AhoCorasick::builder()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
@@ -1384,14 +1411,7 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
         b"x\xc3\xa9token\xff\x00key\xe2\x80\xa6sk-ant-api".to_vec(),
         b"@@@:://://sv=Q~eyJeyJ".to_vec(),
     ];
-    let mut r = corpus::Rng(0x18_0020);
-    for _ in 0..400 {
-        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
-    }
-    for (_, g) in corpus::credential_cases() {
-        inputs.push(g(&mut r).into_bytes());
-    }
-    inputs.push(corpus::mixed_source(&mut r, 200_000).into_bytes());
+    inputs.extend(corpus_inputs(0x18_0020, 400, 200_000, &[]));
     // random text built from keyword fragments, in random case, with separators between
     let mut rng = Rng(0x18_0021);
     for _ in 0..300 {
@@ -1414,17 +1434,15 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
         }
         inputs.push(s);
     }
-    let mut total = 0;
-    for input in &inputs {
-        let want: Vec<(usize, usize, usize)> = reference
-            .find_overlapping_iter(input.as_slice())
-            .map(|m| (m.pattern().as_usize(), m.start(), m.end()))
-            .collect();
-        let mut got = Vec::new();
-        super::keywords::keyword_hits(dfa, input, |p, s, e| got.push((p, s, e)));
-        assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(input));
-        total += got.len();
-    }
+    let total = same_hits(
+        &inputs,
+        |input, hit| {
+            for m in reference.find_overlapping_iter(input) {
+                hit(m.pattern().as_usize(), m.start(), m.end());
+            }
+        },
+        |input, hit| super::keywords::keyword_hits(dfa, input, hit),
+    );
     assert!(total > 5_000, "only {total} hits compared");
 }
 
@@ -1441,15 +1459,7 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
         kw.has_table(),
         "the built-in keywords no longer fit the dense table"
     );
-    let mut words: Vec<String> = Vec::new();
-    for spec in super::rules::builtin() {
-        for kw in &spec.keywords {
-            let w = kw.to_ascii_lowercase();
-            if !words.contains(&w) {
-                words.push(w);
-            }
-        }
-    }
+    let words = builtin_keywords();
     let mut inputs: Vec<Vec<u8>> = vec![Vec::new(), b"x".to_vec(), b"\xff\x00".to_vec()];
     for w in &words {
         for pad in 0..17 {
@@ -1461,14 +1471,7 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
             inputs.push(s);
         }
     }
-    let mut r = corpus::Rng(0x18_0030);
-    for _ in 0..200 {
-        inputs.push(corpus::ordinary_line(&mut r).into_bytes());
-    }
-    for (_, g) in corpus::credential_cases() {
-        inputs.push(g(&mut r).into_bytes());
-    }
-    inputs.push(corpus::mixed_source(&mut r, 200_000).into_bytes());
+    inputs.extend(corpus_inputs(0x18_0030, 200, 200_000, &[]));
     let mut rng = Rng(0x18_0031);
     for _ in 0..300 {
         let mut s = Vec::new();
@@ -1487,15 +1490,11 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
         }
         inputs.push(s);
     }
-    let mut total = 0;
-    for input in &inputs {
-        let mut want = Vec::new();
-        super::keywords::keyword_hits(&kw.dfa, input, |p, s, e| want.push((p, s, e)));
-        let mut got = Vec::new();
-        kw.hits(input, |p, s, e| got.push((p, s, e)));
-        assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(input));
-        total += got.len();
-    }
+    let total = same_hits(
+        &inputs,
+        |input, hit| super::keywords::keyword_hits(&kw.dfa, input, hit),
+        |input, hit| kw.hits(input, hit),
+    );
     assert!(total > 20_000, "only {total} hits compared");
 }
 
@@ -1577,10 +1576,10 @@ fn derived_rule<'c>(
     re
 }
 
-/// The derived-group tests' common inputs: `fixed`, then `lines` ordinary lines, one of each
-/// generated credential, and 100 KB of mixed source, all from the corpus generator seeded
-/// with `seed`.
-fn corpus_inputs(seed: u64, lines: usize, fixed: &[&[u8]]) -> Vec<Vec<u8>> {
+/// The equivalence tests' common inputs: `fixed`, then `lines` ordinary lines, one of each
+/// generated credential, and `mixed` bytes of mixed source, all from the corpus generator
+/// seeded with `seed`.
+fn corpus_inputs(seed: u64, lines: usize, mixed: usize, fixed: &[&[u8]]) -> Vec<Vec<u8>> {
     let mut inputs: Vec<Vec<u8>> = fixed.iter().map(|s| s.to_vec()).collect();
     let mut r = corpus::Rng(seed);
     for _ in 0..lines {
@@ -1589,7 +1588,7 @@ fn corpus_inputs(seed: u64, lines: usize, fixed: &[&[u8]]) -> Vec<Vec<u8>> {
     for (_, g) in corpus::credential_cases() {
         inputs.push(g(&mut r).into_bytes());
     }
-    inputs.push(corpus::mixed_source(&mut r, 100_000).into_bytes());
+    inputs.push(corpus::mixed_source(&mut r, mixed).into_bytes());
     inputs
 }
 
@@ -1682,6 +1681,7 @@ fn assignment_groups_from_the_match_span_are_the_captured_ones() {
     let mut inputs = corpus_inputs(
         0x18_0030,
         400,
+        100_000,
         &[
             &b"api_key = \"abcdefghijklmnop1234\""[..],
             b"api_key==abcdefghijklmnop1234 ",
@@ -1810,6 +1810,7 @@ fn userinfo_groups_from_the_match_span_are_the_captured_ones() {
     let mut inputs = corpus_inputs(
         0x18_0032,
         300,
+        100_000,
         &[
             &b"postgres://app:s3cr3t@db.local/x"[..],
             b"x redis://:pw:with:colons@[::1]:6379",
@@ -1893,6 +1894,7 @@ fn prose_groups_from_the_match_span_are_the_captured_ones() {
     let mut inputs = corpus_inputs(
         0x18_0034,
         300,
+        100_000,
         &[
             &b"the password is hunter2hunter2."[..],
             b"Passwords: 'abc.def,ghi!' x",
