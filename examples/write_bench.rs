@@ -99,14 +99,11 @@ fn case(
         // their interface takes, and the client's serialisation, the round trip and the
         // server's work are timed.
         let mode = if create { "create" } else { "overwrite" };
-        let args = json!({"path": path, "mode": mode});
-        let args = match args {
-            serde_json::Value::Object(mut m) => {
-                m.insert("content".into(), serde_json::Value::String(body));
-                serde_json::Value::Object(m)
-            }
-            other => other,
-        };
+        let args = serde_json::Value::Object(serde_json::Map::from_iter([
+            ("path".to_string(), json!(path)),
+            ("mode".to_string(), json!(mode)),
+            ("content".to_string(), serde_json::Value::String(body)),
+        ]));
         let t = Instant::now();
         let r = client.call("rw_safe_write", args);
         let elapsed = t.elapsed();

@@ -236,10 +236,7 @@ impl PendingSync {
     /// error (the fsync failed) keeps the rename from happening. The error itself comes from
     /// [`PendingSync::finish`].
     pub(super) fn waiter(self) -> impl FnOnce() -> io::Result<()> + Send + 'static {
-        move || {
-            self.start();
-            self.0.wait()
-        }
+        move || self.0.wait()
     }
 
     /// Waits for the fsync and says how it ended; one never started (the write failed
