@@ -239,6 +239,8 @@ pub(super) const WRITEBACK_STEP: u64 = 16 * 1024 * 1024;
 #[cfg(target_os = "linux")]
 pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<()> {
     use std::os::fd::AsRawFd;
+    #[cfg(test)]
+    WRITEBACKS.with(|n| n.set(n.get() + 1));
     let (Ok(offset), Ok(len)) = (i64::try_from(offset), i64::try_from(len)) else {
         return Err(io::Error::from(io::ErrorKind::InvalidInput));
     };
@@ -252,6 +254,12 @@ pub(crate) fn start_writeback(file: &File, offset: u64, len: u64) -> io::Result<
     } else {
         Err(io::Error::last_os_error())
     }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// [`start_writeback`] calls made on this thread (the pipeline's tests check when).
+    pub(crate) static WRITEBACKS: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
 }
 
 /// Elsewhere the fsync does all the writing.
