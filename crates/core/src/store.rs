@@ -168,24 +168,7 @@ impl Store {
             let notices = notices.clone();
             std::thread::Builder::new()
                 .name("rw-sweep".into())
-                .spawn(move || {
-                    for root in roots {
-                        let removed = sweep_temp_files(&root, 200_000);
-                        for p in &removed {
-                            tracing::debug!("removed stale temp file {}", p.display());
-                        }
-                        if !removed.is_empty() {
-                            notices.record(
-                                Level::Info,
-                                format!(
-                                    "removed {} stale temp file(s) of crashed writers under {}",
-                                    removed.len(),
-                                    root.display()
-                                ),
-                            );
-                        }
-                    }
-                })
+                .spawn(move || sweep_in_background(&roots, &notices))
                 .ok();
         }
         let results = ResultLog::new(&state_dir);
@@ -489,9 +472,67 @@ pub fn gitignore_note(state_root: &Path) -> Option<String> {
     })
 }
 
+/// The start-up sweep for temp files of crashed writers (on a thread of its own): a walk of
+/// every root, so it first lowers its thread to the lowest priority and takes only CPU time
+/// no write is waiting for (sixteen agents starting on one large repository walk it sixteen
+/// times).
+fn sweep_in_background(roots: &[PathBuf], notices: &Notices) {
+    if let Err(e) = crate::util::sys::lower_this_threads_priority() {
+        tracing::debug!("sweep thread keeps its priority: {e}");
+    }
+    for root in roots {
+        let removed = sweep_temp_files(root, 200_000);
+        for p in &removed {
+            tracing::debug!("removed stale temp file {}", p.display());
+        }
+        if !removed.is_empty() {
+            notices.record(
+                Level::Info,
+                format!(
+                    "removed {} stale temp file(s) of crashed writers under {}",
+                    removed.len(),
+                    root.display()
+                ),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The start-up sweep lowers its thread to the lowest priority and still removes a temp
+    /// file whose writer is gone (and reports it).
+    #[test]
+    fn the_start_up_sweep_runs_at_the_lowest_priority() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let gone = child.id();
+        child.wait().unwrap();
+        let stale = root.join(format!(
+            ".a.txt{}{gone}-1-0123abcd",
+            crate::pipeline::TEMP_MARKER
+        ));
+        std::fs::write(&stale, "debris").unwrap();
+        let notices = Arc::new(Notices::default());
+        let (roots, seen) = (vec![root.clone()], Arc::clone(&notices));
+        let nice = std::thread::spawn(move || {
+            sweep_in_background(&roots, &seen);
+            rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(nice, crate::util::sys::BACKGROUND_NICE);
+        assert!(!stale.exists(), "the stale temp file was not swept");
+        let kept = notices.kept();
+        assert!(
+            kept.iter()
+                .any(|n| format!("{n:?}").contains("1 stale temp file(s)")),
+            "{kept:?}"
+        );
+    }
 
     #[test]
     fn a_gitignore_line_ignores_the_state_dir_beside_it_in_every_form() {

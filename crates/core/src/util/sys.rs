@@ -1,5 +1,5 @@
 //! Small OS helpers: errno to `io::Error`, whether a process exists, fsync of a directory by
-//! path.
+//! path, a background thread's priority.
 
 use rustix::fd::AsFd;
 use rustix::fs::{Mode, OFlags};
@@ -35,4 +35,40 @@ pub fn fsync_dir(path: &Path) -> io::Result<()> {
     )
     .map_err(errno_io)?;
     rustix::fs::fsync(fd.as_fd()).map_err(errno_io)
+}
+
+/// The nice value of background housekeeping threads: the lowest priority, so they use only
+/// CPU time no write is waiting for.
+pub const BACKGROUND_NICE: i32 = 19;
+
+/// Lowers the calling thread (only it: Linux keeps a nice value per thread) to
+/// [`BACKGROUND_NICE`]. The start-up sweep for stale temp files walks the whole workspace:
+/// sixteen agents starting at once on a large repository would otherwise take CPU from each
+/// other's first writes for as long as the sixteen walks last.
+pub fn lower_this_threads_priority() -> io::Result<()> {
+    let tid = rustix::thread::gettid();
+    rustix::process::setpriority_process(Some(tid), BACKGROUND_NICE).map_err(errno_io)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lowering_a_threads_priority_leaves_the_other_threads_alone() {
+        let ours = rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
+        let theirs = std::thread::spawn(|| {
+            lower_this_threads_priority().unwrap();
+            rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap()
+        })
+        .join()
+        .unwrap();
+        assert_eq!(theirs, BACKGROUND_NICE);
+        let after = rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap();
+        assert_eq!(after, ours, "the calling thread's priority changed too");
+        assert_ne!(
+            ours, BACKGROUND_NICE,
+            "the test process itself runs at the lowest priority"
+        );
+    }
 }
