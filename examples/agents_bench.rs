@@ -7,7 +7,10 @@
 //!   coalesced directory syncs apply to these).
 //!
 //! Each agent (and each floor loop) writes new files in a directory of its own, one call at a
-//! time, for the case's duration. The floor is measured before and after the two server runs
+//! time, for the case's duration. Each server case starts on a workspace of its own, empty,
+//! beside the floor's directories: a server's start-up sweep for stale temp files (a walk of
+//! the workspace on a low-priority thread) then has nothing to walk, so the case measures the
+//! writes, not the start-up (which `write_bench` measures). The floor is measured before and after the two server runs
 //! of each agent count and averaged, so a drift of the disk during the run hits both sides.
 //! HTTP is measured twice: each request on a connection of its own (`Connection: close`, as
 //! the tests' client does), and each session on one connection kept alive across its calls
@@ -71,11 +74,18 @@ fn run(agents: usize, secs: f64, one: impl Fn(usize, usize) + Sync) -> f64 {
     total as f64 / secs
 }
 
+/// A new, empty workspace for one server case, beside the floor's directories.
+fn workspace(root: &Path, kind: &str, agents: usize) -> PathBuf {
+    let ws = root.join(format!("ws-{kind}-{agents}"));
+    std::fs::create_dir_all(&ws).expect("workspace dir");
+    ws
+}
+
 /// The floor: `agents` independent loops, each in its own directory.
 fn floor(root: &Path, round: &str, agents: usize, secs: f64) -> f64 {
     let dirs: Vec<(PathBuf, File)> = (0..agents)
         .map(|a| {
-            let d = root.join(format!("floor-{round}-{agents}-{a}"));
+            let d = root.join(format!("floor/{round}-{agents}-{a}"));
             std::fs::create_dir_all(&d).expect("floor dir");
             let h = File::open(&d).expect("open floor dir");
             (d, h)
@@ -333,9 +343,9 @@ fn main() {
         .unwrap_or_else(|| vec![1, 4, 16]);
     for agents in counts {
         let before = floor(&root, "a", agents, secs);
-        let s = stdio(&root, agents, secs);
-        let h = http(&root, agents, secs);
-        let k = http_kept(&root, agents, secs);
+        let s = stdio(&workspace(&root, "stdio", agents), agents, secs);
+        let h = http(&workspace(&root, "http", agents), agents, secs);
+        let k = http_kept(&workspace(&root, "kept", agents), agents, secs);
         let after = floor(&root, "b", agents, secs);
         let f = (before + after) / 2.0;
         println!(
