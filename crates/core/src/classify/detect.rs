@@ -120,17 +120,21 @@ pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) ->
             i = skip_fwd(bytes, i, 4, is_space);
             matches!(at(i), Some(b'=' | b':'))
         }
+        // the bytes after the keyword first: they fail far more often than those before it
         Gate::CallPair => {
             let after = skip_fwd(bytes, end, GATE_NAME_TAIL, is_name_byte);
-            let before = skip_back(bytes, start, GATE_NAME_HEAD, is_name_byte);
-            at(after).is_some_and(quote) && before > 0 && quote(bytes[before - 1])
+            at(after).is_some_and(quote) && {
+                let before = skip_back(bytes, start, GATE_NAME_HEAD, is_name_byte);
+                before > 0 && quote(bytes[before - 1])
+            }
         }
         Gate::CliFlag => {
             let flag = |b: u8| b.is_ascii_alphanumeric() || b == b'-';
             let after = skip_fwd(bytes, end, GATE_NAME_TAIL, flag);
-            let before = skip_back(bytes, start, GATE_NAME_HEAD, flag);
-            matches!(at(after), Some(b'=' | b' ' | b'\t'))
-                && bytes[before..start].windows(2).any(|w| w == b"--")
+            matches!(at(after), Some(b'=' | b' ' | b'\t')) && {
+                let before = skip_back(bytes, start, GATE_NAME_HEAD, flag);
+                bytes[before..start].windows(2).any(|w| w == b"--")
+            }
         }
         Gate::Word => {
             let mut i = end;
@@ -506,8 +510,13 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let mut cur: Vec<Option<Win>> = vec![None; n_rules];
     let mut wins: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_rules];
     if let Some(kw) = &c.keywords {
-        kw.hits(bytes, |pid, p, end| {
+        kw.hits(bytes, |pid, hit_start, hit_end| {
             for k in &c.keyword_rules[pid] {
+                // Opaque to the optimiser, so that the bounds the gates and windows derive from
+                // the hit are computed where a rule needs them: hoisted out of this loop, they
+                // were computed for every hit (a third of the handler's instructions), though
+                // most of its rules stop at their first test. The same values either way.
+                let (p, end) = std::hint::black_box((hit_start, hit_end));
                 let r = k.rule;
                 if k.exact.as_deref().is_some_and(|e| bytes[p..end] != *e) {
                     continue;

@@ -196,6 +196,11 @@ fn is_reference(v: &[u8]) -> bool {
 /// a name and its closer. Random symbols in a secret (`...%(nxdr6+...`) are not one.
 fn has_template(v: &[u8]) -> bool {
     const OPENERS: &[(&[u8], u8)] = &[(b"%(", b')'), (b"$(", b')'), (b"#{", b'}'), (b"{%", b'%')];
+    // every opener holds a `%`, a `$` or a `{` (one pass over the value instead of four on
+    // most)
+    if memchr::memchr3(b'%', b'$', b'{', v).is_none() {
+        return false;
+    }
     OPENERS.iter().any(|(open, close)| {
         v.windows(open.len()).enumerate().any(|(i, w)| {
             w == *open && {
@@ -337,6 +342,48 @@ mod tests {
             yes += usize::from(want);
         }
         assert!(yes > 500, "{yes}");
+    }
+
+    /// [`has_template`] as it was, without the quick test for a `%`, a `$` or a `{`: the
+    /// reference of the test below.
+    fn has_template_every_opener(v: &[u8]) -> bool {
+        const OPENERS: &[(&[u8], u8)] =
+            &[(b"%(", b')'), (b"$(", b')'), (b"#{", b'}'), (b"{%", b'%')];
+        OPENERS.iter().any(|(open, close)| {
+            v.windows(open.len()).enumerate().any(|(i, w)| {
+                w == *open && {
+                    let rest = &v[i + open.len()..];
+                    let name = rest
+                        .iter()
+                        .take_while(|b| {
+                            b.is_ascii_alphanumeric() || matches!(b, b'_' | b' ' | b'.' | b'-')
+                        })
+                        .count();
+                    rest.get(name) == Some(close)
+                }
+            })
+        })
+    }
+
+    #[test]
+    fn the_template_test_agrees_with_every_opener_searched() {
+        let mut next = crate::classify::pii::tests::splitmix64(0x7E3A);
+        let alphabet = b"%$#{}()a_ .-Zx9";
+        let mut yes = 0;
+        for _ in 0..20_000 {
+            let len = (next() % 12) as usize;
+            let v: Vec<u8> = (0..len)
+                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+                .collect();
+            let want = has_template_every_opener(&v);
+            assert_eq!(has_template(&v), want, "{:?}", String::from_utf8_lossy(&v));
+            yes += usize::from(want);
+        }
+        // every opener must occur in the generated values, or the comparison proves little
+        for t in [&b"%(a)s"[..], b"$(cmd)", b"#{name}", b"{% tag %"] {
+            assert!(has_template(t), "{:?}", String::from_utf8_lossy(t));
+        }
+        assert!(yes > 100, "{yes}");
     }
 
     #[test]

@@ -23,35 +23,33 @@ fn is_word(b: u8) -> bool {
 /// Bytes whose candidate starts are found at once.
 const CHUNK: usize = 64;
 
-/// Class bits of a byte for [`chunk_starts`]: a word byte (`[A-Za-z0-9_]`), a digit, a
-/// capital, a `+` or `(`. Branch-free, so a loop of it over an array vectorises.
-const WORD: u8 = 1;
-const DIGIT: u8 = 2;
-const UPPER: u8 = 4;
-const OPEN: u8 = 8;
-
+/// A digit, branch-free (so that a loop of it over an array vectorises).
 #[inline(always)]
-fn class_of(b: u8) -> u8 {
-    let digit = b.wrapping_sub(b'0') < 10;
-    let upper = b.wrapping_sub(b'A') < 26;
-    let lower = b.wrapping_sub(b'a') < 26;
-    let open = (b == b'+') | (b == b'(');
-    (u8::from(digit | upper | lower | (b == b'_')) * WORD)
-        | (u8::from(digit) * DIGIT)
-        | (u8::from(upper) * UPPER)
-        | (u8::from(open) * OPEN)
+fn digit(b: u8) -> bool {
+    b.wrapping_sub(b'0') < 10
 }
 
-/// The candidate starts of a chunk from its classes (`c[0]` the byte before the chunk, then
-/// the chunk's [`CHUNK`] bytes, then the byte after it): `0x80` in `out` where [`may_start`]
-/// holds, 0 elsewhere. An element-wise loop over fixed-size arrays, which the compiler turns
-/// into vector instructions (SSE2 on x86-64: 16 bytes per instruction) without `unsafe`.
+/// A capital, branch-free.
 #[inline(always)]
-fn chunk_starts(c: &[u8; CHUNK + 2], out: &mut [u8; CHUNK]) {
+fn upper(b: u8) -> bool {
+    b.wrapping_sub(b'A') < 26
+}
+
+/// The candidate starts of a chunk from its bytes (`w[0]` the byte before the chunk, then the
+/// chunk's [`CHUNK`] bytes, then the byte after it): `0x80` in `out` where [`may_start`] holds,
+/// 0 elsewhere. One element-wise loop over fixed-size arrays, each byte tested with its
+/// neighbours straight from the three overlapping views of `w`, which the compiler turns into
+/// vector instructions (SSE2 on x86-64: 16 bytes per instruction) without `unsafe`. (Byte
+/// classes computed once into an array and read back at three offsets cost more: packing the
+/// classes into bits and unpacking them again, about 270 instructions a chunk against 230.)
+#[inline(always)]
+fn chunk_starts(w: &[u8; CHUNK + 2], out: &mut [u8; CHUNK]) {
     for (i, o) in out.iter_mut().enumerate() {
-        let (p, x, n) = (c[i], c[i + 1], c[i + 2]);
-        let start = (x & DIGIT) | (x & OPEN & ((n & DIGIT) << 2)) | (x & UPPER & n);
-        *o = u8::from((p & WORD == 0) & (start != 0)) << 7;
+        let (p, x, n) = (w[i], w[i + 1], w[i + 2]);
+        let word = digit(p) | ((p | 0x20).wrapping_sub(b'a') < 26) | (p == b'_');
+        let open = (x == b'+') | (x == b'(');
+        let start = digit(x) | (open & digit(n)) | (upper(x) & upper(n));
+        *o = u8::from(!word & start) << 7;
     }
 }
 
@@ -65,35 +63,36 @@ fn lanes(out: &[u8; CHUNK], k: usize) -> u64 {
 
 /// Calls `f` with each index where a candidate may start ([`may_start`]: a digit, a `+` or `(`
 /// before a digit, or two capitals, not inside a word), in order. A chunk of [`CHUNK`] bytes
-/// at a time: its classes ([`class_of`], vectorised), the starts from the classes of each
-/// byte and its neighbours ([`chunk_starts`]), one test of all its flags (a chunk without a
-/// candidate goes no further), and one `trailing_zeros` per candidate.
+/// at a time: the starts from each byte and its neighbours ([`chunk_starts`], vectorised), one
+/// test of all its flags (a chunk without a candidate goes no further), and one
+/// `trailing_zeros` per candidate.
 #[inline(never)]
 fn for_each_candidate(s: &[u8], mut f: impl FnMut(usize)) {
     let n = s.len();
-    // the classes of the byte before the chunk, the chunk, and the byte after it; the text's
-    // ends read as spaces (neither word bytes nor candidates)
-    let mut c = [0u8; CHUNK + 2];
     let mut out = [0u8; CHUNK];
-    let mut pad = [b' '; CHUNK];
+    // the byte before the chunk, the chunk and the byte after it, copied only at the text's
+    // ends, which read as spaces (neither word bytes nor candidates)
+    let mut pad;
     let mut base = 0;
     while base < n {
-        let chunk: &[u8; CHUNK] = match s
-            .get(base..base + CHUNK)
-            .and_then(|w| <&[u8; CHUNK]>::try_from(w).ok())
+        let w: &[u8; CHUNK + 2] = match base
+            .checked_sub(1)
+            .and_then(|from| s.get(from..from + CHUNK + 2))
+            .and_then(|w| <&[u8; CHUNK + 2]>::try_from(w).ok())
         {
             Some(w) => w,
             None => {
-                pad[..n - base].copy_from_slice(&s[base..]);
+                pad = [b' '; CHUNK + 2];
+                // `pad[k]` is the byte at `base - 1 + k`
+                let from = base.saturating_sub(1);
+                let to = n.min(base + CHUNK + 1);
+                let at = from + 1 - base;
+                pad[at..at + (to - from)].copy_from_slice(&s[from..to]);
                 &pad
             }
         };
-        for (c, &b) in c[1..=CHUNK].iter_mut().zip(chunk) {
-            *c = class_of(b);
-        }
-        c[CHUNK + 1] = class_of(s.get(base + CHUNK).copied().unwrap_or(b' '));
         // lanes past the end hold spaces: never a candidate
-        chunk_starts(&c, &mut out);
+        chunk_starts(w, &mut out);
         if (0..CHUNK / 8).fold(0, |any, k| any | lanes(&out, k)) != 0 {
             for k in 0..CHUNK / 8 {
                 let mut mask = lanes(&out, k);
@@ -103,7 +102,6 @@ fn for_each_candidate(s: &[u8], mut f: impl FnMut(usize)) {
                 }
             }
         }
-        c[0] = c[CHUNK];
         base += CHUNK;
     }
 }
