@@ -10,8 +10,9 @@
 //! time, for the case's duration. Each server case starts on a workspace of its own, empty,
 //! beside the floor's directories: a server's start-up sweep for stale temp files (a walk of
 //! the workspace on a low-priority thread) then has nothing to walk, so the case measures the
-//! writes, not the start-up (which `write_bench` measures). The floor is measured before and after the two server runs
-//! of each agent count and averaged, so a drift of the disk during the run hits both sides.
+//! writes, not the start-up (which `write_bench` measures). The floor is measured before and
+//! after the two server runs of each agent count and averaged, so a drift of the disk during
+//! the run hits both sides.
 //! HTTP is measured twice: each request on a connection of its own (`Connection: close`, as
 //! the tests' client does), and each session on one connection kept alive across its calls
 //! (as the MCP SDKs' HTTP clients do).
