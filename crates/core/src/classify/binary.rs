@@ -423,6 +423,7 @@ pub(crate) fn scan(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::classify::pii::tests::draw;
 
     #[test]
     fn the_quick_non_printable_test_covers_the_exact_one() {
@@ -469,9 +470,7 @@ mod tests {
         for width in [39, 40, 41, 64, 76, 119, 120, 121] {
             for lines in 3..9 {
                 for end in [&b""[..], b"\n", b"\r\n", b"==", b"=\n"] {
-                    let line: Vec<u8> = (0..width)
-                        .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                        .collect();
+                    let line = draw(&mut next, alphabet, width);
                     let mut t = b"x\n".to_vec();
                     for l in 0..lines {
                         t.extend_from_slice(&line);
@@ -541,9 +540,7 @@ mod tests {
         let mut compared = 0;
         for _ in 0..3000 {
             let len = (next() % 90) as usize;
-            let mut t: Vec<u8> = (0..len)
-                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                .collect();
+            let mut t = draw(&mut next, alphabet, len);
             if len > 0 && !next().is_multiple_of(3) {
                 t[(next() % len as u64) as usize] = (next() % 256) as u8;
             }
@@ -569,9 +566,7 @@ mod tests {
             } else {
                 (next() % 240) as usize
             };
-            let mut t: Vec<u8> = (0..len)
-                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                .collect();
+            let mut t = draw(&mut next, alphabet, len);
             for _ in 0..(next() % 3) {
                 if len > 0 {
                     t[(next() % len as u64) as usize] = b" .\n\xff\x00=\""[(next() % 7) as usize];
@@ -593,9 +588,7 @@ mod tests {
         let (mut yes, mut no) = (0, 0);
         for _ in 0..5000 {
             let len = (next() % 130) as usize;
-            let mut t: Vec<u8> = (0..len)
-                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                .collect();
+            let mut t = draw(&mut next, alphabet, len);
             if len > 0 && next().is_multiple_of(2) {
                 t[(next() % len as u64) as usize] = (next() % 256) as u8;
             }

@@ -353,9 +353,7 @@ mod tests {
         let mut yes = 0;
         for _ in 0..20_000 {
             let len = (next() % 12) as usize;
-            let v: Vec<u8> = (0..len)
-                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                .collect();
+            let v = crate::classify::pii::tests::draw(&mut next, alphabet, len);
             let want = has_template_opener(&v);
             assert_eq!(has_template(&v), want, "{:?}", String::from_utf8_lossy(&v));
             yes += usize::from(want);

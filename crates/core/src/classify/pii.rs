@@ -604,6 +604,17 @@ pub(super) mod tests {
         }
     }
 
+    /// `len` bytes drawn from `alphabet` with `next` (a [`splitmix64`]).
+    pub(in crate::classify) fn draw(
+        next: &mut impl FnMut() -> u64,
+        alphabet: &[u8],
+        len: usize,
+    ) -> Vec<u8> {
+        (0..len)
+            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
+            .collect()
+    }
+
     #[test]
     fn block_scan_agrees_with_the_bytewise_scan_on_random_input() {
         let mut next = splitmix64(0x5EED);
@@ -612,9 +623,7 @@ pub(super) mod tests {
         let (mut total, mut found) = (0, 0);
         for round in 0..400 {
             let len = 1 + (next() % 300) as usize;
-            let mut s: Vec<u8> = (0..len)
-                .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-                .collect();
+            let mut s = draw(&mut next, alphabet, len);
             if round % 2 == 0 {
                 // plant known-valid shapes at random places, across block edges too
                 let at = (next() % len as u64) as usize;
