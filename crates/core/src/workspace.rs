@@ -467,6 +467,11 @@ fn open_parent(
     user_path: &str,
     create: bool,
 ) -> Result<(OwnedFd, Vec<OwnedFd>)> {
+    if parent_rel.as_os_str().is_empty() {
+        // The root itself, reopened readable straight from its handle (no clone to close).
+        let fd = reopen_readable(&root.dir).map_err(|e| map_beneath_error(user_path, e))?;
+        return Ok((fd, Vec::new()));
+    }
     let open = |rel: &Path| -> io::Result<Dir> {
         if rel.as_os_str().is_empty() {
             root.dir.try_clone()

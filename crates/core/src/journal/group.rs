@@ -90,6 +90,8 @@ struct State {
     pending: VecDeque<Entry>,
     leading: bool,
     done: HashMap<u64, Outcome>,
+    /// Writers waiting for their turn: nobody to wake (a lone writer) costs no `futex` call.
+    waiting: usize,
 }
 
 /// How the leader makes the journal durable (`fdatasync`; tests hold it open).
@@ -101,6 +103,8 @@ pub struct CommitQueue {
     turn: Condvar,
     clock: AtomicU64,
     syncs: AtomicU64,
+    /// Times waiting writers were woken (tests look).
+    wakes: AtomicU64,
     sync: Box<SyncFn>,
 }
 
@@ -125,6 +129,7 @@ impl CommitQueue {
             turn: Condvar::new(),
             clock: AtomicU64::new(0),
             syncs: AtomicU64::new(0),
+            wakes: AtomicU64::new(0),
             sync,
         }
     }
@@ -132,6 +137,11 @@ impl CommitQueue {
     /// How many journal syncs this queue has started (benchmarks and tests).
     pub fn syncs(&self) -> u64 {
         self.syncs.load(Ordering::Relaxed)
+    }
+
+    #[cfg(test)]
+    fn wakes(&self) -> u64 {
+        self.wakes.load(Ordering::Relaxed)
     }
 
     fn tick(&self) -> u64 {
@@ -195,13 +205,24 @@ impl CommitQueue {
                     for e in again.into_iter().rev() {
                         st.pending.push_front(e);
                     }
-                    self.turn.notify_all();
+                    self.wake_waiting(&st);
                 }
                 st.leading = false;
-                self.turn.notify_all();
+                self.wake_waiting(&st);
                 continue;
             }
+            st.waiting += 1;
             st = self.turn.wait(st).unwrap_or_else(|p| p.into_inner());
+            st.waiting -= 1;
+        }
+    }
+
+    /// Wakes the writers waiting for their turn, if any (a `futex` call each time otherwise,
+    /// two per write of a lone writer).
+    fn wake_waiting(&self, st: &State) {
+        if st.waiting > 0 {
+            self.wakes.fetch_add(1, Ordering::Relaxed);
+            self.turn.notify_all();
         }
     }
 
@@ -391,7 +412,9 @@ impl GroupSync {
                 if let Err(e) = result {
                     st.failed = Some((generation, e.to_string()));
                 }
-                self.done.notify_all();
+                if st.waiting > 0 {
+                    self.done.notify_all();
+                }
                 continue;
             }
             st.waiting += 1;
@@ -554,11 +577,26 @@ mod tests {
             }
         });
         assert_eq!(j.queue().syncs(), 2);
+        assert!(j.queue().wakes() > 0, "the queued writers were woken");
         let mut got = paths(&j);
         got.sort();
         let mut want: Vec<String> = (0..8).map(|i| format!("w{i}")).collect();
         want.sort();
         assert_eq!(got, want);
+    }
+
+    /// A writer alone leads its own batch and has nobody to wake: no `futex` call per write
+    /// (two before, each a system call for nothing).
+    #[test]
+    fn a_lone_writer_wakes_nobody() {
+        let t = tempfile::tempdir().unwrap();
+        let j = Journal::with_queue(t.path(), Arc::new(CommitQueue::default()));
+        for i in 0..5 {
+            j.commit_line(line(&format!("w{i}")), None, ok()).unwrap();
+        }
+        assert_eq!(j.queue().syncs(), 5);
+        assert_eq!(j.queue().wakes(), 0);
+        assert_eq!(paths(&j), ["w0", "w1", "w2", "w3", "w4"]);
     }
 
     /// A failed apply takes its own row back; rows queued after it in the same batch are

@@ -111,7 +111,8 @@ pub fn json_string_forms(value: &str) -> Vec<String> {
     vec![ours, ascii]
 }
 
-/// A fresh time-ordered journal id.
+/// A fresh time-ordered journal id (UUID v7: milliseconds, then a counter and random bits
+/// from a generator seeded once per thread by the OS, not a `getrandom` call per id).
 pub fn new_journal_id() -> String {
     uuid::Uuid::now_v7().simple().to_string()
 }
@@ -631,6 +632,24 @@ mod tests {
             tool: "safe_write".into(),
             extra: BTreeMap::new(),
         }
+    }
+
+    /// Journal ids are distinct and sort in the order they were made, within a thread and
+    /// across threads (each thread's random bits come from its own seeded generator).
+    #[test]
+    fn journal_ids_are_distinct_and_time_ordered() {
+        let made: Vec<Vec<String>> = std::thread::scope(|s| {
+            let threads: Vec<_> = (0..4)
+                .map(|_| s.spawn(|| (0..5000).map(|_| new_journal_id()).collect::<Vec<_>>()))
+                .collect();
+            threads.into_iter().map(|t| t.join().unwrap()).collect()
+        });
+        for ids in &made {
+            assert!(ids.windows(2).all(|w| w[0] < w[1]), "out of order");
+            assert!(ids.iter().all(|id| id.len() == 32));
+        }
+        let all: std::collections::HashSet<&String> = made.iter().flatten().collect();
+        assert_eq!(all.len(), 4 * 5000);
     }
 
     /// Bytes appended behind the journal's back (a torn row, another writer's line).

@@ -40,22 +40,21 @@ fn temp_name(name: &std::ffi::OsStr) -> Vec<u8> {
     let base = name.as_bytes();
     let base = &base[..base.len().min(180)];
     let n = TEMP_COUNTER.fetch_add(1, Ordering::Relaxed);
+    let pid = std::process::id();
     let mut out = Vec::with_capacity(base.len() + 48);
     out.push(b'.');
     out.extend_from_slice(base);
-    out.extend_from_slice(
-        format!("{TEMP_MARKER}{}-{n}-{:08x}", std::process::id(), rand_u32()).as_bytes(),
-    );
+    out.extend_from_slice(format!("{TEMP_MARKER}{pid}-{n}-{:08x}", rand_u32(pid)).as_bytes());
     out
 }
 
-fn rand_u32() -> u32 {
+fn rand_u32(pid: u32) -> u32 {
     // The temp name only needs to differ between concurrent writers; O_EXCL does the rest.
     let t = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map(|d| d.subsec_nanos())
         .unwrap_or(0);
-    t ^ (std::process::id().rotate_left(16))
+    t ^ pid.rotate_left(16)
 }
 
 /// A temp file written, fsynced and verified next to its target, waiting for its rename.
