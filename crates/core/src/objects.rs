@@ -274,16 +274,22 @@ impl ObjectStore {
     /// object found again by a later write, or linked from a file last modified long ago,
     /// counts from the write that kept it.
     pub fn touch(&self, sha256: &str) -> io::Result<()> {
-        let f = File::options().write(true).open(self.path_of(sha256));
-        let f = match f {
-            Ok(f) => f,
-            // A linked object keeps the replaced file's mode, which may be read-only.
-            Err(e) if e.kind() == io::ErrorKind::PermissionDenied => {
-                File::open(self.path_of(sha256))?
-            }
-            Err(e) => return Err(e),
+        // One `utimensat` by name (no descriptor to open and close). `UTIME_NOW` asks for
+        // write access or ownership, as a `touch` does: a linked object keeps the replaced
+        // file's mode, which may be read-only, and its owner, this process's user.
+        use rustix::fs::{AtFlags, CWD, Timestamps, UTIME_NOW, UTIME_OMIT};
+        let times = Timestamps {
+            last_access: rustix::fs::Timespec {
+                tv_sec: 0,
+                tv_nsec: UTIME_OMIT,
+            },
+            last_modification: rustix::fs::Timespec {
+                tv_sec: 0,
+                tv_nsec: UTIME_NOW,
+            },
         };
-        f.set_modified(std::time::SystemTime::now())
+        rustix::fs::utimensat(CWD, self.path_of(sha256), &times, AtFlags::SYMLINK_NOFOLLOW)
+            .map_err(io::Error::from)
     }
 
     /// Where object `sha256` goes, its fan-out directory (created) and the directories whose
@@ -460,6 +466,47 @@ mod tests {
         assert_eq!(s.list().unwrap().len(), 1);
         fs::write(s.path_of(&h), b"tampered").unwrap();
         assert!(s.get(&h).unwrap().is_none());
+    }
+
+    /// `touch` dates an object from now, a read-only one too (a linked object keeps the
+    /// replaced file's mode), and never follows a symlink planted in its place.
+    #[test]
+    fn touch_dates_an_object_from_now_and_never_follows_a_symlink() {
+        use std::os::unix::fs::PermissionsExt;
+        use std::time::{Duration, SystemTime};
+        let t = tempfile::tempdir().unwrap();
+        let s = ObjectStore::new(t.path());
+        let long_ago = SystemTime::now() - Duration::from_secs(90 * 86400);
+        let h = sha256_hex(b"kept");
+        s.put(b"kept", &h).unwrap();
+        File::open(s.path_of(&h))
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        fs::set_permissions(s.path_of(&h), fs::Permissions::from_mode(0o444)).unwrap();
+        s.touch(&h).unwrap();
+        let age = |p: &Path| {
+            SystemTime::now()
+                .duration_since(fs::symlink_metadata(p).unwrap().modified().unwrap())
+                .unwrap_or_default()
+        };
+        assert!(age(&s.path_of(&h)) < Duration::from_secs(60));
+
+        let outside = t.path().join("outside.txt");
+        fs::write(&outside, b"not an object").unwrap();
+        File::open(&outside)
+            .unwrap()
+            .set_modified(long_ago)
+            .unwrap();
+        let planted = sha256_hex(b"planted");
+        let at = s.path_of(&planted);
+        fs::create_dir_all(at.parent().unwrap()).unwrap();
+        std::os::unix::fs::symlink(&outside, &at).unwrap();
+        let _ = s.touch(&planted);
+        assert!(
+            age(&outside) > Duration::from_secs(80 * 86400),
+            "the symlink's target was touched"
+        );
     }
 
     #[test]

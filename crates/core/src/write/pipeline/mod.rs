@@ -244,7 +244,9 @@ fn read_existing_as(
     let mut file = File::from(fd);
     let (bytes, sha256) = if keep_bytes {
         let mut bytes = Vec::with_capacity(st.st_size.max(0) as usize);
-        file.read_to_end(&mut bytes)?;
+        // Through `Read::take`: a `File`'s own `read_to_end` asks the kernel for its size and
+        // position again (`statx`, `lseek`), known from the `fstat` above.
+        Read::take(&mut file, u64::MAX).read_to_end(&mut bytes)?;
         let digest = sha256_hex(&bytes);
         (bytes, digest)
     } else {
