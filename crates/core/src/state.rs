@@ -200,7 +200,7 @@ impl StateDir {
             abs_path: self.path.join(name),
             row_path: crate::journal::paths::RowPath::state(display.clone()),
             display,
-            dir,
+            dir: dir.into(),
             name: OsString::from(name),
             created_dirs,
             via_symlink: false,

@@ -90,8 +90,9 @@ pub struct Target {
     /// What the journal row records for the target (workspace-relative; see
     /// [`crate::journal::paths`]), also the `path` results show.
     pub row_path: RowPath,
-    /// The parent directory, opened O_RDONLY|O_DIRECTORY beneath the root.
-    pub dir: OwnedFd,
+    /// The parent directory, opened O_RDONLY|O_DIRECTORY beneath the root; shared with the
+    /// journal's commit queue, which runs the rename on whichever thread leads the batch.
+    pub dir: std::sync::Arc<OwnedFd>,
     /// The final component.
     pub name: OsString,
     /// Directories created to reach the parent, top-down, plus the existing ancestor that
@@ -401,7 +402,7 @@ impl Workspaces {
                 abs_path: target_abs,
                 display: user_path.to_string(),
                 row_path,
-                dir,
+                dir: dir.into(),
                 name,
                 created_dirs,
                 via_symlink,
