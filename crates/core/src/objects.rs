@@ -276,7 +276,7 @@ impl ObjectStore {
     pub fn touch(&self, sha256: &str) -> io::Result<()> {
         // One `utimensat` by name (no descriptor to open and close). `UTIME_NOW` asks for
         // write access or ownership, as a `touch` does: a linked object keeps the replaced
-        // file's mode, which may be read-only, and its owner, this process's user.
+        // file's mode, which may be read-only, and its owner (this process's user, as a rule).
         use rustix::fs::{AtFlags, CWD, Timestamps, UTIME_NOW, UTIME_OMIT};
         let times = Timestamps {
             last_access: rustix::fs::Timespec {
