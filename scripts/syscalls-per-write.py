@@ -26,6 +26,7 @@ import shutil
 import subprocess
 import tempfile
 
+
 def body(i):
     head = "%12d\n" % i
     return (head + "x" * 1024)[:1024]
