@@ -132,11 +132,15 @@ impl Service {
             key
         };
         // The key hashes the canonical form of every argument (a whole file's content): only
-        // computed when some failure is counted, else only if this call fails.
-        let (key, args_for_key) = if self.budgets.is_empty() {
-            (None, Some(args.clone()))
-        } else {
+        // computed before the call when a remembered failure has the call's sketch (its
+        // arguments with long strings cut to their ends), else only if this call fails. A
+        // session with any failure used to hash every later call's content: +2.2 ms of CPU
+        // per 1 MB write.
+        let sketch = (!self.budgets.is_empty()).then(|| RetryBudgets::sketch(spec.name, &args));
+        let (key, args_for_key) = if sketch.as_ref().is_some_and(|s| self.budgets.may_hold(s)) {
             (Some(key_of(&args)), None)
+        } else {
+            (None, Some(args.clone()))
         };
         if let Some(key) = &key
             && self.budgets.exhausted(key)
@@ -182,7 +186,14 @@ impl Service {
                 let key = key
                     .or_else(|| args_for_key.as_ref().map(key_of))
                     .unwrap_or_default();
-                let left = self.budgets.on_failure(&key, f.retriable());
+                let sketch = sketch
+                    .or_else(|| {
+                        args_for_key
+                            .as_ref()
+                            .map(|a| RetryBudgets::sketch(spec.name, a))
+                    })
+                    .unwrap_or_default();
+                let left = self.budgets.on_failure(&key, &sketch, f.retriable());
                 let env = f.envelope(&shown, left);
                 tracing::debug!(
                     tool = %shown,

@@ -541,6 +541,44 @@ fn retry_budget_counts_down_and_refuses_at_zero() {
     s.ok("rw_safe_write", json!({"path": "a.txt", "content": "z"}));
 }
 
+/// After any failure the server compares a call's sketch (long strings cut to their ends)
+/// with the failures it remembers before it hashes the whole content: budgets must stay
+/// exact for large calls, a difference in the middle of the content included.
+#[test]
+fn retry_budgets_of_large_calls_stay_exact_after_other_failures() {
+    let ws = Workspace::new();
+    let mut s = ws.server();
+    s.err("rw_read", json!({"path": "missing.txt"}));
+    std::fs::write(ws.path("b.txt"), "x").unwrap();
+    let big = "0123456789abcdef".repeat(12_800);
+    let args = json!({"path": "b.txt", "content": big});
+    let mut middle = big.clone();
+    middle.replace_range(100_000..100_001, "!");
+    let other = json!({"path": "b.txt", "content": middle});
+    let budget = |s: &mut common::Server, a: &Value| {
+        s.err("rw_safe_write", a.clone())["retry_budget"].clone()
+    };
+    assert_eq!(budget(&mut s, &args), json!(2));
+    assert_eq!(budget(&mut s, &args), json!(1));
+    assert_eq!(
+        budget(&mut s, &other),
+        json!(2),
+        "another call: its own budget"
+    );
+    assert_eq!(budget(&mut s, &args), json!(0));
+    std::fs::remove_file(ws.path("b.txt")).unwrap();
+    let env = s.err("rw_safe_write", args.clone());
+    assert_eq!(env["context"]["reason"], "retry_budget_exhausted");
+    assert!(!ws.path("b.txt").exists());
+    // A success forgives the call: failing again later starts from a fresh budget.
+    std::fs::write(ws.path("c.txt"), "x").unwrap();
+    let c = json!({"path": "c.txt", "content": big});
+    assert_eq!(budget(&mut s, &c), json!(2));
+    std::fs::remove_file(ws.path("c.txt")).unwrap();
+    s.ok("rw_safe_write", c.clone());
+    assert_eq!(budget(&mut s, &c), json!(2), "the success was counted");
+}
+
 #[test]
 fn idempotency_key_applies_an_append_once() {
     let ws = Workspace::new();

@@ -23,7 +23,7 @@
 
 use crate::envelope::{Failure, Result};
 use crate::journal::Journal;
-use crate::retry::canonical_json;
+use crate::retry::canonical_sha256;
 use rustix::fs::FlockOperation;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -85,11 +85,7 @@ pub fn request_hash(tool: &str, args: &Value) -> String {
     if args.get("idempotency_key").is_none_or(Value::is_null) {
         return String::new();
     }
-    let mut a = args.clone();
-    if let Value::Object(m) = &mut a {
-        m.remove("idempotency_key");
-    }
-    crate::hash::sha256_hex(format!("{tool}\0{}", canonical_json(&a)).as_bytes())
+    canonical_sha256(tool, args, Some("idempotency_key"))
 }
 
 /// `key` if it is a usable idempotency key (1 to 256 bytes).
