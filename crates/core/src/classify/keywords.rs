@@ -24,6 +24,8 @@ const TABLE: usize = 1 << 16;
 const ENTRIES: usize = TABLE + 256;
 /// Drafts shorter than this are scanned in one stream.
 const TWO_STREAMS_MIN: usize = 4096;
+/// Drafts at least this long are scanned in four streams.
+const FOUR_STREAMS_MIN: usize = 16 * 1024;
 
 /// The keyword DFA and, when it fits, its dense table.
 #[derive(Debug)]
@@ -80,9 +82,18 @@ impl Keywords {
         let t = self.table.as_ref().unwrap();
         let mut rows = Vec::new();
         match split {
-            Some(at) => t.split_rows(bytes, at, &mut rows),
+            Some(at) => t.split_rows(bytes, [at], &mut rows),
             None => t.run(bytes, t.start, 0, &mut rows),
         }
+        rows
+    }
+
+    /// The hits of `bytes` scanned as four streams split at `splits`.
+    #[cfg(test)]
+    pub(super) fn hits_split4(&self, bytes: &[u8], splits: [usize; 3]) -> Vec<(u16, usize)> {
+        let t = self.table.as_ref().unwrap();
+        let mut rows = Vec::new();
+        t.split_rows(bytes, splits, &mut rows);
         rows
     }
 
@@ -253,43 +264,81 @@ impl Table {
 
     /// Every match row the scan enters over `bytes`, with the end of its matches, in order.
     /// Each byte's transition is a load whose address is the previous transition's result, so
-    /// one scan waits on that chain of loads; a long draft is scanned as two halves at once
-    /// ([`Table::split_rows`]), two independent chains the processor overlaps.
+    /// one scan waits on that chain of loads; a long draft is scanned as two or four parts at
+    /// once ([`Table::split_rows`]), independent chains the processor overlaps.
     fn match_rows(&self, bytes: &[u8], out: &mut Vec<(u16, usize)>) {
-        let split = bytes.len() / 2;
-        if bytes.len() < TWO_STREAMS_MIN || self.max_len > split {
-            self.run(bytes, self.start, 0, out);
+        let n = bytes.len();
+        if n >= FOUR_STREAMS_MIN && self.max_len <= n / 4 {
+            self.split_rows(bytes, [n / 4, n / 2, 3 * n / 4], out);
+        } else if n >= TWO_STREAMS_MIN && self.max_len <= n / 2 {
+            self.split_rows(bytes, [n / 2], out);
         } else {
-            self.split_rows(bytes, split, out);
+            self.run(bytes, self.start, 0, out);
         }
     }
 
-    /// [`Table::match_rows`] in two interleaved streams: the first over `..split`, the second
-    /// from the longest keyword less one byte before `split` to the end. An Aho-Corasick state
-    /// is the longest keyword prefix ending at the position, never longer than the longest
-    /// keyword, so from `split` on the second stream is in the state a single scan would be;
-    /// its matches ending at or before `split` are the first stream's and dropped. The two
-    /// lists, concatenated, are the single scan's. `split` must be at least the longest keyword
-    /// less one and at most half the length.
+    /// [`Table::match_rows`] in `N + 1` interleaved streams, split at `splits` (increasing):
+    /// the first over `..splits[0]`, each other from the longest keyword less one byte before
+    /// its split to the next split (or the end). An Aho-Corasick state is the longest keyword
+    /// prefix ending at the position, never longer than the longest keyword, so from its split
+    /// on a stream is in the state a single scan would be; its matches ending at or before its
+    /// split are the stream before's and dropped. The lists, concatenated, are the single
+    /// scan's. Each split must be at least the longest keyword less one, and each later part
+    /// at least as long as the first less that (the interleaved loop runs the first part's
+    /// length in every stream).
     #[inline(never)]
-    fn split_rows(&self, bytes: &[u8], split: usize, out: &mut Vec<(u16, usize)>) {
-        let from = split + 1 - self.max_len.max(1);
-        let (a, b) = (&bytes[..split], &bytes[from..]);
-        let mut second = Vec::new();
-        let (mut ra, mut rb) = (self.start, self.start);
-        let (blocks_a, _) = a.as_chunks::<8>();
-        let (blocks_b, _) = b[..split].as_chunks::<8>();
+    fn split_rows<const N: usize>(
+        &self,
+        bytes: &[u8],
+        splits: [usize; N],
+        out: &mut Vec<(u16, usize)>,
+    ) {
+        let lead = self.max_len.max(1) - 1;
+        let first = splits[0];
+        debug_assert!(
+            (0..N).all(|i| {
+                let end = splits.get(i + 1).copied().unwrap_or(bytes.len());
+                splits[i] >= lead && splits[i] - lead + first <= end
+            }),
+            "splits {splits:?} of {} bytes",
+            bytes.len()
+        );
+        // stream `i + 1` starts at `from[i]`; every stream runs `first` bytes interleaved
+        let from = splits.map(|s| s - lead);
+        let ends: [usize; N] =
+            std::array::from_fn(|i| splits.get(i + 1).copied().unwrap_or(bytes.len()));
+        let mut rest: [Vec<(u16, usize)>; N] = std::array::from_fn(|_| Vec::new());
+        let mut rows = [self.start; N];
+        let mut row0 = self.start;
+        let (blocks0, _) = bytes[..first].as_chunks::<8>();
+        let others: [&[[u8; 8]]; N] =
+            std::array::from_fn(|i| bytes[from[i]..from[i] + first].as_chunks::<8>().0);
         let mut base = 0;
-        for (x, y) in blocks_a.iter().zip(blocks_b) {
+        for (j, x) in blocks0.iter().enumerate() {
             for k in 0..8 {
-                self.step(&mut ra, x[k], base + k + 1, out);
-                self.step(&mut rb, y[k], from + base + k + 1, &mut second);
+                self.step(&mut row0, x[k], base + k + 1, out);
+                for i in 0..N {
+                    self.step(
+                        &mut rows[i],
+                        others[i][j][k],
+                        from[i] + base + k + 1,
+                        &mut rest[i],
+                    );
+                }
             }
             base += 8;
         }
-        self.run(&a[base..], ra, base, out);
-        self.run(&b[base..], rb, from + base, &mut second);
-        out.extend(second.into_iter().filter(|&(_, end)| end > split));
+        self.run(&bytes[base..first], row0, base, out);
+        for i in 0..N {
+            self.run(
+                &bytes[from[i] + base..ends[i]],
+                rows[i],
+                from[i] + base,
+                &mut rest[i],
+            );
+            let split = splits[i];
+            out.extend(rest[i].drain(..).filter(|&(_, end)| end > split));
+        }
     }
 
     /// One stream from row `row` over `bytes`, which start at `at` in the draft. Eight bytes

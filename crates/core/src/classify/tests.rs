@@ -1498,8 +1498,8 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
     assert!(total > 20_000, "only {total} hits compared");
 }
 
-/// The keyword scan split into two interleaved streams (`Table::split_rows`, taken for drafts of
-/// 4 KB or more) finds the match rows of one stream over the whole input, for every split from
+/// The keyword scan split into two interleaved streams (`Table::split_rows` with one split,
+/// taken for drafts of 4 KB to 16 KB) finds the match rows of one stream over the whole input, for every split from
 /// the longest keyword to half the input, on keyword-dense text where keywords straddle the
 /// split, and on the corpus.
 #[test]
@@ -1537,6 +1537,75 @@ fn the_two_stream_keyword_scan_is_the_single_stream_one() {
     for split in [lead, lead + 1, 4096, 20_001, big.len() / 2] {
         assert_eq!(kw.hits_split(&big, Some(split)), want, "split {split}");
     }
+    assert!(
+        compared > 3000 && want.len() > 500,
+        "{compared} splits, {} rows",
+        want.len()
+    );
+}
+
+/// The four-stream keyword scan (drafts of 16 KB or more) finds the single stream's match
+/// rows too: random splits on keyword-dense text, the tightest ones included, and the
+/// quarters the scan itself takes on the corpus.
+#[test]
+fn the_four_stream_keyword_scan_is_the_single_stream_one() {
+    let c = Classifier::default();
+    let kw = c.keywords.as_ref().unwrap();
+    let lead = kw.max_len() - 1;
+    let words: Vec<&str> = super::rules::builtin()
+        .iter()
+        .flat_map(|s| s.keywords.clone())
+        .collect();
+    let mut rng = Rng(0x18_0035);
+    let mut compared = 0;
+    for _ in 0..200 {
+        let mut s = Vec::new();
+        while s.len() < 400 {
+            s.extend(words[(rng.next() % words.len() as u64) as usize].bytes());
+            s.extend_from_slice([&b""[..], b" ", b"="][(rng.next() % 3) as usize]);
+        }
+        let want = kw.hits_split(&s, None);
+        let n = s.len();
+        for _ in 0..30 {
+            // the first part, then each later one at least as long as it less `lead`
+            let first = lead + (rng.next() as usize) % (n / 4 - lead);
+            let room = |at: usize| at + first - lead;
+            let s1 = first;
+            let s2 = room(s1) + (rng.next() as usize) % (n - room(s1) - 2 * (first - lead)).max(1);
+            let s3 = room(s2) + (rng.next() as usize) % (n - room(s2) - (first - lead)).max(1);
+            if s3 + first - lead > n || s2 >= s3 {
+                continue;
+            }
+            assert_eq!(
+                kw.hits_split4(&s, [s1, s2, s3]),
+                want,
+                "splits {:?} of {:?}",
+                [s1, s2, s3],
+                String::from_utf8_lossy(&s)
+            );
+            compared += 1;
+        }
+        // the tightest: every part as short as allowed
+        let t = [lead, 2 * lead.max(1), 3 * lead.max(1)];
+        if t[2] + lead <= n {
+            assert_eq!(kw.hits_split4(&s, t), want, "splits {t:?}");
+        }
+    }
+    let mut r = corpus::Rng(0x18_0036);
+    let big = corpus::mixed_source(&mut r, 80_000).into_bytes();
+    let n = big.len();
+    let want = kw.hits_split(&big, None);
+    assert_eq!(kw.hits_split4(&big, [n / 4, n / 2, 3 * n / 4]), want);
+    let mut through_hits = Vec::new();
+    kw.hits(&big, |pid, start, end| through_hits.push((pid, start, end)));
+    let mut single = Vec::new();
+    super::keywords::keyword_hits(&kw.dfa, &big, |pid, start, end| {
+        single.push((pid, start, end))
+    });
+    assert_eq!(
+        through_hits, single,
+        "the scan the classifier takes at {n} bytes"
+    );
     assert!(
         compared > 3000 && want.len() > 500,
         "{compared} splits, {} rows",
