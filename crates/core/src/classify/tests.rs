@@ -1498,6 +1498,21 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
     assert!(total > 20_000, "only {total} hits compared");
 }
 
+/// At least `len` bytes of the built-in rules' keywords drawn at random, each followed by
+/// nothing, a space or `=`: text where keywords overlap and straddle any split.
+fn keyword_dense(rng: &mut Rng, len: usize) -> Vec<u8> {
+    let words: Vec<&str> = super::rules::builtin()
+        .iter()
+        .flat_map(|s| s.keywords.clone())
+        .collect();
+    let mut s = Vec::new();
+    while s.len() < len {
+        s.extend(words[(rng.next() % words.len() as u64) as usize].bytes());
+        s.extend_from_slice([&b""[..], b" ", b"="][(rng.next() % 3) as usize]);
+    }
+    s
+}
+
 /// The keyword scan split into two interleaved streams (`Table::split_rows` with one split,
 /// taken for drafts of 4 KB to 16 KB) finds the match rows of one stream over the whole input, for every split from
 /// the longest keyword to half the input, on keyword-dense text where keywords straddle the
@@ -1508,18 +1523,10 @@ fn the_two_stream_keyword_scan_is_the_single_stream_one() {
     let kw = c.keywords.as_ref().unwrap();
     let lead = kw.max_len();
     assert!(lead > 10, "{lead}");
-    let words: Vec<&str> = super::rules::builtin()
-        .iter()
-        .flat_map(|s| s.keywords.clone())
-        .collect();
     let mut rng = Rng(0x18_0033);
     let mut compared = 0;
     for _ in 0..40 {
-        let mut s = Vec::new();
-        while s.len() < 300 {
-            s.extend(words[(rng.next() % words.len() as u64) as usize].bytes());
-            s.extend_from_slice([&b""[..], b" ", b"="][(rng.next() % 3) as usize]);
-        }
+        let s = keyword_dense(&mut rng, 300);
         let want = kw.hits_split(&s, None);
         for split in lead..=s.len() / 2 {
             assert_eq!(
@@ -1552,18 +1559,10 @@ fn the_four_stream_keyword_scan_is_the_single_stream_one() {
     let c = Classifier::default();
     let kw = c.keywords.as_ref().unwrap();
     let lead = kw.max_len() - 1;
-    let words: Vec<&str> = super::rules::builtin()
-        .iter()
-        .flat_map(|s| s.keywords.clone())
-        .collect();
     let mut rng = Rng(0x18_0035);
     let mut compared = 0;
     for _ in 0..200 {
-        let mut s = Vec::new();
-        while s.len() < 400 {
-            s.extend(words[(rng.next() % words.len() as u64) as usize].bytes());
-            s.extend_from_slice([&b""[..], b" ", b"="][(rng.next() % 3) as usize]);
-        }
+        let s = keyword_dense(&mut rng, 400);
         let want = kw.hits_split(&s, None);
         let n = s.len();
         for _ in 0..30 {
