@@ -9,8 +9,6 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
-use aho_corasick::MatchKind;
-use aho_corasick::dfa::DFA;
 use regex::bytes::{Regex, RegexBuilder};
 
 use super::config::{PatternSpec, Thresholds};
@@ -198,16 +196,7 @@ pub(super) fn build_ac(words: &[String]) -> Option<Arc<Keywords>> {
     if words.is_empty() {
         return None;
     }
-    // A full DFA: one transition per byte for the overlapping scan (the keyword set is small).
-    // No prefilter: nearly every letter starts a keyword, and without one the start state is
-    // not special, so the scan's loop tests one comparison per byte.
-    DFA::builder()
-        .ascii_case_insensitive(true)
-        .match_kind(MatchKind::Standard)
-        .prefilter(false)
-        .build(words)
-        .ok()
-        .map(|dfa| Arc::new(Keywords::new(dfa, words)))
+    Keywords::new(words).map(Arc::new)
 }
 
 /// A rule whose regex does not compile: its name, the policy line of its `regex` (0 when unknown)

@@ -15,7 +15,7 @@
 
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
-use aho_corasick::{Anchored, PatternID};
+use aho_corasick::{Anchored, MatchKind, PatternID};
 
 /// Rows of the dense table: every `u16` is a row offset.
 const TABLE: usize = 1 << 16;
@@ -27,11 +27,17 @@ const TWO_STREAMS_MIN: usize = 4096;
 /// Drafts at least this long are scanned in four streams.
 const FOUR_STREAMS_MIN: usize = 16 * 1024;
 
-/// The keyword DFA and, when it fits, its dense table.
+/// The keywords' dense table, or the DFA for a keyword set too large for it.
 #[derive(Debug)]
 pub(super) struct Keywords {
-    pub(super) dfa: DFA,
+    /// Built only when the table does not fit: the table is made from the Aho-Corasick NFA's
+    /// own transitions, and determinising the automaton cost more than the rest of compiling
+    /// the built-in rules.
+    dfa: Option<DFA>,
     table: Option<Table>,
+    /// The keywords, for the tests' reference DFA.
+    #[cfg(test)]
+    words: Vec<String>,
 }
 
 struct Table {
@@ -63,10 +69,32 @@ impl std::fmt::Debug for Table {
 }
 
 impl Keywords {
-    /// The automaton `dfa` of the keywords `words`, with its table when it fits.
-    pub(super) fn new(dfa: DFA, words: &[String]) -> Keywords {
-        let table = Table::build(&dfa, words);
-        Keywords { dfa, table }
+    /// The automaton of the keywords `words` (ASCII case-insensitive, every match, overlapping
+    /// ones included): the dense table built from the NFA, else the DFA. `None` when the
+    /// automaton cannot be built.
+    pub(super) fn new(words: &[String]) -> Option<Keywords> {
+        let nfa = aho_corasick::nfa::noncontiguous::Builder::new()
+            .ascii_case_insensitive(true)
+            .match_kind(MatchKind::Standard)
+            .build(words)
+            .ok()?;
+        let table = Table::build(&nfa, words);
+        let dfa = match table {
+            Some(_) => None,
+            None => Some(build_dfa(words)?),
+        };
+        Some(Keywords {
+            dfa,
+            table,
+            #[cfg(test)]
+            words: words.to_vec(),
+        })
+    }
+
+    /// The DFA of the same keywords, which the tests compare the table with.
+    #[cfg(test)]
+    pub(super) fn reference_dfa(&self) -> DFA {
+        build_dfa(&self.words).unwrap()
     }
 
     /// Whether the dense table is in use (the tests check that the built-in keywords fit).
@@ -108,7 +136,9 @@ impl Keywords {
     /// then longest first): what [`keyword_hits`] reports, through the table.
     pub(super) fn hits(&self, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
         let Some(t) = &self.table else {
-            keyword_hits(&self.dfa, bytes, f);
+            if let Some(dfa) = &self.dfa {
+                keyword_hits(dfa, bytes, f);
+            }
             return;
         };
         let mut rows = Vec::new();
@@ -127,8 +157,10 @@ impl Keywords {
 impl Table {
     /// The table of `dfa`'s unanchored states, or `None` when they do not fit in it (or
     /// when the dead state is reachable, which a standard unanchored automaton never does).
-    /// `words` are the keywords `dfa` was built from (ASCII case-insensitively).
-    fn build(dfa: &DFA, words: &[String]) -> Option<Table> {
+    /// `words` are the keywords `dfa` was built from (ASCII case-insensitively). Any
+    /// automaton of them will do: the NFA's transitions follow its failure links, so each
+    /// state's row is the DFA's.
+    fn build(dfa: &impl Automaton, words: &[String]) -> Option<Table> {
         // byte classes from the keywords, without probing the automaton for every byte: a byte
         // in no keyword takes every state where the start state does (no trie edge anywhere:
         // the failure links end at the start), so all such bytes share one class; an ASCII
@@ -374,6 +406,18 @@ impl Table {
 #[inline(never)]
 fn push_row(out: &mut Vec<(u16, usize)>, row: u16, end: usize) {
     out.push((row, end));
+}
+
+/// The DFA of `words`: a full DFA, one transition per byte for the overlapping scan. No
+/// prefilter: nearly every letter starts a keyword, and without one the start state is not
+/// special, so the scan's loop tests one comparison per byte.
+fn build_dfa(words: &[String]) -> Option<DFA> {
+    DFA::builder()
+        .ascii_case_insensitive(true)
+        .match_kind(MatchKind::Standard)
+        .prefilter(false)
+        .build(words)
+        .ok()
 }
 
 /// Every occurrence of every keyword of `dfa` in `bytes`, overlapping ones included, as

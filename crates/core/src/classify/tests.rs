@@ -1401,7 +1401,7 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
         .build(&words)
         .unwrap();
     let kw = super::compile::build_ac(&words).unwrap();
-    let dfa = &kw.dfa;
+    let dfa = &kw.reference_dfa();
     let mut inputs: Vec<Vec<u8>> = vec![
         Vec::new(),
         b"password".to_vec(),
@@ -1459,6 +1459,7 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
         kw.has_table(),
         "the built-in keywords no longer fit the dense table"
     );
+    let dfa = kw.reference_dfa();
     let words = builtin_keywords();
     let mut inputs: Vec<Vec<u8>> = vec![Vec::new(), b"x".to_vec(), b"\xff\x00".to_vec()];
     for w in &words {
@@ -1492,7 +1493,7 @@ fn keyword_table_reports_what_the_dfa_loop_reports() {
     }
     let total = same_hits(
         &inputs,
-        |input, hit| super::keywords::keyword_hits(&kw.dfa, input, hit),
+        |input, hit| super::keywords::keyword_hits(&dfa, input, hit),
         |input, hit| kw.hits(input, hit),
     );
     assert!(total > 20_000, "only {total} hits compared");
@@ -1598,7 +1599,7 @@ fn the_four_stream_keyword_scan_is_the_single_stream_one() {
     let mut through_hits = Vec::new();
     kw.hits(&big, |pid, start, end| through_hits.push((pid, start, end)));
     let mut single = Vec::new();
-    super::keywords::keyword_hits(&kw.dfa, &big, |pid, start, end| {
+    super::keywords::keyword_hits(&kw.reference_dfa(), &big, |pid, start, end| {
         single.push((pid, start, end))
     });
     assert_eq!(
