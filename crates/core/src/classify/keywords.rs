@@ -1,7 +1,9 @@
 //! The keyword automaton of the L0 classifier: every rule's keywords in one ASCII
-//! case-insensitive Aho-Corasick DFA, and the dense transition table the scan follows.
+//! case-insensitive Aho-Corasick automaton, and the dense transition table the scan follows.
 //!
-//! The table is the DFA's own transitions, renumbered: its bytes grouped into classes (one per
+//! The table is the automaton's DFA transitions, renumbered (read from the NFA, whose
+//! transitions follow its failure links; the DFA itself is built only when the table does
+//! not fit): its bytes grouped into classes (one per
 //! keyword byte, the two cases of a letter together, and one for every byte of no keyword),
 //! each state a row of `stride` (a power of two at least the number of classes) `u16` entries
 //! holding the next row's offset, the non-match states' rows first so that one comparison
