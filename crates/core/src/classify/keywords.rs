@@ -1,9 +1,9 @@
 //! The keyword automaton of the L0 classifier: every rule's keywords in one ASCII
 //! case-insensitive Aho-Corasick automaton, and the dense transition table the scan follows.
 //!
-//! The table is the automaton's DFA transitions, renumbered (read from the NFA, whose
-//! transitions follow its failure links; the DFA itself is built only when the table does
-//! not fit): its bytes grouped into classes (one per
+//! The table is the automaton's DFA transitions, renumbered (made from the NFA's trie and
+//! its matches; the DFA itself is built only when the table does not fit): its bytes
+//! grouped into classes (one per
 //! keyword byte, the two cases of a letter together, and one for every byte of no keyword),
 //! each state a row of `stride` (a power of two at least the number of classes) `u16` entries
 //! holding the next row's offset, the non-match states' rows first so that one comparison
@@ -11,7 +11,9 @@
 //! constant: no bounds check and no special-state test per byte (the aho-corasick DFA's
 //! `next_state` costs a class lookup, an addition, a bounds check and a load, then a
 //! comparison for special states and another for match states). Built once per classifier
-//! from the keywords' classes (a few hundred microseconds), not by probing every byte.
+//! from the keywords' classes and their trie: each state's row is its failure state's row
+//! with its own trie edges written over it, so the automaton is asked only for its trie
+//! edges, not for every state and byte class.
 //! A keyword set too large for it (custom policy rules can add any number) is scanned through
 //! the DFA's own transitions ([`keyword_hits`], also the tests' reference).
 
@@ -33,7 +35,7 @@ const FOUR_STREAMS_MIN: usize = 16 * 1024;
 #[derive(Debug)]
 pub(super) struct Keywords {
     /// Built only when the table does not fit: the table is made from the Aho-Corasick NFA's
-    /// own transitions, and determinising the automaton cost more than the rest of compiling
+    /// trie and matches, and determinising the automaton cost more than the rest of compiling
     /// the built-in rules.
     dfa: Option<DFA>,
     table: Option<Table>,
@@ -105,6 +107,59 @@ impl Keywords {
         self.table.is_some()
     }
 
+    /// Checks the dense table against the DFA of the same keywords, transition by
+    /// transition: from the pair of start states, every byte must lead both to a match state
+    /// or both to a non-match one, with the same patterns in the same order, and every pair so
+    /// reached is checked in turn. Returns the number of pairs checked, or what differed.
+    #[cfg(test)]
+    pub(super) fn table_is_the_dfa(&self) -> Result<usize, String> {
+        let t = self.table.as_ref().ok_or("no table")?;
+        let dfa = self.reference_dfa();
+        let patterns = |row: u16| -> Vec<(usize, usize)> {
+            if row < t.first_match {
+                return Vec::new();
+            }
+            let (a, b) = t.matches[usize::from((row - t.first_match) >> t.shift)];
+            t.pats[a as usize..b as usize].to_vec()
+        };
+        let dfa_patterns = |sid: StateID| -> Vec<(usize, usize)> {
+            if !dfa.is_match(sid) {
+                return Vec::new();
+            }
+            (0..dfa.match_len(sid))
+                .map(|k| {
+                    let pid = dfa.match_pattern(sid, k);
+                    (pid.as_usize(), dfa.pattern_len(pid))
+                })
+                .collect()
+        };
+        let first = (
+            t.start,
+            dfa.start_state(Anchored::No).map_err(|e| e.to_string())?,
+        );
+        let mut seen = std::collections::HashSet::from([first]);
+        let mut todo = vec![first];
+        while let Some((row, sid)) = todo.pop() {
+            for b in 0..=255u8 {
+                let next = (
+                    t.trans[usize::from(row) + usize::from(t.class[usize::from(b)])],
+                    dfa.next_state(Anchored::No, sid, b),
+                );
+                if patterns(next.0) != dfa_patterns(next.1) {
+                    return Err(format!(
+                        "byte {b:#04x} from row {row} / state {sid:?}: table {:?}, DFA {:?}",
+                        patterns(next.0),
+                        dfa_patterns(next.1)
+                    ));
+                }
+                if seen.insert(next) {
+                    todo.push(next);
+                }
+            }
+        }
+        Ok(seen.len())
+    }
+
     /// The hits of `bytes` scanned as two streams split at `split` (the tests try every split
     /// where keywords straddle it), or as one stream for `None`.
     #[cfg(test)]
@@ -156,12 +211,24 @@ impl Keywords {
     }
 }
 
+/// A node of the keywords' trie while [`Table::build`] numbers the states.
+struct Node {
+    /// Its state in the automaton.
+    sid: StateID,
+    /// The length of its prefix.
+    depth: usize,
+    /// The sorted, folded keywords that start with its prefix.
+    words: std::ops::Range<usize>,
+    /// The node of its failure state.
+    fail: usize,
+}
+
 impl Table {
     /// The table of `dfa`'s unanchored states, or `None` when they do not fit in it (or
     /// when the dead state is reachable, which a standard unanchored automaton never does).
     /// `words` are the keywords `dfa` was built from (ASCII case-insensitively). Any
-    /// automaton of them will do: the NFA's transitions follow its failure links, so each
-    /// state's row is the DFA's.
+    /// automaton of them will do (the NFA or the DFA): it is asked only for the state at the
+    /// end of each trie edge and for the matches of each state.
     fn build(dfa: &impl Automaton, words: &[String]) -> Option<Table> {
         // byte classes from the keywords, without probing the automaton for every byte: a byte
         // in no keyword takes every state where the start state does (no trie edge anywhere:
@@ -200,55 +267,77 @@ impl Table {
             class[usize::from(b)] = class[usize::from(b.to_ascii_lowercase())];
         }
         let start = dfa.start_state(Anchored::No).ok()?;
-        // The automaton's state ids are offsets into its own table, multiples of its stride:
-        // `index[sid / unit]` is a state's position in `states`, with `unit` the largest power
-        // of two dividing the start state and its successors (a later id that is no multiple
-        // of it means no table, never a wrong one). Indexing by the raw id touched megabytes.
-        let unit = reps
+        // The states are the trie's nodes, the prefixes of the (folded) keywords, breadth
+        // first. A node's children are the bytes that extend its prefix within some keyword;
+        // every other class leads where it leads from the node's failure state (the node of
+        // its longest proper suffix that is a prefix), which is shallower, so its row is
+        // complete. The automaton is asked only for each child's state (a trie edge it finds
+        // at once), not for every state and class (each a walk along failure links, which
+        // took most of the table's build).
+        let mut folded: Vec<Vec<u8>> = words
             .iter()
-            .map(|&b| dfa.next_state(Anchored::No, start, b).as_usize())
-            .chain([start.as_usize()])
-            .filter(|&id| id != 0)
-            .map(|id| 1usize << id.trailing_zeros())
-            .min()
-            .unwrap_or(1);
-        let slot = |index: &mut Vec<u32>, sid: StateID| -> Option<usize> {
-            let id = sid.as_usize();
-            if !id.is_multiple_of(unit) {
-                return None;
-            }
-            let i = id / unit;
-            if i >= index.len() {
-                index.resize(i + 1, u32::MAX);
-            }
-            Some(i)
-        };
-        // the reachable states, breadth first; `next[s * classes + c]` is the position of the
-        // successor of the `s`th on class `c`
-        let mut states = vec![start];
-        let mut index: Vec<u32> = Vec::new();
-        let i = slot(&mut index, start)?;
-        index[i] = 0;
-        let mut next = Vec::new();
+            .map(|w| w.bytes().map(|b| b.to_ascii_lowercase()).collect())
+            .collect();
+        folded.sort_unstable();
+        folded.dedup();
+        let classes = reps.len();
+        let mut nodes = vec![Node {
+            sid: start,
+            depth: 0,
+            words: 0..folded.len(),
+            fail: 0,
+        }];
+        // `next[s * classes + c]`: the node the `s`th node goes to on class `c`
+        let mut next: Vec<u32> = Vec::new();
+        let mut child = vec![u32::MAX; classes];
         let mut k = 0;
-        while k < states.len() {
-            let s = states[k];
-            for &b in &reps {
-                let t = dfa.next_state(Anchored::No, s, b);
+        while k < nodes.len() {
+            let (sid, depth, fail) = (nodes[k].sid, nodes[k].depth, nodes[k].fail);
+            let (mut i, hi) = (nodes[k].words.start, nodes[k].words.end);
+            child.fill(u32::MAX);
+            // the keywords with this prefix, sorted: the prefix itself (if a keyword) first,
+            // then the longer ones grouped by their next byte
+            while i < hi && folded[i].len() == depth {
+                i += 1;
+            }
+            while i < hi {
+                let b = folded[i][depth];
+                let mut j = i + 1;
+                while j < hi && folded[j][depth] == b {
+                    j += 1;
+                }
+                let t = dfa.next_state(Anchored::No, sid, b);
                 if dfa.is_dead(t) {
                     return None;
                 }
-                let i = slot(&mut index, t)?;
-                if index[i] == u32::MAX {
-                    index[i] = u32::try_from(states.len()).ok()?;
-                    states.push(t);
-                }
-                next.push(index[i]);
+                let c = usize::from(class[usize::from(b)]);
+                let child_fail = if k == 0 {
+                    0
+                } else {
+                    next[fail * classes + c] as usize
+                };
+                child[c] = u32::try_from(nodes.len()).ok()?;
+                nodes.push(Node {
+                    sid: t,
+                    depth: depth + 1,
+                    words: i..j,
+                    fail: child_fail,
+                });
+                i = j;
+            }
+            for (c, &to) in child.iter().enumerate() {
+                next.push(if to != u32::MAX {
+                    to
+                } else if k == 0 {
+                    0
+                } else {
+                    next[fail * classes + c]
+                });
             }
             k += 1;
         }
+        let states: Vec<StateID> = nodes.iter().map(|node| node.sid).collect();
         let n = states.len();
-        let classes = reps.len();
         let shift = reps.len().next_power_of_two().trailing_zeros();
         if n << shift > TABLE {
             return None;

@@ -1446,6 +1446,36 @@ fn keyword_scan_reports_what_the_overlapping_iterator_reports() {
     assert!(total > 5_000, "only {total} hits compared");
 }
 
+/// The dense keyword table is the DFA of its keywords, transition by transition (a walk of
+/// both automata in step over every byte from every pair of states reached): for the built-in
+/// keywords, and for random sets of short words over a small alphabet, where keywords are
+/// prefixes, suffixes and infixes of each other, come in both cases and hold bytes outside
+/// ASCII, so failure states chain deep.
+#[test]
+fn the_keyword_table_is_the_dfa_of_its_keywords() {
+    let kw = super::compile::build_ac(&builtin_keywords()).unwrap();
+    let pairs = kw.table_is_the_dfa().unwrap();
+    assert!(pairs > 500, "only {pairs} state pairs checked");
+    let mut rng = Rng(0x18_0040);
+    let alphabet: &[&[u8]] = &[b"a", b"b", b"A", b"-", b"\xc3\xa9", b"k", b"K"];
+    for _ in 0..200 {
+        let words: Vec<String> = (0..1 + rng.next() % 12)
+            .map(|_| {
+                let mut w = Vec::new();
+                for _ in 0..1 + rng.next() % 6 {
+                    w.extend_from_slice(alphabet[(rng.next() % alphabet.len() as u64) as usize]);
+                }
+                String::from_utf8(w).unwrap()
+            })
+            .collect();
+        let kw = super::compile::build_ac(&words).unwrap();
+        assert!(kw.has_table());
+        if let Err(e) = kw.table_is_the_dfa() {
+            panic!("keywords {words:?}: {e}");
+        }
+    }
+}
+
 /// The dense keyword table (`keywords::Keywords::hits`) reports what the loop over the DFA's
 /// own transitions (`keywords::keyword_hits`, the routine it replaced) reports, hit for hit and
 /// in the same order: over the corpus, random keyword-dense text, and every keyword placed at
