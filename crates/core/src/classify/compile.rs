@@ -9,7 +9,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, OnceLock};
 
-use regex::bytes::{Regex, RegexBuilder};
+use regex_automata::util::captures::Captures;
+use regex_automata::util::syntax;
+use regex_automata::{Input, Match, PatternID, meta};
 
 use super::config::{PatternSpec, Thresholds};
 use super::keywords::Keywords;
@@ -51,6 +53,8 @@ pub(super) enum Derive {
 pub(super) struct RuleRegex {
     pattern: Arc<str>,
     unicode: bool,
+    /// Searched over whole drafts (no keyword wakes it): worth a literal prefilter.
+    prefilter: bool,
     /// The regex and its capture groups; `None` when it does not compile.
     compiled: Arc<OnceLock<Option<(Regex, Slots)>>>,
 }
@@ -72,10 +76,15 @@ pub(super) struct Slots {
 impl Slots {
     fn of(regex: &Regex) -> Slots {
         let mut slots = Slots {
-            any: regex.captures_len() > 1,
+            any: regex.0.captures_len() > 1,
             ..Slots::default()
         };
-        for (i, name) in regex.capture_names().enumerate() {
+        for (i, name) in regex
+            .0
+            .group_info()
+            .pattern_names(PatternID::ZERO)
+            .enumerate()
+        {
             let slot = match name {
                 Some("s") => &mut slots.s,
                 Some("s2") => &mut slots.s2,
@@ -91,28 +100,146 @@ impl Slots {
     }
 }
 
-fn build_regex(pattern: &str, unicode: bool) -> Result<Regex, regex::Error> {
-    RegexBuilder::new(pattern)
-        .unicode(unicode)
-        .size_limit(1 << 23)
-        .dfa_size_limit(1 << 23)
-        .build()
+/// A rule's compiled regex, with the searches the scan makes (those of
+/// `regex::bytes::Regex`, which wraps the same engine).
+pub(super) struct Regex(meta::Regex);
+
+/// The capture groups of a rule's last capture search, reused search after search.
+pub(super) struct Locations(Captures);
+
+impl Regex {
+    /// The leftmost-first match in `hay` starting at `at` or later (the bytes before `at`
+    /// still count for `^`, `$` and word boundaries).
+    pub(super) fn find_at(&self, hay: &[u8], at: usize) -> Option<Match> {
+        self.0.find(Input::new(hay).range(at..))
+    }
+
+    /// Every non-overlapping match in `hay`.
+    pub(super) fn find_iter<'r, 'h>(
+        &'r self,
+        hay: &'h [u8],
+    ) -> impl Iterator<Item = Match> + use<'r, 'h> {
+        self.0.find_iter(hay)
+    }
+
+    /// Room for the groups of one capture search.
+    pub(super) fn capture_locations(&self) -> Locations {
+        Locations(self.0.create_captures())
+    }
+
+    /// Like [`Regex::find_at`], filling `locs` with the match's groups.
+    pub(super) fn captures_read_at(
+        &self,
+        locs: &mut Locations,
+        hay: &[u8],
+        at: usize,
+    ) -> Option<Match> {
+        self.0
+            .search_captures(&Input::new(hay).range(at..), &mut locs.0);
+        locs.0.get_match()
+    }
+}
+
+impl Locations {
+    /// Group `i` of the last match, as a span of the searched haystack.
+    pub(super) fn get(&self, i: usize) -> Option<(usize, usize)> {
+        self.0.get_group(i).map(|s| (s.start, s.end))
+    }
+}
+
+/// The groups of one capture search, by index or name (the tests' view).
+#[cfg(test)]
+pub(super) struct TestCaptures(Captures);
+
+/// One group of a [`TestCaptures`].
+#[cfg(test)]
+pub(super) struct Group(regex_automata::Span);
+
+#[cfg(test)]
+impl Group {
+    pub(super) fn range(&self) -> std::ops::Range<usize> {
+        self.0.range()
+    }
+    pub(super) fn start(&self) -> usize {
+        self.0.start
+    }
+    pub(super) fn end(&self) -> usize {
+        self.0.end
+    }
+}
+
+#[cfg(test)]
+impl TestCaptures {
+    pub(super) fn get(&self, i: usize) -> Option<Group> {
+        self.0.get_group(i).map(Group)
+    }
+    pub(super) fn name(&self, name: &str) -> Option<Group> {
+        self.0.get_group_by_name(name).map(Group)
+    }
+}
+
+#[cfg(test)]
+impl Regex {
+    /// The groups of the leftmost-first match starting at `at` or later.
+    pub(super) fn captures_at(&self, hay: &[u8], at: usize) -> Option<TestCaptures> {
+        let mut caps = self.0.create_captures();
+        self.0
+            .search_captures(&Input::new(hay).range(at..), &mut caps);
+        caps.is_match().then_some(TestCaptures(caps))
+    }
+}
+
+/// Compiles a rule's regex as `regex::bytes::RegexBuilder` does (leftmost-first, bytes that
+/// need not be UTF-8, empty matches anywhere, the size limits of before), less two parts the
+/// scan never uses: the one-pass DFA, which only anchored capture searches run (the scan's are
+/// unanchored), and, for a rule a keyword wakes (`prefilter` false: it is searched only in the
+/// windows around its hits), the literal prefilter. On the built-in rules those two were a
+/// third of the compile time, and a scan of a few files spends most of its time compiling the
+/// rules they wake.
+pub(super) fn build_regex(pattern: &str, unicode: bool, prefilter: bool) -> Result<Regex, String> {
+    meta::Builder::new()
+        .configure(
+            meta::Config::new()
+                .utf8_empty(false)
+                .nfa_size_limit(Some(1 << 23))
+                .hybrid_cache_capacity(1 << 23)
+                .onepass(false)
+                .auto_prefilter(prefilter),
+        )
+        .syntax(syntax::Config::new().unicode(unicode).utf8(false))
+        .build(pattern)
+        .map(Regex)
+        .map_err(|e| regex_error_text(&e))
+}
+
+/// The text `regex::Error` shows for a build error (the syntax error's own text, or the size
+/// limit), so a policy's invalid rule reads as it did.
+fn regex_error_text(e: &meta::BuildError) -> String {
+    if let Some(limit) = e.size_limit() {
+        format!("Compiled regex exceeds size limit of {limit} bytes.")
+    } else if let Some(syntax) = e.syntax_error() {
+        syntax.to_string()
+    } else {
+        e.to_string()
+    }
 }
 
 impl RuleRegex {
-    fn lazy(pattern: &str, unicode: bool) -> RuleRegex {
+    fn lazy(pattern: &str, unicode: bool, prefilter: bool) -> RuleRegex {
         RuleRegex {
             pattern: pattern.into(),
             unicode,
+            prefilter,
             compiled: Arc::new(OnceLock::new()),
         }
     }
 
-    fn compiled(pattern: &str, unicode: bool, regex: Regex) -> RuleRegex {
+    fn compiled(pattern: &str, unicode: bool, prefilter: bool, regex: Regex) -> RuleRegex {
         let slots = Slots::of(&regex);
         RuleRegex {
             pattern: pattern.into(),
             unicode,
+            prefilter,
             compiled: Arc::new(OnceLock::from(Some((regex, slots)))),
         }
     }
@@ -129,10 +256,12 @@ impl RuleRegex {
     pub(super) fn get(&self) -> Option<(&Regex, Slots)> {
         self.compiled
             .get_or_init(|| {
-                build_regex(&self.pattern, self.unicode).ok().map(|r| {
-                    let slots = Slots::of(&r);
-                    (r, slots)
-                })
+                build_regex(&self.pattern, self.unicode, self.prefilter)
+                    .ok()
+                    .map(|r| {
+                        let slots = Slots::of(&r);
+                        (r, slots)
+                    })
             })
             .as_ref()
             .map(|(r, g)| (r, *g))
@@ -250,11 +379,12 @@ impl Classifier {
                 None
             } else {
                 let custom = idx >= custom_start;
+                let prefilter = spec.keywords.is_empty();
                 if !custom {
-                    Some(RuleRegex::lazy(&spec.regex, false))
+                    Some(RuleRegex::lazy(&spec.regex, false, prefilter))
                 } else {
-                    match build_regex(&spec.regex, true) {
-                        Ok(r) => Some(RuleRegex::compiled(&spec.regex, true, r)),
+                    match build_regex(&spec.regex, true, prefilter) {
+                        Ok(r) => Some(RuleRegex::compiled(&spec.regex, true, prefilter, r)),
                         Err(e) => {
                             let line = extend_patterns
                                 .iter()

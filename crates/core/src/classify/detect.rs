@@ -257,7 +257,7 @@ fn is_local_byte(b: u8) -> bool {
 /// the domain (else `$` matched), and neither part can hold an `@`. The search resumes after
 /// the secret, as for every rule with groups.
 pub(super) fn email_matches(
-    re: &regex::bytes::Regex,
+    re: &super::compile::Regex,
     hay: &[u8],
     mut f: impl FnMut(Range<usize>, usize),
 ) {

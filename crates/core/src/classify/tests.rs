@@ -1668,7 +1668,7 @@ fn derived_rule<'c>(
     c: &'c Classifier,
     name: &str,
     derive: super::compile::Derive,
-) -> &'c regex::bytes::Regex {
+) -> &'c super::compile::Regex {
     let rule = c.rules.iter().find(|r| r.name == name).unwrap();
     assert_eq!(rule.derive, derive);
     let (re, _) = rule.regex.as_ref().unwrap().get().unwrap();
@@ -2123,5 +2123,31 @@ fn size_metrics_agree_with_the_line_by_line_count() {
             super::score::size_metrics_by_line(s),
             "input {s:?}"
         );
+    }
+}
+
+/// An operator's rule that does not compile is reported in the words of the `regex` crate,
+/// as before the rules were built through its engine directly: a syntax error's own text, or
+/// the size limit.
+#[test]
+fn an_invalid_custom_rule_reads_as_the_regex_crate_reports_it() {
+    for pattern in [
+        "acme_([",
+        r"x\",
+        "(?P<a>x)(?P<a>y)",
+        r"\w{1000}{1000}",
+        "a{4294967296}",
+    ] {
+        let ours = super::compile::build_regex(pattern, true, true)
+            .err()
+            .unwrap_or_else(|| panic!("{pattern} compiled"));
+        let theirs = regex::bytes::RegexBuilder::new(pattern)
+            .unicode(true)
+            .size_limit(1 << 23)
+            .dfa_size_limit(1 << 23)
+            .build()
+            .unwrap_err()
+            .to_string();
+        assert_eq!(ours, theirs, "{pattern}");
     }
 }

@@ -7,7 +7,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use regex::bytes::CaptureLocations;
+use super::compile::Locations;
 
 use super::compile::{CompiledRule, Slots};
 use super::rules::Check;
@@ -53,7 +53,7 @@ pub(super) struct Groups {
 impl Groups {
     /// The groups of the match in `locs` (of a search of a window starting at `base`); `None`
     /// when `locs` holds no match.
-    pub(super) fn of(locs: &CaptureLocations, slots: Slots, base: usize) -> Option<Groups> {
+    pub(super) fn of(locs: &Locations, slots: Slots, base: usize) -> Option<Groups> {
         let at = |i: Option<usize>| i.and_then(|i| locs.get(i)).map(|(s, e)| base + s..base + e);
         Some(Groups {
             whole: at(Some(0))?,
