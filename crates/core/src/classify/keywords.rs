@@ -289,12 +289,19 @@ impl Table {
         }];
         // `next[s * classes + c]`: the node the `s`th node goes to on class `c`
         let mut next: Vec<u32> = Vec::new();
-        let mut child = vec![u32::MAX; classes];
         let mut k = 0;
         while k < nodes.len() {
             let (sid, depth, fail) = (nodes[k].sid, nodes[k].depth, nodes[k].fail);
             let (mut i, hi) = (nodes[k].words.start, nodes[k].words.end);
-            child.fill(u32::MAX);
+            // the failure state's row (the start state's: every class back to it), then this
+            // node's own edges over it; what an edge's class led to before is the child's
+            // failure state
+            let row = next.len();
+            if k == 0 {
+                next.resize(row + classes, 0);
+            } else {
+                next.extend_from_within(fail * classes..(fail + 1) * classes);
+            }
             // the keywords with this prefix, sorted: the prefix itself (if a keyword) first,
             // then the longer ones grouped by their next byte
             while i < hi && folded[i].len() == depth {
@@ -310,13 +317,9 @@ impl Table {
                 if dfa.is_dead(t) {
                     return None;
                 }
-                let c = usize::from(class[usize::from(b)]);
-                let child_fail = if k == 0 {
-                    0
-                } else {
-                    next[fail * classes + c] as usize
-                };
-                child[c] = u32::try_from(nodes.len()).ok()?;
+                let at = row + usize::from(class[usize::from(b)]);
+                let child_fail = next[at] as usize;
+                next[at] = u32::try_from(nodes.len()).ok()?;
                 nodes.push(Node {
                     sid: t,
                     depth: depth + 1,
@@ -324,15 +327,6 @@ impl Table {
                     fail: child_fail,
                 });
                 i = j;
-            }
-            for (c, &to) in child.iter().enumerate() {
-                next.push(if to != u32::MAX {
-                    to
-                } else if k == 0 {
-                    0
-                } else {
-                    next[fail * classes + c]
-                });
             }
             k += 1;
         }

@@ -7,9 +7,7 @@
 use std::ops::Range;
 use std::sync::LazyLock;
 
-use super::compile::Locations;
-
-use super::compile::{CompiledRule, Slots};
+use super::compile::{CompiledRule, Locations, Slots};
 use super::rules::Check;
 use super::{entropy, pii};
 
