@@ -545,6 +545,52 @@ fn gitignore_ignore_files_global_excludes_and_hidden_files_are_honoured() {
     assert_eq!(p.reported(&["target/a.py"]), vec!["target/a.py"]);
 }
 
+/// Named regular files are scanned without the walker; what is reported must not change: a
+/// named file is scanned wherever it is (ignored, hidden, inside `.git`), beside a walked
+/// directory and a named symlink (which the walker follows, as before), each counted once.
+#[test]
+fn named_files_are_scanned_wherever_they_are_beside_walked_directories_and_symlinks() {
+    let p = Project::git_repo();
+    let secret = code_with(&github_token(20));
+    for f in ["src/a.py", "target/b.py", ".hidden/c.py", ".git/hooks/d.py"] {
+        p.write(f, &secret);
+    }
+    p.write(".gitignore", "target/\n");
+    // bytes that are not UTF-8 before the secret: replaced, and the secret still found
+    let mut bad = b"\xff\xfe x = 1\n".to_vec();
+    bad.extend_from_slice(secret.as_bytes());
+    std::fs::write(p.path("bad.py"), bad).unwrap();
+    let mut binary = secret.clone().into_bytes();
+    binary.insert(3, 0);
+    std::fs::write(p.path("blob.py"), binary).unwrap();
+    std::os::unix::fs::symlink("src/a.py", p.path("link.py")).unwrap();
+    let named = [
+        "target/b.py",
+        ".hidden/c.py",
+        ".git/hooks/d.py",
+        "bad.py",
+        "blob.py",
+        "link.py",
+        "src",
+    ];
+    assert_eq!(
+        p.reported(&named),
+        vec![
+            ".git/hooks/d.py",
+            ".hidden/c.py",
+            "bad.py",
+            "link.py",
+            "src/a.py",
+            "target/b.py"
+        ]
+    );
+    let mut args = vec!["--format", "json"];
+    args.extend(named);
+    let out = p.scan(&args).json();
+    assert_eq!(out["scanned"], 6, "{out}");
+    assert_eq!(out["skipped_binary"], 1, "{out}");
+}
+
 #[test]
 fn binary_files_are_skipped_and_counted() {
     let p = Project::new();

@@ -178,7 +178,7 @@ pub fn scan_staged(
             commit: None,
         };
         out.push(scan_text(
-            &String::from_utf8_lossy(&data),
+            &super::text_of(&data),
             source,
             classifier,
             filters,
