@@ -1,8 +1,8 @@
 //! The keyword automaton of the L0 classifier: every rule's keywords in one ASCII
 //! case-insensitive Aho-Corasick automaton, and the dense transition table the scan follows.
 //!
-//! The table is the automaton's DFA transitions, renumbered (made from the NFA's trie and
-//! its matches; the DFA itself is built only when the table does not fit): its bytes
+//! The table is the automaton's DFA transitions, renumbered (made from the keywords' trie
+//! alone; the crate's DFA is built only when the table does not fit): its bytes
 //! grouped into classes (one per
 //! keyword byte, the two cases of a letter together, and one for every byte of no keyword),
 //! each state a row of `stride` (a power of two at least the number of classes) `u16` entries
@@ -12,14 +12,14 @@
 //! `next_state` costs a class lookup, an addition, a bounds check and a load, then a
 //! comparison for special states and another for match states). Built once per classifier
 //! from the keywords' classes and their trie: each state's row is its failure state's row
-//! with its own trie edges written over it, so the automaton is asked only for its trie
-//! edges, not for every state and byte class.
+//! with its own trie edges written over it, and its matches are its own keywords' then its
+//! failure state's, so no automaton is built for it.
 //! A keyword set too large for it (custom policy rules can add any number) is scanned through
 //! the DFA's own transitions ([`keyword_hits`], also the tests' reference).
 
 use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
-use aho_corasick::{Anchored, MatchKind, PatternID};
+use aho_corasick::{Anchored, MatchKind};
 
 /// Rows of the dense table: every `u16` is a row offset.
 const TABLE: usize = 1 << 16;
@@ -34,9 +34,9 @@ const FOUR_STREAMS_MIN: usize = 16 * 1024;
 /// The keywords' dense table, or the DFA for a keyword set too large for it.
 #[derive(Debug)]
 pub(super) struct Keywords {
-    /// Built only when the table does not fit: the table is made from the Aho-Corasick NFA's
-    /// trie and matches, and determinising the automaton cost more than the rest of compiling
-    /// the built-in rules.
+    /// Built only when the table does not fit: the table is made from the keywords' trie,
+    /// and determinising the automaton cost more than the rest of compiling the built-in
+    /// rules.
     dfa: Option<DFA>,
     table: Option<Table>,
     /// The keywords, for the tests' reference DFA.
@@ -74,15 +74,10 @@ impl std::fmt::Debug for Table {
 
 impl Keywords {
     /// The automaton of the keywords `words` (ASCII case-insensitive, every match, overlapping
-    /// ones included): the dense table built from the NFA, else the DFA. `None` when the
+    /// ones included): the dense table built from their trie, else the DFA. `None` when the
     /// automaton cannot be built.
     pub(super) fn new(words: &[String]) -> Option<Keywords> {
-        let nfa = aho_corasick::nfa::noncontiguous::Builder::new()
-            .ascii_case_insensitive(true)
-            .match_kind(MatchKind::Standard)
-            .build(words)
-            .ok()?;
-        let table = Table::build(&nfa, words);
+        let table = Table::build(words);
         let dfa = match table {
             Some(_) => None,
             None => Some(build_dfa(words)?),
@@ -213,23 +208,27 @@ impl Keywords {
 
 /// A node of the keywords' trie while [`Table::build`] numbers the states.
 struct Node {
-    /// Its state in the automaton.
-    sid: StateID,
     /// The length of its prefix.
     depth: usize,
     /// The sorted, folded keywords that start with its prefix.
     words: std::ops::Range<usize>,
     /// The node of its failure state.
     fail: usize,
+    /// Its matches, as `(pattern, length)`: the keywords its prefix is (by pattern), then
+    /// its failure state's matches.
+    matches: Vec<(usize, usize)>,
 }
 
 impl Table {
-    /// The table of `dfa`'s unanchored states, or `None` when they do not fit in it (or
-    /// when the dead state is reachable, which a standard unanchored automaton never does).
-    /// `words` are the keywords `dfa` was built from (ASCII case-insensitively). Any
-    /// automaton of them will do (the NFA or the DFA): it is asked only for the state at the
-    /// end of each trie edge and for the matches of each state.
-    fn build(dfa: &impl Automaton, words: &[String]) -> Option<Table> {
+    /// The table of the unanchored states of the standard Aho-Corasick automaton of `words`
+    /// (ASCII case-insensitive, pattern `i` the `i`th word), or `None` when they do not fit
+    /// in it (or a word is empty). Built from the words' trie alone: the automaton itself is
+    /// not built (its NFA cost two fifths of compiling the classifier); the tests walk the
+    /// table and the crate's DFA of the same words in step.
+    fn build(words: &[String]) -> Option<Table> {
+        if words.iter().any(String::is_empty) {
+            return None;
+        }
         // byte classes from the keywords, without probing the automaton for every byte: a byte
         // in no keyword takes every state where the start state does (no trie edge anywhere:
         // the failure links end at the start), so all such bytes share one class; an ASCII
@@ -266,32 +265,31 @@ impl Table {
         for b in b'A'..=b'Z' {
             class[usize::from(b)] = class[usize::from(b.to_ascii_lowercase())];
         }
-        let start = dfa.start_state(Anchored::No).ok()?;
         // The states are the trie's nodes, the prefixes of the (folded) keywords, breadth
         // first. A node's children are the bytes that extend its prefix within some keyword;
         // every other class leads where it leads from the node's failure state (the node of
         // its longest proper suffix that is a prefix), which is shallower, so its row is
-        // complete. The automaton is asked only for each child's state (a trie edge it finds
-        // at once), not for every state and class (each a walk along failure links, which
-        // took most of the table's build).
-        let mut folded: Vec<Vec<u8>> = words
+        // complete. A node's matches are the keywords its prefix is, by pattern, then its
+        // failure state's matches (shallower, so complete too): the order of the crate's
+        // automaton, which reports them in the same order.
+        let mut folded: Vec<(Vec<u8>, usize)> = words
             .iter()
-            .map(|w| w.bytes().map(|b| b.to_ascii_lowercase()).collect())
+            .enumerate()
+            .map(|(p, w)| (w.bytes().map(|b| b.to_ascii_lowercase()).collect(), p))
             .collect();
         folded.sort_unstable();
-        folded.dedup();
         let classes = reps.len();
         let mut nodes = vec![Node {
-            sid: start,
             depth: 0,
             words: 0..folded.len(),
             fail: 0,
+            matches: Vec::new(),
         }];
         // `next[s * classes + c]`: the node the `s`th node goes to on class `c`
         let mut next: Vec<u32> = Vec::new();
         let mut k = 0;
         while k < nodes.len() {
-            let (sid, depth, fail) = (nodes[k].sid, nodes[k].depth, nodes[k].fail);
+            let (depth, fail) = (nodes[k].depth, nodes[k].fail);
             let (mut i, hi) = (nodes[k].words.start, nodes[k].words.end);
             // the failure state's row (the start state's: every class back to it), then this
             // node's own edges over it; what an edge's class led to before is the child's
@@ -302,44 +300,45 @@ impl Table {
             } else {
                 next.extend_from_within(fail * classes..(fail + 1) * classes);
             }
-            // the keywords with this prefix, sorted: the prefix itself (if a keyword) first,
-            // then the longer ones grouped by their next byte
-            while i < hi && folded[i].len() == depth {
+            // the keywords with this prefix, sorted: the prefix itself (if a keyword, once per
+            // pattern) first, then the longer ones grouped by their next byte
+            let mut matches = Vec::new();
+            while i < hi && folded[i].0.len() == depth {
+                matches.push((folded[i].1, depth));
                 i += 1;
             }
+            if k > 0 {
+                matches.extend_from_slice(&nodes[fail].matches);
+            }
+            nodes[k].matches = matches;
             while i < hi {
-                let b = folded[i][depth];
+                let b = folded[i].0[depth];
                 let mut j = i + 1;
-                while j < hi && folded[j][depth] == b {
+                while j < hi && folded[j].0[depth] == b {
                     j += 1;
-                }
-                let t = dfa.next_state(Anchored::No, sid, b);
-                if dfa.is_dead(t) {
-                    return None;
                 }
                 let at = row + usize::from(class[usize::from(b)]);
                 let child_fail = next[at] as usize;
                 next[at] = u32::try_from(nodes.len()).ok()?;
                 nodes.push(Node {
-                    sid: t,
                     depth: depth + 1,
                     words: i..j,
                     fail: child_fail,
+                    matches: Vec::new(),
                 });
                 i = j;
             }
             k += 1;
         }
-        let states: Vec<StateID> = nodes.iter().map(|node| node.sid).collect();
-        let n = states.len();
+        let n = nodes.len();
         let shift = reps.len().next_power_of_two().trailing_zeros();
         if n << shift > TABLE {
             return None;
         }
         // rows: non-match states first, then match states
-        let mut order: Vec<usize> = (0..n).filter(|&s| !dfa.is_match(states[s])).collect();
+        let mut order: Vec<usize> = (0..n).filter(|&s| nodes[s].matches.is_empty()).collect();
         let first = order.len();
-        order.extend((0..n).filter(|&s| dfa.is_match(states[s])));
+        order.extend((0..n).filter(|&s| !nodes[s].matches.is_empty()));
         let mut row = vec![0u16; n];
         for (pos, &s) in order.iter().enumerate() {
             row[s] = u16::try_from(pos << shift).ok()?;
@@ -355,18 +354,11 @@ impl Table {
         let mut matches = Vec::with_capacity(n - first);
         let mut pats = Vec::new();
         for &s in &order[first..] {
-            let sid = states[s];
             let a = u32::try_from(pats.len()).ok()?;
-            for k in 0..dfa.match_len(sid) {
-                let pid = dfa.match_pattern(sid, k);
-                pats.push((pid.as_usize(), dfa.pattern_len(pid)));
-            }
+            pats.extend_from_slice(&nodes[s].matches);
             matches.push((a, u32::try_from(pats.len()).ok()?));
         }
-        let mut max_len = 0;
-        for p in 0..dfa.patterns_len() {
-            max_len = max_len.max(dfa.pattern_len(PatternID::new(p).ok()?));
-        }
+        let max_len = words.iter().map(String::len).max().unwrap_or(0);
         Some(Table {
             class,
             trans,

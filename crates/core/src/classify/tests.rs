@@ -1474,6 +1474,12 @@ fn the_keyword_table_is_the_dfa_of_its_keywords() {
             panic!("keywords {words:?}: {e}");
         }
     }
+    // an empty keyword (no rule has one) is left to the crate's DFA, not put in the table
+    let with_empty = super::compile::build_ac(&["ab".to_string(), String::new()]).unwrap();
+    assert!(!with_empty.has_table());
+    let mut hits = Vec::new();
+    with_empty.hits(b"xab", |p, s, e| hits.push((p, s, e)));
+    assert!(hits.contains(&(0, 1, 3)), "{hits:?}");
 }
 
 /// The dense keyword table (`keywords::Keywords::hits`) reports what the loop over the DFA's
