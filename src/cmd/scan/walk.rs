@@ -3,10 +3,10 @@
 //! honoured and hidden files skipped, as ripgrep does; `--hidden` scans hidden files,
 //! `--no-ignore` scans everything (ignore files off, hidden files in). `.git` and the state
 //! directory `.resilient_write` (scratch blobs hold redacted secrets on purpose) are never
-//! entered. Symlinks met in the walk are not followed (a named one is). A file named on the command line is scanned even when an
-//! ignore rule matches it (pre-commit passes file names); such a file (a regular one, not a
-//! symlink) is read without the walker. Files that look binary (a NUL byte in the first 8 KiB)
-//! are skipped.
+//! entered. Symlinks met in the walk are not followed (a named one is). A file named on the
+//! command line is scanned even when an ignore rule matches it (pre-commit passes file names);
+//! such a file (a regular one, not a symlink) is read without the walker. Files that look
+//! binary (a NUL byte in the first 8 KiB) are skipped.
 
 use super::report::{Filters, Scanned, Source, scan_text};
 use crate::classify::Classifier;
