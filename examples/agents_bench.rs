@@ -17,6 +17,11 @@
 //! the tests' client does), and each session on one connection kept alive across its calls
 //! (as the MCP SDKs' HTTP clients do).
 //!
+//! Under each row, what the writes cost the whole machine (`/proc/stat` over each case's
+//! run): CPU time per write, every process and kernel thread counted (clients, servers,
+//! the filesystem's journal, the block device), and how busy the CPUs were; so a case that
+//! ran out of CPU shows as such.
+//!
 //! Run: `cargo build --release && cargo run --release --example agents_bench [SECONDS]`
 //! (SECONDS per case, default 3; the directory is `$RW_BENCH_DIR`, default a temp dir;
 //! `RW_BENCH_AGENTS=16` runs only the agent counts listed).
@@ -47,10 +52,42 @@ fn content(agent: usize, i: usize) -> String {
     s
 }
 
-/// Run `agents` loops of `one(agent, i)` for `secs` after a common start; total calls per
-/// second.
-fn run(agents: usize, secs: f64, one: impl Fn(usize, usize) + Sync) -> f64 {
+/// Clock ticks per second of `/proc/stat` (`USER_HZ`, 100 on every Linux ABI).
+const USER_HZ: f64 = 100.0;
+
+/// CPU ticks of the whole machine since boot: (busy, all). Busy is user, nice, system, irq
+/// and softirq; idle, iowait and steal (another guest's time) are not.
+fn machine_ticks() -> (u64, u64) {
+    let stat = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .split_whitespace()
+        .skip(1)
+        .take(8)
+        .map(|f| f.parse().unwrap_or(0))
+        .collect();
+    let at = |i: usize| fields.get(i).copied().unwrap_or(0);
+    let busy = at(0) + at(1) + at(2) + at(5) + at(6);
+    (busy, busy + at(3) + at(4) + at(7))
+}
+
+/// One case's figures: calls per second, and what they cost the machine.
+#[derive(Clone, Copy)]
+struct Rate {
+    per_sec: f64,
+    /// Busy CPU time of the whole machine per call, ms.
+    cpu_ms: f64,
+    /// Fraction of the machine's CPU time that was busy.
+    busy: f64,
+}
+
+/// Run `agents` loops of `one(agent, i)` for `secs` after a common start: calls per second
+/// and the machine's CPU per call.
+fn run(agents: usize, secs: f64, one: impl Fn(usize, usize) + Sync) -> Rate {
     let barrier = Barrier::new(agents);
+    let ticks = machine_ticks();
     let total: usize = std::thread::scope(|s| {
         let handles: Vec<_> = (0..agents)
             .map(|a| {
@@ -72,7 +109,13 @@ fn run(agents: usize, secs: f64, one: impl Fn(usize, usize) + Sync) -> f64 {
             .map(|h| h.join().expect("agent thread"))
             .sum()
     });
-    total as f64 / secs
+    let now = machine_ticks();
+    let (busy, all) = (now.0.saturating_sub(ticks.0), now.1.saturating_sub(ticks.1));
+    Rate {
+        per_sec: total as f64 / secs,
+        cpu_ms: busy as f64 / USER_HZ * 1e3 / total.max(1) as f64,
+        busy: busy as f64 / all.max(1) as f64,
+    }
 }
 
 /// A new, empty workspace for one server case, beside the floor's directories.
@@ -83,7 +126,7 @@ fn workspace(root: &Path, kind: &str, agents: usize) -> PathBuf {
 }
 
 /// The floor: `agents` independent loops, each in its own directory.
-fn floor(root: &Path, round: &str, agents: usize, secs: f64) -> f64 {
+fn floor(root: &Path, round: &str, agents: usize, secs: f64) -> Rate {
     let dirs: Vec<(PathBuf, File)> = (0..agents)
         .map(|a| {
             let d = root.join(format!("floor/{round}-{agents}-{a}"));
@@ -109,7 +152,7 @@ fn floor(root: &Path, round: &str, agents: usize, secs: f64) -> f64 {
     })
 }
 
-fn stdio(root: &Path, agents: usize, secs: f64) -> f64 {
+fn stdio(root: &Path, agents: usize, secs: f64) -> Rate {
     let clients: Vec<std::sync::Mutex<McpClient>> = (0..agents)
         .map(|_| {
             std::sync::Mutex::new(
@@ -298,7 +341,7 @@ fn write_call(agents: usize, a: usize, i: usize, kind: &str) -> String {
 }
 
 /// HTTP sessions, each call on a connection of its own (`Connection: close`).
-fn http(root: &Path, agents: usize, secs: f64) -> f64 {
+fn http(root: &Path, agents: usize, secs: f64) -> Rate {
     let server = Http::start(root);
     let sessions: Vec<String> = (0..agents).map(|_| server.session()).collect();
     run(agents, secs, |a, i| {
@@ -307,7 +350,7 @@ fn http(root: &Path, agents: usize, secs: f64) -> f64 {
 }
 
 /// HTTP sessions, each on one connection kept alive across its calls.
-fn http_kept(root: &Path, agents: usize, secs: f64) -> f64 {
+fn http_kept(root: &Path, agents: usize, secs: f64) -> Rate {
     let server = Http::start(root);
     let sessions: Vec<String> = (0..agents).map(|_| server.session()).collect();
     let conns: Vec<std::sync::Mutex<KeptAlive>> = (0..agents)
@@ -348,13 +391,31 @@ fn main() {
         let h = http(&workspace(&root, "http", agents), agents, secs);
         let k = http_kept(&workspace(&root, "kept", agents), agents, secs);
         let after = floor(&root, "b", agents, secs);
-        let f = (before + after) / 2.0;
+        let f = (before.per_sec + after.per_sec) / 2.0;
         println!(
-            "  {agents:>6} {f:>10.0} {s:>11.0} {:>5.2}x {h:>10.0} {:>5.2}x {k:>17.0} {:>5.2}x   (floor before {before:.0}, after {after:.0})",
-            s / f,
-            h / f,
-            k / f
+            "  {agents:>6} {f:>10.0} {:>11.0} {:>5.2}x {:>10.0} {:>5.2}x {:>17.0} {:>5.2}x   (floor before {:.0}, after {:.0})",
+            s.per_sec,
+            s.per_sec / f,
+            h.per_sec,
+            h.per_sec / f,
+            k.per_sec,
+            k.per_sec / f,
+            before.per_sec,
+            after.per_sec,
+        );
+        let cpu = |r: Rate| format!("{:.3} ({:.0}%)", r.cpu_ms, r.busy * 1e2);
+        println!(
+            "         cpu ms/write (busy): floor {} / {}, stdio {}, http {}, kept alive {}",
+            cpu(before),
+            cpu(after),
+            cpu(s),
+            cpu(h),
+            cpu(k),
         );
     }
     println!("  goals at 16 agents: stdio >= 0.7x, http >= 0.9x of the floor");
+    println!(
+        "  cpu ms/write: the whole machine's busy CPU time per write (every process and kernel \
+         thread), with how busy its CPUs were"
+    );
 }

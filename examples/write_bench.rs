@@ -9,6 +9,11 @@
 //! - start to initialized (spawn + `initialize` answered);
 //! - idle RSS of the server after the handshake.
 //!
+//! Beside each case's medians, the CPU time a call costs (mean per call): the floor's (its
+//! thread's, user and kernel), the server process's (all its threads) and the client's (the
+//! benchmark's thread while the call is on the wire). Work the kernel does on threads of
+//! its own (the filesystem's journal commits, the block device) counts on neither side.
+//!
 //! Run: `cargo build --release && cargo run --release --example write_bench [ITERATIONS]`
 //! (ITERATIONS per case, default 300; 1 MB cases run a fifth of them, at least 30)
 //! (the directory used is `$RW_BENCH_DIR`, default a temp dir on the same disk as /tmp).
@@ -20,6 +25,50 @@ use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+
+/// A CPU-time clock's reading (`clock_gettime`).
+fn cpu_clock(clock: libc::clockid_t) -> Duration {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec for the call's duration; an unknown clock
+    // returns an error and leaves it zero.
+    let rc = unsafe { libc::clock_gettime(clock, &mut ts) };
+    if rc != 0 {
+        return Duration::ZERO;
+    }
+    Duration::new(
+        ts.tv_sec.max(0) as u64,
+        ts.tv_nsec.clamp(0, 999_999_999) as u32,
+    )
+}
+
+/// CPU time this thread has used.
+fn thread_cpu() -> Duration {
+    cpu_clock(libc::CLOCK_THREAD_CPUTIME_ID)
+}
+
+/// CPU time process `pid` has used, all its threads: Linux lets any process read another's
+/// CPU clock, whose id is `MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)`.
+fn process_cpu(pid: u32) -> Duration {
+    cpu_clock((!(pid as libc::clockid_t) << 3) | 2)
+}
+
+/// Mean CPU time per call, in ms.
+fn per_call_ms(total: Duration, calls: usize) -> f64 {
+    total.as_secs_f64() * 1e3 / calls.max(1) as f64
+}
+
+/// One case's figures: the medians of the floor and of safe_write, and the mean CPU time a
+/// call cost the floor, the server and the client.
+struct Case {
+    floor: Duration,
+    write: Duration,
+    floor_cpu: f64,
+    server_cpu: f64,
+    client_cpu: f64,
+}
 
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
@@ -41,8 +90,9 @@ fn syscall_floor_once(
     name: &str,
     payload: &[u8],
     i: usize,
-) -> Duration {
+) -> (Duration, Duration) {
     let target = dir.join(name);
+    let cpu = thread_cpu();
     let t = Instant::now();
     let tmp = dir.join(format!(".floor.tmp{i}"));
     let mut f = OpenOptions::new()
@@ -56,7 +106,7 @@ fn syscall_floor_once(
     drop(f);
     std::fs::rename(&tmp, &target).expect("rename");
     dir_handle.sync_all().expect("fsync dir");
-    t.elapsed()
+    (t.elapsed(), thread_cpu().saturating_sub(cpu))
 }
 
 /// Content of `len` bytes, different for each `i`.
@@ -68,7 +118,7 @@ fn content(len: usize, i: usize) -> String {
 }
 
 /// Medians of the floor and of safe_write for one case (`create`: a new file per call, removed
-/// untimed afterwards on both sides; else overwrites of one file).
+/// untimed afterwards on both sides; else overwrites of one file), and their CPU times.
 fn case(
     client: &mut McpClient,
     root: &Path,
@@ -76,11 +126,13 @@ fn case(
     mode: &str,
     len: usize,
     iterations: usize,
-) -> (Duration, Duration) {
+) -> Case {
     // The two sides alternate call by call, so background load hits both alike; the first 20
     // rounds warm up the disk and the page cache and are not counted.
     let mut times = Vec::with_capacity(iterations);
     let mut floor_times = Vec::with_capacity(iterations);
+    let (mut floor_cpu, mut server_cpu, mut client_cpu) = Default::default();
+    let server = client.pid();
     let create = mode == "create";
     for i in 0..iterations + 20 {
         let body = content(len, i);
@@ -89,7 +141,8 @@ fn case(
         } else {
             format!("floor-{len}.txt")
         };
-        let floor_once = syscall_floor_once(root, dir_handle, &name, body.as_bytes(), i);
+        let (floor_once, floor_cpu_once) =
+            syscall_floor_once(root, dir_handle, &name, body.as_bytes(), i);
         let path = if create {
             format!("bench-{len}-{i}.txt")
         } else {
@@ -105,9 +158,12 @@ fn case(
             ("mode".to_string(), json!(mode)),
             ("content".to_string(), serde_json::Value::String(body)),
         ]));
+        let (server_before, client_before) = (process_cpu(server), thread_cpu());
         let t = Instant::now();
         let r = client.call("rw_safe_write", args);
         let elapsed = t.elapsed();
+        let client_once = thread_cpu().saturating_sub(client_before);
+        let server_once = process_cpu(server).saturating_sub(server_before);
         if let Err(e) = r {
             panic!("safe_write failed: {e}");
         }
@@ -118,9 +174,18 @@ fn case(
         if i >= 20 {
             times.push(elapsed);
             floor_times.push(floor_once);
+            floor_cpu += floor_cpu_once;
+            server_cpu += server_once;
+            client_cpu += client_once;
         }
     }
-    (median(floor_times), median(times))
+    Case {
+        floor: median(floor_times),
+        write: median(times),
+        floor_cpu: per_call_ms(floor_cpu, iterations),
+        server_cpu: per_call_ms(server_cpu, iterations),
+        client_cpu: per_call_ms(client_cpu, iterations),
+    }
 }
 
 /// Start the release server in `dir` and time spawn + `initialize` answered.
@@ -168,8 +233,12 @@ fn main() {
             } else {
                 iterations
             };
-            let (floor, write) = case(&mut client, &root, &dir_handle, mode, len, n);
-            results.push((mode, label, n, floor, write));
+            results.push((
+                mode,
+                label,
+                n,
+                case(&mut client, &root, &dir_handle, mode, len, n),
+            ));
         }
     }
     // A session that has seen a failure keeps retry budgets: the large creates again, after
@@ -182,8 +251,8 @@ fn main() {
         } else {
             iterations
         };
-        let (floor, write) = case(&mut client, &root, &dir_handle, "create", len, n);
-        results.push(("create*", label, n, floor, write));
+        let c = case(&mut client, &root, &dir_handle, "create", len, n);
+        results.push(("create*", label, n, c));
     }
     drop(client);
 
@@ -202,19 +271,30 @@ fn main() {
          median; dir {})",
         base.display()
     );
-    println!("  case               calls   floor ms   safe_write ms   ratio  goal");
-    for (mode, label, n, floor, write) in &results {
+    println!(
+        "  case               calls   floor ms   safe_write ms   ratio  goal      \
+         cpu ms/call: floor  server  client"
+    );
+    for (mode, label, n, c) in &results {
         let goal = if mode.starts_with("create") { 1.3 } else { 1.5 };
-        let ratio = write.as_secs_f64() / floor.as_secs_f64();
+        let ratio = c.write.as_secs_f64() / c.floor.as_secs_f64();
+        let verdict = if ratio <= goal { "" } else { " (not met)" };
         println!(
-            "  {mode:<9} {label:<6} {n:>7} {:>10.3} {:>15.3} {ratio:>6.2}x  <= {goal}x{}",
-            floor.as_secs_f64() * 1e3,
-            write.as_secs_f64() * 1e3,
-            if ratio <= goal { "" } else { "  (not met)" }
+            "  {mode:<9} {label:<6} {n:>7} {:>10.3} {:>15.3} {ratio:>6.2}x  <= {goal}x{verdict:<11} \
+             {:>6.3} {:>7.3} {:>7.3}",
+            c.floor.as_secs_f64() * 1e3,
+            c.write.as_secs_f64() * 1e3,
+            c.floor_cpu,
+            c.server_cpu,
+            c.client_cpu,
         );
     }
     println!(
         "  create*: the same creates in a session that has seen a failed call (retry budgets kept)"
+    );
+    println!(
+        "  cpu ms/call: mean CPU time of a call, user and kernel: the floor's thread, the server \
+         process, the client's thread"
     );
     println!(
         "  start to initialized:                         median {:>9.3} ms (goal < 20 ms)",
