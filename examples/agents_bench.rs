@@ -24,7 +24,8 @@
 //!
 //! Run: `cargo build --release && cargo run --release --example agents_bench [SECONDS]`
 //! (SECONDS per case, default 3; the directory is `$RW_BENCH_DIR`, default a temp dir;
-//! `RW_BENCH_AGENTS=16` runs only the agent counts listed).
+//! `RW_BENCH_AGENTS=16` runs only the agent counts listed; the server is `$RW_BENCH_BIN`,
+//! default the release build; `tests/bench_smoke.rs` runs it small).
 
 use resilient_write::client::{Launch, McpClient};
 use serde_json::json;
@@ -39,7 +40,12 @@ use std::time::Instant;
 
 const LEN: usize = 1024;
 
+/// The server under test: `$RW_BENCH_BIN` (the suite's smoke test runs the debug build), else
+/// the release build of this checkout.
 fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("RW_BENCH_BIN") {
+        return PathBuf::from(bin);
+    }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));

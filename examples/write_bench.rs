@@ -16,7 +16,8 @@
 //!
 //! Run: `cargo build --release && cargo run --release --example write_bench [ITERATIONS]`
 //! (ITERATIONS per case, default 300; 1 MB cases run a fifth of them, at least 30)
-//! (the directory used is `$RW_BENCH_DIR`, default a temp dir on the same disk as /tmp).
+//! (the directory used is `$RW_BENCH_DIR`, default a temp dir on the same disk as /tmp; the
+//! server is `$RW_BENCH_BIN`, default the release build; `tests/bench_smoke.rs` runs it small).
 
 use resilient_write::client::{Launch, McpClient};
 use serde_json::json;
@@ -75,7 +76,12 @@ fn median(mut v: Vec<Duration>) -> Duration {
     v[v.len() / 2]
 }
 
+/// The server under test: `$RW_BENCH_BIN` (the suite's smoke test runs the debug build), else
+/// the release build of this checkout.
 fn binary() -> PathBuf {
+    if let Some(bin) = std::env::var_os("RW_BENCH_BIN") {
+        return PathBuf::from(bin);
+    }
     let target = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
