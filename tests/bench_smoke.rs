@@ -96,8 +96,9 @@ fn write_bench_prints_every_case_with_its_ratio_and_cpu_per_call() {
         };
         assert!(size_n > 0.0 && calls >= 2.0, "{line}");
         assert!(floor > 0.0 && write > 0.0, "{line}");
+        // the times are printed to the microsecond, a few percent of them on a tmpfs
         assert!(
-            (ratio - write / floor).abs() < 0.01 + ratio * 0.01,
+            (ratio - write / floor).abs() <= 0.01 + ratio * 0.05,
             "{line}"
         );
         assert!(goal == 1.3 || goal == 1.5, "{line}");
@@ -129,8 +130,10 @@ fn agents_bench_prints_rates_ratios_and_the_machines_cpu_per_write() {
         assert!(floor > 0.0, "{}", lines[at]);
         for k in [2, 4, 6] {
             assert!(n[k] > 0.0, "no writes: {}", lines[at]);
+            // the rates are printed as whole writes per second
+            let ratio = n[k] / floor;
             assert!(
-                (n[k + 1] - n[k] / floor).abs() < 0.01 + n[k + 1] * 0.01,
+                (n[k + 1] - ratio).abs() <= 0.01 + ratio * 0.05,
                 "{}",
                 lines[at]
             );
