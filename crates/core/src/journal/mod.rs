@@ -42,7 +42,7 @@ pub const JOURNAL_FILE: &str = "journal.jsonl";
 /// A parsed journal row.
 pub type Row = Map<String, Value>;
 
-/// One journal row. Serialised with sorted keys (it goes through a `BTreeMap`).
+/// One journal row. Serialised with sorted keys ([`JournalRow::to_line`]).
 #[derive(Debug, Clone, PartialEq)]
 pub struct JournalRow {
     pub journal_id: String,
@@ -60,7 +60,7 @@ pub struct JournalRow {
 
 impl JournalRow {
     /// The row as one line of JSON with sorted keys, newline-terminated. The fields are
-    /// serialised where they are ([`Line`]), not cloned into a map of `Value`s first; a field
+    /// serialised where they are (`Line`), not cloned into a map of `Value`s first; a field
     /// of `extra` with a fixed field's name gives way to the fixed one.
     pub fn to_line(&self) -> String {
         // A row is a few hundred bytes: one allocation for the line, not a doubling series.
