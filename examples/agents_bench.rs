@@ -27,6 +27,9 @@
 //! `RW_BENCH_AGENTS=16` runs only the agent counts listed; the server is `$RW_BENCH_BIN`,
 //! default the release build; `tests/bench_smoke.rs` runs it small).
 
+#[path = "bench_server/mod.rs"]
+mod bench_server;
+use bench_server::binary;
 use resilient_write::client::{Launch, McpClient};
 use serde_json::json;
 use std::fs::{File, OpenOptions};
@@ -39,18 +42,6 @@ use std::sync::Barrier;
 use std::time::Instant;
 
 const LEN: usize = 1024;
-
-/// The server under test: `$RW_BENCH_BIN` (the suite's smoke test runs the debug build), else
-/// the release build of this checkout.
-fn binary() -> PathBuf {
-    if let Some(bin) = std::env::var_os("RW_BENCH_BIN") {
-        return PathBuf::from(bin);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("release/resilient-write")
-}
 
 fn content(agent: usize, i: usize) -> String {
     let mut s = format!("agent {agent} write {i}\n");

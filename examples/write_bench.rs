@@ -19,6 +19,9 @@
 //! (the directory used is `$RW_BENCH_DIR`, default a temp dir on the same disk as /tmp; the
 //! server is `$RW_BENCH_BIN`, default the release build; `tests/bench_smoke.rs` runs it small).
 
+#[path = "bench_server/mod.rs"]
+mod bench_server;
+use bench_server::binary;
 use resilient_write::client::{Launch, McpClient};
 use serde_json::json;
 use std::fs::{File, OpenOptions};
@@ -74,18 +77,6 @@ struct Case {
 fn median(mut v: Vec<Duration>) -> Duration {
     v.sort();
     v[v.len() / 2]
-}
-
-/// The server under test: `$RW_BENCH_BIN` (the suite's smoke test runs the debug build), else
-/// the release build of this checkout.
-fn binary() -> PathBuf {
-    if let Some(bin) = std::env::var_os("RW_BENCH_BIN") {
-        return PathBuf::from(bin);
-    }
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("target"));
-    target.join("release/resilient-write")
 }
 
 /// The floor: what any correct atomic writer must do per call (one call, timed): temp file,
