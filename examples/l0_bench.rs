@@ -6,6 +6,9 @@
 //! (`scripts/original_l0_bench.py`); its wheel is fetched into `target/original-py/` with pip
 //! when missing (or named by `RW_ORIGINAL_WHEEL`).
 //!
+//! A draft of at least `SPLIT_MIN` (32 KiB) runs its scanners on a second thread; the 100 KB
+//! input is also timed on one thread (`Classifier::on_one_thread`), the two alternated.
+//!
 //! Run: `cargo run --release --example l0_bench`
 
 #[path = "l0_corpus/mod.rs"]
@@ -35,6 +38,21 @@ fn time_it(label: &str, input: &str, c: &Classifier, iters: usize) -> f64 {
     per
 }
 
+/// The mean time of one call over `iters` calls, after one to warm up, printed by the caller.
+fn time_quiet(input: &str, c: &Classifier, iters: usize) -> f64 {
+    let _ = black_box(risk_score(black_box(input), c));
+    let t = Instant::now();
+    for _ in 0..iters {
+        black_box(risk_score(black_box(input), c));
+    }
+    t.elapsed().as_secs_f64() / iters as f64
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
 fn main() {
     let t = Instant::now();
     let c = Classifier::default();
@@ -50,7 +68,8 @@ fn main() {
     }
     let mixed = &mixed[..cut];
     // `RW_L0_PROFILE=SECS`: only score the 100 KB input in a loop, for `perf record`
-    // (`RW_L0_INPUT=plain`: 100 KB of ordinary lines instead). `RW_L0_ITERS=N`: exactly N
+    // (`RW_L0_INPUT=plain`: 100 KB of ordinary lines instead; `RW_L0_THREADS=1`: on one
+    // thread). `RW_L0_ITERS=N`: exactly N
     // iterations instead, for instruction counts (`valgrind --tool=callgrind`): the difference
     // between two counts, over the difference of their N, is the steady-state cost of one call.
     let iters = std::env::var("RW_L0_ITERS")
@@ -61,6 +80,11 @@ fn main() {
         .and_then(|s| s.parse::<f64>().ok());
     if secs.is_some() || iters.is_some() {
         let secs = secs.unwrap_or(f64::INFINITY);
+        let c = if std::env::var("RW_L0_THREADS").is_ok_and(|v| v == "1") {
+            c.clone().on_one_thread()
+        } else {
+            c.clone()
+        };
         let plain: String;
         let input = if std::env::var("RW_L0_INPUT").is_ok_and(|v| v == "plain") {
             plain = (0..850)
@@ -88,10 +112,30 @@ fn main() {
         "{:<44} {:>16} {:>13} {:>14}",
         "input", "size", "time/iter", "throughput"
     );
-    let per = time_it("mixed source, 100 KB", mixed, &c, 500);
+    // the default and one thread alternated, five rounds each, the medians reported
+    let one = c.clone().on_one_thread();
+    let (mut two_t, mut one_t) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        two_t.push(time_quiet(mixed, &c, 100));
+        one_t.push(time_quiet(mixed, &one, 100));
+    }
+    let per = median(&mut two_t);
+    let per_one = median(&mut one_t);
+    for (label, t) in [
+        ("mixed source, 100 KB", per),
+        ("mixed source, 100 KB, on one thread", per_one),
+    ] {
+        println!(
+            "{label:<44} {:>10} bytes {:>10.3} ms {:>9.1} MB/s",
+            mixed.len(),
+            t * 1e3,
+            mixed.len() as f64 / t / 1e6
+        );
+    }
     println!(
-        "  => {:.3} ms per 100 KB (target < 0.5 ms)",
-        per * 1e3 * 100_000.0 / mixed.len() as f64
+        "  => {:.3} ms per 100 KB (target < 0.5 ms; scanners on a second thread), {:.3} ms on one",
+        per * 1e3 * 100_000.0 / mixed.len() as f64,
+        per_one * 1e3 * 100_000.0 / mixed.len() as f64
     );
     original_on(mixed, per);
     let plain: String = (0..3000)

@@ -33,6 +33,11 @@ pub(super) struct CompiledRule {
     /// A built-in rule whose groups follow from its match span: a capture search runs only
     /// when they do not.
     pub(super) derive: Derive,
+    /// The rule's only keyword has no letter (so its case does not matter) and cannot overlap
+    /// itself: its hits are found by `memchr`/`memmem` as well as by the keyword scan, so a
+    /// draft scanned on two threads runs the rule on the scanners' thread
+    /// ([`Classifier::literal_keyed`]).
+    pub(super) literal_key: bool,
 }
 
 /// How the scan finds a rule's capture groups.
@@ -289,6 +294,8 @@ pub struct Classifier {
     pub(super) keywords: Option<Arc<Keywords>>,
     /// The rules of each keyword of `keywords`, by pattern id.
     pub(super) keyword_rules: Vec<Vec<KeywordRule>>,
+    /// The rules whose only keyword is a literal, with it ([`CompiledRule::literal_key`]).
+    pub(super) literal_keyed: Vec<(Box<[u8]>, KeywordRule)>,
     pub(super) unkeyed: Vec<usize>,
     pub(super) scanners: Vec<(Scanner, usize)>,
     pub(super) weights: BTreeMap<String, f64>,
@@ -299,7 +306,14 @@ pub struct Classifier {
     /// Whether keyword hits go through their rule's [`Gate`] (always, but in the test that
     /// shows the gates lose no finding).
     pub(super) gates: bool,
+    /// Drafts at least this long run the scanners on a second thread ([`SPLIT_MIN`];
+    /// `usize::MAX`: never, [`Classifier::on_one_thread`]).
+    pub(super) split_min: usize,
 }
+
+/// Drafts of at least this many bytes are scanned on two threads by default: below it, the
+/// scanners' share of the work is not worth a thread's spawn (about 45 us).
+pub const SPLIT_MIN: usize = 32 * 1024;
 
 impl std::fmt::Debug for Classifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -319,6 +333,15 @@ impl Default for Classifier {
         Classifier::build(&[], &[], BTreeMap::new(), Thresholds::default())
             .expect("built-in L0 rules compile")
     }
+}
+
+/// A keyword found as plainly by `memchr::memmem` as by the keyword scan: no letter (the scan
+/// ignores case) and no overlap with itself (the scan reports overlapping hits, `memmem` does
+/// not): no proper prefix is also a suffix.
+pub(super) fn is_plain_literal(kw: &[u8]) -> bool {
+    !kw.is_empty()
+        && !kw.iter().any(u8::is_ascii_alphabetic)
+        && (1..kw.len()).all(|k| kw[..k] != kw[kw.len() - k..])
 }
 
 pub(super) fn build_ac(words: &[String]) -> Option<Arc<Keywords>> {
@@ -372,6 +395,7 @@ impl Classifier {
         let mut rules = Vec::with_capacity(specs.len());
         let mut words = Vec::<String>::new();
         let mut keyword_rules = Vec::<Vec<KeywordRule>>::new();
+        let mut literal_keyed = Vec::new();
         let mut unkeyed = Vec::new();
         let mut scanners = Vec::new();
         for (idx, spec) in specs.into_iter().enumerate() {
@@ -411,6 +435,10 @@ impl Classifier {
             } else if spec.keywords.is_empty() {
                 unkeyed.push(idx);
             }
+            let literal_key = match spec.keywords.as_slice() {
+                [kw] => is_plain_literal(kw.as_bytes()),
+                _ => false,
+            };
             for kw in &spec.keywords {
                 let w = kw.to_ascii_lowercase();
                 let hit = KeywordRule {
@@ -420,6 +448,9 @@ impl Classifier {
                         .case_sensitive
                         .then(|| kw.as_bytes().to_vec().into_boxed_slice()),
                 };
+                if literal_key {
+                    literal_keyed.push((kw.as_bytes().into(), hit.clone()));
+                }
                 match words.iter().position(|x| *x == w) {
                     Some(p) => keyword_rules[p].push(hit),
                     None => {
@@ -445,6 +476,7 @@ impl Classifier {
                 needs_assign,
                 gate: spec.gate,
                 derive,
+                literal_key,
             });
         }
         let mut weights: BTreeMap<String, f64> = DEFAULT_WEIGHTS
@@ -461,13 +493,25 @@ impl Classifier {
             rules,
             keywords: build_ac(&words),
             keyword_rules,
+            literal_keyed,
             unkeyed,
             scanners,
             weights,
             thresholds,
             report_examples: !disabled.contains(EXAMPLE_FAMILY),
             gates: true,
+            split_min: SPLIT_MIN,
         })
+    }
+
+    /// This classifier with every draft scanned on the calling thread. By default a draft of
+    /// at least [`SPLIT_MIN`] bytes has its scanners (numbers, Discord tokens, binary hints)
+    /// run on a second thread while the calling one runs the keyword rules: the same
+    /// findings, sooner when a second CPU is free. For callers that scan many drafts at once
+    /// on every CPU already, and for the benchmark's one-thread figure.
+    pub fn on_one_thread(mut self) -> Classifier {
+        self.split_min = usize::MAX;
+        self
     }
 
     /// How many rule regexes have been compiled so far (they compile on first use).

@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
-use super::compile::{Classifier, Derive};
+use super::compile::{Classifier, Derive, KeywordRule};
 use super::rules::{Check, GATE_NAME_HEAD, GATE_NAME_TAIL, Gate, Scanner, Window};
 use super::verify::{Groups, Raw, find_sub, private_key_end, verify};
 use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii, tokens};
@@ -504,8 +504,121 @@ pub(super) fn userinfo_groups(
 }
 
 /// All findings with their spans, overlap-resolved, in content order.
+///
+/// A draft of at least `c.split_min` bytes is scanned on two threads: on a scoped thread
+/// spawned for the call, the scanners (numbers, Discord tokens, binary hints) and the rules
+/// whose keyword is a plain literal (`@` wakes the email rule, `://` the URL userinfo rule:
+/// [`literal_keyed_raws`] finds their hits without the keyword scan); on the calling one, the
+/// keyword scan and every other rule. Their matches are concatenated, and the resolution sorts
+/// them by tier, rule and position, each rule's in the order one thread gives them: the same
+/// findings either way. A thread spawned for the call, not a pool's: a freshly spawned thread
+/// is placed on an idle CPU, while a woken pool thread may be kept on the waker's (as this
+/// machine's scheduler does), and the spawn costs about 45 us against the 0.3 ms or more of
+/// work it takes over. When the spawn fails, the calling thread does that work too.
 fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let bytes = content.as_bytes();
+    let raws = if content.len() >= c.split_min {
+        std::thread::scope(|s| {
+            let other = || {
+                let mut raws = literal_keyed_raws(bytes, c);
+                raws.extend(scanner_raws(content, c));
+                raws
+            };
+            let spawned = spawn_scoped(s, other);
+            let mut raws = keyed_raws(bytes, c, true);
+            let scanned = match spawned {
+                Ok(h) => {
+                    #[cfg(test)]
+                    SPLIT_CALLS.with(|n| n.set(n.get() + 1));
+                    h.join()
+                        .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+                }
+                Err(_) => other(),
+            };
+            raws.extend(scanned);
+            raws
+        })
+    } else {
+        let mut raws = keyed_raws(bytes, c, false);
+        raws.extend(scanner_raws(content, c));
+        raws
+    };
+    resolve(content, c, raws)
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Calls of [`detect`] on this thread that ran their scanners on a second one.
+    pub(super) static SPLIT_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    /// The second thread's spawn fails (the fallback's test).
+    pub(super) static FAIL_SPAWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Spawns the scanners' thread of [`detect`].
+fn spawn_scoped<'scope, T: Send + 'scope>(
+    s: &'scope std::thread::Scope<'scope, '_>,
+    f: impl FnOnce() -> T + Send + 'scope,
+) -> std::io::Result<std::thread::ScopedJoinHandle<'scope, T>> {
+    #[cfg(test)]
+    if FAIL_SPAWN.with(std::cell::Cell::get) {
+        return Err(std::io::Error::other("the test refuses the spawn"));
+    }
+    std::thread::Builder::new()
+        .name("l0-scanners".into())
+        .spawn_scoped(s, f)
+}
+
+/// Whether a hit `p..end` of a keyword of `k.rule` can be inside a match of the rule, so that
+/// it opens (or extends) one of the rule's windows. Every test is implied by the rule's regex,
+/// so a hit that fails one loses no finding.
+#[inline(always)]
+fn hit_wakes(bytes: &[u8], c: &Classifier, k: &KeywordRule, p: usize, end: usize) -> bool {
+    let rule = &c.rules[k.rule];
+    if k.exact.as_deref().is_some_and(|e| bytes[p..end] != *e) {
+        return false;
+    }
+    if k.at_start && p > 0 && is_token_byte(bytes[p - 1]) {
+        return false;
+    }
+    if rule.check == Check::Email && !email_hit(bytes, p) {
+        return false;
+    }
+    !c.gates || gate_passes(bytes, p, end, rule.gate)
+}
+
+/// The matches of the rules whose only keyword is a plain literal
+/// ([`Classifier::literal_keyed`]), their hits found by `memchr` or `memmem`: the same hits, in
+/// the same order, as the keyword scan gives them, so the same windows and matches. Run beside
+/// the keyword scan on a long draft.
+fn literal_keyed_raws(bytes: &[u8], c: &Classifier) -> Vec<Raw> {
+    let mut raws = Vec::new();
+    let mut k8s_done = 0usize;
+    for (lit, k) in &c.literal_keyed {
+        let mut cur = [None];
+        let mut wins = [Vec::new()];
+        let window = c.rules[k.rule].window;
+        let mut hit = |p: usize| {
+            if hit_wakes(bytes, c, k, p, p + lit.len()) {
+                add_hit(&mut cur, &mut wins, bytes, 0, p, window);
+            }
+        };
+        match **lit {
+            [b] => memchr::memchr_iter(b, bytes).for_each(&mut hit),
+            _ => memchr::memmem::find_iter(bytes, lit).for_each(&mut hit),
+        }
+        let [mut wins] = wins;
+        if let [Some(w)] = cur {
+            wins.push((w.s, w.e));
+        }
+        search_rule(bytes, c, k.rule, &wins, &mut k8s_done, &mut raws);
+    }
+    raws
+}
+
+/// The matches of the keyword rules (and of the rules without keywords): the keyword scan
+/// opens each rule's windows, its regex runs on them, and `verify` confirms each match. With
+/// `skip_literal_keyed`, the rules [`literal_keyed_raws`] runs are left out.
+fn keyed_raws(bytes: &[u8], c: &Classifier, skip_literal_keyed: bool) -> Vec<Raw> {
     let n_rules = c.rules.len();
     let mut cur: Vec<Option<Win>> = vec![None; n_rules];
     let mut wins: Vec<Vec<(usize, usize)>> = vec![Vec::new(); n_rules];
@@ -518,21 +631,12 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
                 // most of its rules stop at their first test. The same values either way.
                 let (p, end) = std::hint::black_box((hit_start, hit_end));
                 let r = k.rule;
-                if k.exact.as_deref().is_some_and(|e| bytes[p..end] != *e) {
+                if skip_literal_keyed && c.rules[r].literal_key {
                     continue;
                 }
-                // Hits that cannot start a match are dropped before any window is built; both
-                // tests are implied by the rule's regex, so no finding is lost.
-                if k.at_start && p > 0 && is_token_byte(bytes[p - 1]) {
-                    continue;
+                if hit_wakes(bytes, c, k, p, end) {
+                    add_hit(&mut cur, &mut wins, bytes, r, p, c.rules[r].window);
                 }
-                if c.rules[r].check == Check::Email && !email_hit(bytes, p) {
-                    continue;
-                }
-                if c.gates && !gate_passes(bytes, p, end, c.rules[r].gate) {
-                    continue;
-                }
-                add_hit(&mut cur, &mut wins, bytes, r, p, c.rules[r].window);
             }
         });
     }
@@ -549,117 +653,138 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let mut raws: Vec<Raw> = Vec::new();
     let mut k8s_done = 0usize;
     for (ri, rule) in c.rules.iter().enumerate() {
-        if wins[ri].is_empty() {
+        if wins[ri].is_empty() || (skip_literal_keyed && rule.literal_key) {
             continue;
         }
-        // compiled on first use: only rules something woke up
-        let Some((re, slots)) = rule.regex.as_ref().and_then(|r| r.get()) else {
+        search_rule(bytes, c, ri, &wins[ri], &mut k8s_done, &mut raws);
+    }
+    raws
+}
+
+/// The matches of rule `ri` in its windows `wins` (merged, in order): its regex over each, each
+/// match confirmed by `verify`, pushed to `raws`.
+fn search_rule(
+    bytes: &[u8],
+    c: &Classifier,
+    ri: usize,
+    wins: &[(usize, usize)],
+    k8s_done: &mut usize,
+    raws: &mut Vec<Raw>,
+) {
+    let rule = &c.rules[ri];
+    // compiled on first use: only rules something woke up
+    let Some((re, slots)) = rule.regex.as_ref().and_then(|r| r.get()) else {
+        return;
+    };
+    // the capture groups of this rule's searches, reused match after match (a `Captures`
+    // per search was an allocation each, and its groups were looked up by name)
+    let mut locs = re.capture_locations();
+    for &(s, e) in wins {
+        let hay = &bytes[s..e];
+        if rule.needs_assign && !hay.iter().any(|&b| b == b'=' || b == b':') {
             continue;
-        };
-        // the capture groups of this rule's searches, reused match after match (a `Captures`
-        // per search was an allocation each, and its groups were looked up by name)
-        let mut locs = re.capture_locations();
-        for &(s, e) in &wins[ri] {
-            let hay = &bytes[s..e];
-            if rule.needs_assign && !hay.iter().any(|&b| b == b'=' || b == b':') {
-                continue;
-            }
-            if rule.check == Check::Email {
-                email_matches(re, hay, |secret, at| {
-                    if pii::email_is_reportable(&hay[secret.start..at], &hay[at + 1..secret.end]) {
-                        raws.push(Raw {
-                            rule: ri,
-                            snippet_start: s + secret.start,
-                            span: s + secret.start..s + secret.end,
-                            example: false,
-                        });
+        }
+        if rule.check == Check::Email {
+            email_matches(re, hay, |secret, at| {
+                if pii::email_is_reportable(&hay[secret.start..at], &hay[at + 1..secret.end]) {
+                    raws.push(Raw {
+                        rule: ri,
+                        snippet_start: s + secret.start,
+                        span: s + secret.start..s + secret.end,
+                        example: false,
+                    });
+                }
+            });
+        } else if slots.any {
+            // Resume after the secret, not after the whole match: the trailing context byte
+            // a rule consumed may be the leading context of the next token.
+            let mut at = 0;
+            while at <= hay.len() {
+                // the groups of a rule that can derive them from a plain search's span,
+                // else (or when they do not follow from it) from a capture search
+                let derived = if rule.derive == Derive::Captures {
+                    None
+                } else {
+                    let Some(m) = re.find_at(hay, at) else {
+                        break;
+                    };
+                    derived_groups(rule.derive, hay, m.start(), m.end())
+                };
+                let (g, next) = match derived {
+                    Some((g, next)) => {
+                        let shift = |r: Range<usize>| s + r.start..s + r.end;
+                        let g = Groups {
+                            whole: shift(g.whole),
+                            secret: g.secret.map(shift),
+                            key: g.key.map(shift),
+                            user: g.user.map(shift),
+                            domain: g.domain.map(shift),
+                        };
+                        (g, next)
                     }
-                });
-            } else if slots.any {
-                // Resume after the secret, not after the whole match: the trailing context byte
-                // a rule consumed may be the leading context of the next token.
-                let mut at = 0;
-                while at <= hay.len() {
-                    // the groups of a rule that can derive them from a plain search's span,
-                    // else (or when they do not follow from it) from a capture search
-                    let derived = if rule.derive == Derive::Captures {
-                        None
-                    } else {
-                        let Some(m) = re.find_at(hay, at) else {
+                    None => {
+                        if re.captures_read_at(&mut locs, hay, at).is_none() {
+                            break;
+                        }
+                        let Some(g) = Groups::of(&locs, slots, s) else {
                             break;
                         };
-                        derived_groups(rule.derive, hay, m.start(), m.end())
-                    };
-                    let (g, next) = match derived {
-                        Some((g, next)) => {
-                            let shift = |r: Range<usize>| s + r.start..s + r.end;
-                            let g = Groups {
-                                whole: shift(g.whole),
-                                secret: g.secret.map(shift),
-                                key: g.key.map(shift),
-                                user: g.user.map(shift),
-                                domain: g.domain.map(shift),
-                            };
-                            (g, next)
-                        }
-                        None => {
-                            if re.captures_read_at(&mut locs, hay, at).is_none() {
-                                break;
-                            }
-                            let Some(g) = Groups::of(&locs, slots, s) else {
-                                break;
-                            };
-                            let next = slots
-                                .s
-                                .and_then(|i| locs.get(i))
-                                .map_or(g.whole.end - s, |(_, e)| e);
-                            (g, next)
-                        }
-                    };
-                    verify(ri, rule, bytes, &g, &mut k8s_done, &mut raws);
-                    at = next.max(at + 1);
-                }
-            } else {
-                for m in re.find_iter(hay) {
-                    let span = s + m.start()..s + m.end();
-                    let v = &bytes[span.clone()];
-                    let keep = match rule.check {
-                        Check::Token => !entropy::is_token_placeholder(v),
-                        Check::PrivateKey => {
-                            if let Some(end) = private_key_end(bytes, span.end) {
-                                raws.push(Raw {
-                                    rule: ri,
-                                    snippet_start: span.start,
-                                    span: span.start..end,
-                                    example: false,
-                                });
-                            }
-                            false
-                        }
-                        Check::PemRedacted => private_key_end(bytes, span.end).is_none(),
-                        Check::Putty | Check::K8sSecret => {
-                            if re.captures_read_at(&mut locs, hay, m.start()).is_some()
-                                && let Some(g) = Groups::of(&locs, slots, s)
-                            {
-                                verify(ri, rule, bytes, &g, &mut k8s_done, &mut raws);
-                            }
-                            false
-                        }
-                        _ => true,
-                    };
-                    if keep {
-                        raws.push(Raw {
-                            rule: ri,
-                            snippet_start: span.start,
-                            span,
-                            example: false,
-                        });
+                        let next = slots
+                            .s
+                            .and_then(|i| locs.get(i))
+                            .map_or(g.whole.end - s, |(_, e)| e);
+                        (g, next)
                     }
+                };
+                verify(ri, rule, bytes, &g, k8s_done, raws);
+                at = next.max(at + 1);
+            }
+        } else {
+            for m in re.find_iter(hay) {
+                let span = s + m.start()..s + m.end();
+                let v = &bytes[span.clone()];
+                let keep = match rule.check {
+                    Check::Token => !entropy::is_token_placeholder(v),
+                    Check::PrivateKey => {
+                        if let Some(end) = private_key_end(bytes, span.end) {
+                            raws.push(Raw {
+                                rule: ri,
+                                snippet_start: span.start,
+                                span: span.start..end,
+                                example: false,
+                            });
+                        }
+                        false
+                    }
+                    Check::PemRedacted => private_key_end(bytes, span.end).is_none(),
+                    Check::Putty | Check::K8sSecret => {
+                        if re.captures_read_at(&mut locs, hay, m.start()).is_some()
+                            && let Some(g) = Groups::of(&locs, slots, s)
+                        {
+                            verify(ri, rule, bytes, &g, k8s_done, raws);
+                        }
+                        false
+                    }
+                    _ => true,
+                };
+                if keep {
+                    raws.push(Raw {
+                        rule: ri,
+                        snippet_start: span.start,
+                        span,
+                        example: false,
+                    });
                 }
             }
         }
     }
-    // scanners
+}
+
+/// The matches of the hand-written scanners: PII numbers, Discord bot tokens, binary hints
+/// (quiet inside PEM blocks).
+fn scanner_raws(content: &str, c: &Classifier) -> Vec<Raw> {
+    let bytes = content.as_bytes();
+    let mut raws: Vec<Raw> = Vec::new();
     let scanner_rule = |s: Scanner| c.scanners.iter().find(|(k, _)| *k == s).map(|(_, i)| *i);
     let want_numbers = [Scanner::Ssn, Scanner::Card, Scanner::Phone, Scanner::Iban]
         .iter()
@@ -723,7 +848,13 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
             }
         });
     }
-    // snap to char boundaries, then resolve overlaps: lower tier, then earlier rule, wins
+    raws
+}
+
+/// The matches `raws` snapped to char boundaries, overlap-resolved (lower tier, then earlier
+/// rule, wins), in content order, each with its line.
+fn resolve(content: &str, c: &Classifier, mut raws: Vec<Raw>) -> Vec<(Raw, u32)> {
+    let bytes = content.as_bytes();
     for r in &mut raws {
         r.span = floor_boundary(content, r.span.start)..ceil_boundary(content, r.span.end);
         r.snippet_start = floor_boundary(content, r.snippet_start.min(r.span.start));

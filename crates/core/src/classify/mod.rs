@@ -71,7 +71,7 @@ use std::ops::Range;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-pub use compile::Classifier;
+pub use compile::{Classifier, SPLIT_MIN};
 pub use detect::findings;
 pub use redact::{Original, Redaction, Replacement, redact};
 pub use score::{family_contribution, findings_score, risk_score};

@@ -2157,3 +2157,117 @@ fn an_invalid_custom_rule_reads_as_the_regex_crate_reports_it() {
         assert_eq!(ours, theirs, "{pattern}");
     }
 }
+
+/// A draft scanned on two threads (the scanners and the rules keyed by a plain literal, `@`
+/// and `://`, on the second) has the findings, spans and lines it has on one: over the generated corpus, with
+/// every input split (the threshold at 0), and over long mixed source at the default one.
+/// Addresses are written around the windows' limits: at a draft's ends, on adjacent lines (one
+/// merged window), 256 bytes and more into a long line.
+#[test]
+fn two_threads_find_what_one_finds() {
+    use super::detect::SPLIT_CALLS;
+    let one = Classifier::default().on_one_thread();
+    let every = Classifier {
+        split_min: 0,
+        ..Classifier::default()
+    };
+    let default = Classifier::default();
+    let mut r = corpus::Rng(0x18_2a11);
+    let mut inputs: Vec<String> = Vec::new();
+    for (_, g) in corpus::credential_cases() {
+        for _ in 0..6 {
+            inputs.push(g(&mut r));
+        }
+    }
+    for _ in 0..1500 {
+        inputs.push(corpus::ordinary_line(&mut r));
+    }
+    for _ in 0..200 {
+        let (n, m, k) = (1 + r.below(12), r.below(600), r.below(99));
+        let user = r.chars(b"abcdefghij.", n);
+        let pad = r.chars(b"ab c=\"", m);
+        inputs.push(format!("{user}@example.dev"));
+        inputs.push(format!(
+            "{pad}redis://{user}:{pad}x{k}@h{k}/\nhttps://{user}:p{k}@h"
+        ));
+        inputs.push(format!("{pad} {user}@corp-{k}.io\nto: x{user}@b.co {pad}@"));
+    }
+    let splits_before = SPLIT_CALLS.with(std::cell::Cell::get);
+    let (mut compared, mut emails, mut urls) = (0, 0, 0);
+    for input in &inputs {
+        let want = findings(input, &one);
+        assert_eq!(findings(input, &every), want, "{input:?}");
+        compared += want.len();
+        emails += want.iter().filter(|f| f.pattern == "email_address").count();
+        urls += want.iter().filter(|f| f.pattern == "url_password").count();
+    }
+    let long = corpus::mixed_source(&mut r, 300_000);
+    let want = findings(&long, &one);
+    assert_eq!(findings(&long, &default), want);
+    emails += want.iter().filter(|f| f.pattern == "email_address").count();
+    compared += want.len();
+    assert!(
+        compared > 1000 && emails > 300 && urls > 100,
+        "{compared} findings, {emails} emails, {urls} URL passwords"
+    );
+    // every input went through the second thread, the long one at the default threshold too
+    let splits = SPLIT_CALLS.with(std::cell::Cell::get) - splits_before;
+    assert_eq!(splits, inputs.len() + 1);
+}
+
+/// Below the threshold, and with `on_one_thread`, no thread is spawned; when the spawn fails,
+/// the calling thread runs the scanners itself and finds the same.
+#[test]
+fn short_drafts_stay_on_one_thread_and_a_failed_spawn_loses_nothing() {
+    use super::detect::{FAIL_SPAWN, SPLIT_CALLS};
+    let calls = || SPLIT_CALLS.with(std::cell::Cell::get);
+    let default = Classifier::default();
+    let mut r = corpus::Rng(0x18_2a12);
+    let short = corpus::mixed_source(&mut r, SPLIT_MIN / 2);
+    let long = corpus::mixed_source(&mut r, SPLIT_MIN * 2);
+    assert!(short.len() < SPLIT_MIN && long.len() >= SPLIT_MIN);
+    let before = calls();
+    findings(&short, &default);
+    findings(&long, &default.clone().on_one_thread());
+    assert_eq!(calls(), before);
+    let want = findings(&long, &default);
+    assert_eq!(calls(), before + 1);
+    assert!(want.iter().any(|f| f.pattern == "email_address"));
+    assert!(want.iter().any(|f| f.kind == "binary_hint"));
+    FAIL_SPAWN.with(|f| f.set(true));
+    let got = findings(&long, &default);
+    FAIL_SPAWN.with(|f| f.set(false));
+    assert_eq!(calls(), before + 1);
+    assert_eq!(got, want);
+}
+
+/// The literals found without the keyword scan have no letter and cannot overlap themselves;
+/// the email and URL userinfo rules are among the built-in rules keyed by one.
+#[test]
+fn plain_literal_keywords_are_letterless_and_overlap_free() {
+    use super::compile::is_plain_literal;
+    for yes in ["@", "://", "1//0", "-----BEGIN"] {
+        assert_eq!(
+            is_plain_literal(yes.as_bytes()),
+            !yes.contains('B'),
+            "{yes}"
+        );
+    }
+    for no in ["", "aa", "--", "::", "/*/", "1//01", "@@"] {
+        assert!(!is_plain_literal(no.as_bytes()), "{no}");
+    }
+    let c = Classifier::default();
+    let keyed: Vec<&str> = c
+        .literal_keyed
+        .iter()
+        .map(|(_, k)| c.rules[k.rule].name.as_str())
+        .collect();
+    for rule in ["email_address", "url_password"] {
+        assert!(keyed.contains(&rule), "{keyed:?}");
+    }
+    assert!(
+        c.rules
+            .iter()
+            .all(|r| r.literal_key == keyed.contains(&r.name.as_str()))
+    );
+}
