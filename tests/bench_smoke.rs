@@ -145,10 +145,12 @@ fn agents_bench_prints_rates_ratios_and_the_machines_cpu_per_write() {
         // floor before and after, stdio, HTTP, kept alive: each `ms (busy%)`
         let n = numbers(cpu);
         assert_eq!(n.len(), 10, "{cpu}");
+        // a share that rounds to 0% is a reading (a short case waiting on a slow disk:
+        // one busy tick in hundreds), so only the CPU time must be non-zero
         for pair in n.chunks(2) {
             let (ms, busy) = (pair[0], pair[1]);
             assert!(ms > 0.0, "no CPU counted: {cpu}");
-            assert!(busy > 0.0 && busy <= 100.0, "{cpu}");
+            assert!((0.0..=100.0).contains(&busy), "{cpu}");
         }
     }
 }
