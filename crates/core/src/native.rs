@@ -130,11 +130,13 @@ impl NativeWorkspace {
         workspaces.set_state_dir(&state_dir);
         let planted = crate::state::planted(&state_dir, explicit);
         let policy_path = ActivePolicy::path_for(policy_file, &state_root);
+        // a hook scores once and exits: its drafts are scanned on one thread
         let policy = if planted.is_empty() || !policy_path.starts_with(&state_dir) {
             ActivePolicy::load(policy_path)
         } else {
             ActivePolicy::defaults(policy_path)
-        };
+        }
+        .on_one_thread();
         NativeWorkspace {
             workspaces,
             journal: Journal::new(&state_dir),
@@ -486,6 +488,13 @@ mod tests {
         let root = t.path().canonicalize().unwrap();
         let w = NativeWorkspace::open(&root, None, None, None);
         (t, w)
+    }
+
+    /// A hook scores once and exits: its policy's classifier scans on one thread.
+    #[test]
+    fn the_hooks_classifier_scans_on_one_thread() {
+        let (_t, w) = ws();
+        assert!(w.policy().classifier().unwrap().is_on_one_thread());
     }
 
     fn call<'a>(id: Option<&'a str>) -> NativeCall<'a> {

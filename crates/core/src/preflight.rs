@@ -103,6 +103,8 @@ pub struct ActivePolicy {
     /// The file that was (or would have been) read.
     pub path: PathBuf,
     state: std::result::Result<(Policy, OnceLock<Compiled>), PolicyProblem>,
+    /// The classifier scans every draft on the calling thread ([`ActivePolicy::on_one_thread`]).
+    one_thread: bool,
 }
 
 type Compiled = std::result::Result<Classifier, PolicyProblem>;
@@ -135,7 +137,11 @@ impl ActivePolicy {
                 }
                 Ok((p, compiled))
             });
-        ActivePolicy { path, state }
+        ActivePolicy {
+            path,
+            state,
+            one_thread: false,
+        }
     }
 
     /// The default policy, `path` not read.
@@ -143,7 +149,22 @@ impl ActivePolicy {
         ActivePolicy {
             path,
             state: Ok((Policy::default(), OnceLock::new())),
+            one_thread: false,
         }
+    }
+
+    /// This policy with its classifier scanning every draft on the calling thread
+    /// ([`Classifier::on_one_thread`]): for a process that scores once and exits (`scan`, the
+    /// hooks), where a second thread's start costs more than it saves. A long-running server
+    /// keeps the default, a long draft's scanners on a second thread.
+    pub fn on_one_thread(mut self) -> ActivePolicy {
+        self.one_thread = true;
+        if let Ok((_, compiled)) = &mut self.state
+            && let Some(Ok(c)) = compiled.take()
+        {
+            let _ = compiled.set(Ok(c.on_one_thread()));
+        }
+        self
     }
 
     /// Why the policy file cannot be used, if it cannot (known at load).
@@ -159,6 +180,13 @@ impl ActivePolicy {
                 .get_or_init(|| {
                     policy
                         .compile()
+                        .map(|c| {
+                            if self.one_thread {
+                                c.on_one_thread()
+                            } else {
+                                c
+                            }
+                        })
                         .map_err(|e| PolicyProblem::from_error(&self.path, &e))
                 })
                 .as_ref()
@@ -301,6 +329,30 @@ mod tests {
             ActivePolicy::path_for(None, root),
             root.join(".resilient_write/policy.yaml")
         );
+    }
+
+    /// `on_one_thread` reaches the classifier whether it is compiled at load (a policy with
+    /// its own patterns) or on first use; by default a long draft is scanned on two threads.
+    #[test]
+    fn on_one_thread_reaches_the_classifier_compiled_at_load_or_later() {
+        let dir = tempfile::tempdir().unwrap();
+        let own = dir.path().join("own.yaml");
+        std::fs::write(
+            &own,
+            "version: 1\nextend_patterns:\n  - name: ticket\n    family: internal\n    regex: 'TCK-[0-9]{6}'\n",
+        )
+        .unwrap();
+        let none = dir.path().join("none.yaml");
+        for path in [&own, &none] {
+            let two = ActivePolicy::load(path.clone());
+            assert!(two.problem().is_none(), "{path:?}");
+            assert!(!two.classifier().unwrap().is_on_one_thread());
+            let one = ActivePolicy::load(path.clone()).on_one_thread();
+            assert_eq!(one.is_compiled(), path == &own);
+            assert!(one.classifier().unwrap().is_on_one_thread(), "{path:?}");
+        }
+        let defaults = ActivePolicy::defaults(none).on_one_thread();
+        assert!(defaults.classifier().unwrap().is_on_one_thread());
     }
 
     #[test]

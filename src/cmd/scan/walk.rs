@@ -85,8 +85,7 @@ pub struct Walked {
 /// another, without the walker: it yields such a path whatever its name or the ignore rules
 /// (they apply below a path, never to the path itself), and building it (the ignore matchers,
 /// its threads) cost a seventh of a one-file `scan`. Everything else (directories, symlinks,
-/// paths that cannot be read) goes through the walker, whose threads scan each file on one
-/// thread (`Classifier::on_one_thread`): a named file of 32 KiB or more is scanned on two.
+/// paths that cannot be read) goes through the walker.
 pub fn walk(
     paths: &[PathBuf],
     cwd: &Path,
@@ -98,9 +97,7 @@ pub fn walk(
     let (files, rest): (Vec<&PathBuf>, Vec<&PathBuf>) = paths
         .iter()
         .partition(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_file()));
-    // the walker's threads already keep every CPU busy: a long file's scan stays on its thread
-    let one_thread = (!rest.is_empty()).then(|| classifier.clone().on_one_thread());
-    let mut visit = Visit {
+    let visit = Visit {
         cwd,
         root,
         strip_dot: opts.strip_dot,
@@ -116,9 +113,6 @@ pub fn walk(
         visit.file(path);
     }
     if let Some((first, rest)) = rest.split_first() {
-        if let Some(one) = &one_thread {
-            visit.classifier = one;
-        }
         walk_tree(first, rest, opts, &visit);
     }
     Walked {

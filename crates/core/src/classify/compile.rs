@@ -506,12 +506,19 @@ impl Classifier {
 
     /// This classifier with every draft scanned on the calling thread. By default a draft of
     /// at least [`SPLIT_MIN`] bytes has its scanners (numbers, Discord tokens, binary hints)
-    /// run on a second thread while the calling one runs the keyword rules: the same
-    /// findings, sooner when a second CPU is free. For callers that scan many drafts at once
-    /// on every CPU already, and for the benchmark's one-thread figure.
+    /// and the rules keyed by `@` and `://` run on a second thread while the calling one runs
+    /// the keyword scan and the other rules: the same findings, sooner when a second CPU is
+    /// free. For callers that scan many drafts at once on every CPU already, for processes
+    /// that score once and exit (the thread's start, in a fresh process, cost more than it
+    /// saved), and for the benchmark's one-thread figure.
     pub fn on_one_thread(mut self) -> Classifier {
         self.split_min = usize::MAX;
         self
+    }
+
+    /// Whether every draft is scanned on the calling thread ([`Classifier::on_one_thread`]).
+    pub fn is_on_one_thread(&self) -> bool {
+        self.split_min == usize::MAX
     }
 
     /// How many rule regexes have been compiled so far (they compile on first use).
