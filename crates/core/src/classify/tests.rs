@@ -1273,6 +1273,21 @@ fn builtin_regexes_compile_only_when_a_keyword_wakes_them() {
     assert_eq!(c.clone().compiled_regexes(), after);
 }
 
+/// Inputs from the generated evaluation corpus: `per_case` of every credential case (each in
+/// its syntaxes), then `lines` ordinary lines.
+fn case_and_line_inputs(r: &mut corpus::Rng, per_case: usize, lines: usize) -> Vec<String> {
+    let mut inputs = Vec::new();
+    for (_, g) in corpus::credential_cases() {
+        for _ in 0..per_case {
+            inputs.push(g(r));
+        }
+    }
+    for _ in 0..lines {
+        inputs.push(corpus::ordinary_line(r));
+    }
+    inputs
+}
+
 /// The keyword gates (`rules::Gate`) only drop hits that cannot be inside a match: over
 /// the generated evaluation corpus (every credential case in its syntaxes, and mixed
 /// source with ordinary code around them) the findings are the same with and without them.
@@ -1282,15 +1297,7 @@ fn keyword_gates_lose_no_finding() {
     let mut without = with.clone();
     without.gates = false;
     let mut r = corpus::Rng(0x18_0019);
-    let mut inputs: Vec<String> = Vec::new();
-    for (_, g) in corpus::credential_cases() {
-        for _ in 0..8 {
-            inputs.push(g(&mut r));
-        }
-    }
-    for _ in 0..3000 {
-        inputs.push(corpus::ordinary_line(&mut r));
-    }
+    let mut inputs = case_and_line_inputs(&mut r, 8, 3000);
     inputs.push(corpus::mixed_source(&mut r, 400_000));
     let mut compared = 0;
     for input in &inputs {
@@ -2173,15 +2180,7 @@ fn two_threads_find_what_one_finds() {
     };
     let default = Classifier::default();
     let mut r = corpus::Rng(0x18_2a11);
-    let mut inputs: Vec<String> = Vec::new();
-    for (_, g) in corpus::credential_cases() {
-        for _ in 0..6 {
-            inputs.push(g(&mut r));
-        }
-    }
-    for _ in 0..1500 {
-        inputs.push(corpus::ordinary_line(&mut r));
-    }
+    let mut inputs = case_and_line_inputs(&mut r, 6, 1500);
     for _ in 0..200 {
         let (n, m, k) = (1 + r.below(12), r.below(600), r.below(99));
         let user = r.chars(b"abcdefghij.", n);
