@@ -22,12 +22,7 @@ use std::time::Instant;
 use resilient_write::classify::{Classifier, redact, risk_score};
 
 fn time_it(label: &str, input: &str, c: &Classifier, iters: usize) -> f64 {
-    let _ = black_box(risk_score(black_box(input), c));
-    let t = Instant::now();
-    for _ in 0..iters {
-        black_box(risk_score(black_box(input), c));
-    }
-    let per = t.elapsed().as_secs_f64() / iters as f64;
+    let per = time_quiet(input, c, iters);
     let mbps = input.len() as f64 / per / 1e6;
     println!(
         "{label:<44} {:>10} bytes {:>10.3} ms {:>9.1} MB/s",

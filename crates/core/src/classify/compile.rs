@@ -306,13 +306,13 @@ pub struct Classifier {
     /// Whether keyword hits go through their rule's [`Gate`] (always, but in the test that
     /// shows the gates lose no finding).
     pub(super) gates: bool,
-    /// Drafts at least this long run the scanners on a second thread ([`SPLIT_MIN`];
-    /// `usize::MAX`: never, [`Classifier::on_one_thread`]).
+    /// Drafts at least this long run the scanners and the literal-keyed rules on a second
+    /// thread ([`SPLIT_MIN`]; `usize::MAX`: never, [`Classifier::on_one_thread`]).
     pub(super) split_min: usize,
 }
 
 /// Drafts of at least this many bytes are scanned on two threads by default: below it, the
-/// scanners' share of the work is not worth a thread's spawn (about 45 us).
+/// second thread's share of the work is not worth its spawn (about 45 us).
 pub const SPLIT_MIN: usize = 32 * 1024;
 
 impl std::fmt::Debug for Classifier {

@@ -15,6 +15,9 @@
 //! - A reported `match` is at most 16 characters and never contains a whole secret (it is cut to
 //!   half of the secret when the secret is short).
 //! - Redacting a redacted draft changes nothing: placeholders never match a rule.
+//! - A draft of [`SPLIT_MIN`] bytes or more is scanned on two threads (a scoped thread spawned
+//!   for the call), with the findings one thread gives; [`Classifier::on_one_thread`] keeps
+//!   every scan on the caller's thread.
 //!
 //! Score (the paper's equation 1): `sum_f w_f * min(1.5, 1 + 0.25 (n_f - 1))` over the families
 //! with at least one finding (`n_f` = distinct matched secrets), plus size rules (over 100 KB
