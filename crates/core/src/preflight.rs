@@ -331,17 +331,26 @@ mod tests {
         );
     }
 
+    /// `yaml` written as `p.yaml` in `dir`.
+    fn policy_file(dir: &tempfile::TempDir, yaml: &str) -> PathBuf {
+        let path = dir.path().join("p.yaml");
+        std::fs::write(&path, yaml).unwrap();
+        path
+    }
+
+    /// A policy adding one pattern, `name`, whose YAML-quoted regex is `regex`.
+    fn extra_pattern(name: &str, regex: &str) -> String {
+        format!(
+            "version: 1\nextend_patterns:\n  - name: {name}\n    family: custom\n    regex: {regex}\n"
+        )
+    }
+
     /// `on_one_thread` reaches the classifier whether it is compiled at load (a policy with
     /// its own patterns) or on first use; by default a long draft is scanned on two threads.
     #[test]
     fn on_one_thread_reaches_the_classifier_compiled_at_load_or_later() {
         let dir = tempfile::tempdir().unwrap();
-        let own = dir.path().join("own.yaml");
-        std::fs::write(
-            &own,
-            "version: 1\nextend_patterns:\n  - name: ticket\n    family: internal\n    regex: 'TCK-[0-9]{6}'\n",
-        )
-        .unwrap();
+        let own = policy_file(&dir, &extra_pattern("ticket", "'TCK-[0-9]{6}'"));
         let none = dir.path().join("none.yaml");
         for path in [&own, &none] {
             let two = ActivePolicy::load(path.clone());
@@ -358,8 +367,7 @@ mod tests {
     #[test]
     fn a_bad_policy_is_kept_as_a_problem_naming_the_file_and_line() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.yaml");
-        std::fs::write(&path, "version: 1\nthresholds:\n  hihg: 0.9\n").unwrap();
+        let path = policy_file(&dir, "version: 1\nthresholds:\n  hihg: 0.9\n");
         let active = ActivePolicy::load(path.clone());
         let Some(problem) = active.problem() else {
             panic!("loaded a bad policy")
@@ -373,12 +381,7 @@ mod tests {
     #[test]
     fn a_bad_extra_regex_is_reported_at_load_not_at_first_use() {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("p.yaml");
-        std::fs::write(
-            &path,
-            "version: 1\nextend_patterns:\n  - name: broken\n    family: custom\n    regex: \"(unclosed\"\n",
-        )
-        .unwrap();
+        let path = policy_file(&dir, &extra_pattern("broken", "\"(unclosed\""));
         let active = ActivePolicy::load(path.clone());
         let problem = active.problem().expect("the bad regex is known at load");
         assert!(problem.message.contains("broken"), "{problem:?}");
