@@ -344,11 +344,15 @@ fn known_iin(d: &[u8]) -> bool {
 }
 
 fn is_phone(t: &[u8], digits: &[u8]) -> bool {
-    let has_sep = t
-        .iter()
-        .any(|b| matches!(b, b' ' | b'-' | b'.' | b'(' | b')'));
+    let seps = || t[1..].iter().filter(|b| !b.is_ascii_digit());
     if t[0] == b'+' {
-        return (8..=15).contains(&digits.len()) && has_sep && !all_same(digits);
+        // a signed decimal (`+35236450.6` in a doctest, `+1234567.89` in a ledger) has one `.`
+        // and no other separator; a number written with dots has a dot between every group
+        let decimal = seps().eq([&b'.']);
+        return (8..=15).contains(&digits.len())
+            && seps().next().is_some()
+            && !decimal
+            && !all_same(digits);
     }
     // NANP: (ddd) ddd-dddd, ddd-ddd-dddd, ddd.ddd.dddd
     if digits.len() != 10 {
@@ -555,6 +559,16 @@ pub(super) mod tests {
     #[test]
     fn dates_versions_and_ip_addresses_are_not_numbers_of_interest() {
         assert!(kinds("2024-01-15 1.2.3 192.168.100.200 10:30").is_empty());
+    }
+
+    #[test]
+    fn a_signed_decimal_is_not_an_international_phone() {
+        assert!(kinds("Decimal('+35236450.6')").is_empty());
+        assert!(kinds("delta +1234567.89 EUR").is_empty());
+        // dots between every group, or a dot beside other separators, stay a phone
+        assert_eq!(kinds("tel +33.1.42.68.53.00"), vec![NumberKind::Phone]);
+        assert_eq!(kinds("tel +44 20.7946.0018"), vec![NumberKind::Phone]);
+        assert_eq!(kinds("tel +44 20 7946 0018"), vec![NumberKind::Phone]);
     }
 
     #[test]
