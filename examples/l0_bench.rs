@@ -6,8 +6,10 @@
 //! (`scripts/original_l0_bench.py`); its wheel is fetched into `target/original-py/` with pip
 //! when missing (or named by `RW_ORIGINAL_WHEEL`).
 //!
-//! A draft of at least `SPLIT_MIN` (32 KiB) runs its scanners on a second thread; the 100 KB
-//! input is also timed on one thread (`Classifier::on_one_thread`), the two alternated.
+//! A draft of at least `SPLIT_MIN` (128 KiB) runs its scanners on a second thread, so the
+//! 100 KB figure is on one thread. 400 KB and the 100 KB are also timed on two threads and on
+//! one, alternated; `RW_L0_SPLIT=mixed` or `RW_L0_SPLIT=FILE` prints two threads against one at
+//! sizes from 48 to 400 KB (where the second thread pays).
 //!
 //! Run: `cargo run --release --example l0_bench`
 
@@ -19,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use resilient_write::classify::{Classifier, redact, risk_score};
+use resilient_write::classify::{Classifier, SPLIT_MIN, redact, risk_score};
 
 fn time_it(label: &str, input: &str, c: &Classifier, iters: usize) -> f64 {
     let per = time_quiet(input, c, iters);
@@ -43,6 +45,71 @@ fn time_quiet(input: &str, c: &Classifier, iters: usize) -> f64 {
     t.elapsed().as_secs_f64() / iters as f64
 }
 
+/// `text` scored on two threads (`split_from(0)`) and on one, five rounds each, alternated:
+/// the medians. Prints them and their ratio.
+fn split_row(label: &str, text: &str, c: &Classifier) {
+    let (two_c, one_c) = (c.clone().split_from(0), c.clone().on_one_thread());
+    let iters = (20_000_000 / text.len().max(1)).clamp(3, 500);
+    let (mut two, mut one) = (Vec::new(), Vec::new());
+    for _ in 0..5 {
+        two.push(time_quiet(text, &two_c, iters));
+        one.push(time_quiet(text, &one_c, iters));
+    }
+    let (two, one) = (median(&mut two), median(&mut one));
+    let default = if text.len() >= SPLIT_MIN {
+        "two"
+    } else {
+        "one"
+    };
+    println!(
+        "{label:<36} {:>8} bytes  two threads {:>8.1} us  one {:>8.1} us  ratio {:.2}  (default: {default})",
+        text.len(),
+        two * 1e6,
+        one * 1e6,
+        two / one
+    );
+}
+
+/// `RW_L0_SPLIT=mixed` or `RW_L0_SPLIT=FILE`: where the second thread starts to pay, two
+/// threads against one at sizes from 48 to 400 KB of the generated mixed source or of a file's
+/// text (the measurement behind `SPLIT_MIN`).
+fn split_table(what: &str, rng: &mut corpus::Rng, c: &Classifier) {
+    let text = if what == "mixed" {
+        corpus::mixed_source(rng, 420_000)
+    } else {
+        match std::fs::read(what) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) => {
+                eprintln!("l0_bench: RW_L0_SPLIT={what}: {e}");
+                return;
+            }
+        }
+    };
+    println!(
+        "\nwhere two threads pay ({what}; SPLIT_MIN {} KiB)",
+        SPLIT_MIN / 1024
+    );
+    for kb in [48usize, 64, 100, 128, 160, 200, 256, 400] {
+        let mut cut = (kb * 1000).min(text.len());
+        while !text.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        split_row(&format!("{kb} KB"), &text[..cut], c);
+        if cut == text.len() {
+            break;
+        }
+    }
+}
+
+/// The first 100,000 bytes of `s`, cut back to a character boundary.
+fn first_100_kb(s: &str) -> &str {
+    let mut cut = s.len().min(100_000);
+    while !s.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    &s[..cut]
+}
+
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v[v.len() / 2]
@@ -57,16 +124,13 @@ fn main() {
     );
     let mut rng = corpus::Rng(42);
     let mixed = corpus::mixed_source(&mut rng, 100_000);
-    let mut cut = mixed.len().min(100_000);
-    while !mixed.is_char_boundary(cut) {
-        cut -= 1;
-    }
-    let mixed = &mixed[..cut];
+    let mixed = first_100_kb(&mixed);
     // `RW_L0_PROFILE=SECS`: only score the 100 KB input in a loop, for `perf record`
-    // (`RW_L0_INPUT=plain`: 100 KB of ordinary lines instead; `RW_L0_THREADS=1`: on one
-    // thread). `RW_L0_ITERS=N`: exactly N
-    // iterations instead, for instruction counts (`valgrind --tool=callgrind`): the difference
-    // between two counts, over the difference of their N, is the steady-state cost of one call.
+    // (`RW_L0_INPUT=plain`: 100 KB of ordinary lines instead, `RW_L0_INPUT=FILE`: the first
+    // 100 KB of that file; `RW_L0_THREADS=1` or `2`: on one thread, or on two at any size).
+    // `RW_L0_ITERS=N`: exactly N iterations instead, for instruction counts (`valgrind
+    // --tool=callgrind`): the difference between two counts, over the difference of their N,
+    // is the steady-state cost of one call.
     let iters = std::env::var("RW_L0_ITERS")
         .ok()
         .and_then(|s| s.parse::<u64>().ok());
@@ -75,20 +139,31 @@ fn main() {
         .and_then(|s| s.parse::<f64>().ok());
     if secs.is_some() || iters.is_some() {
         let secs = secs.unwrap_or(f64::INFINITY);
-        let c = if std::env::var("RW_L0_THREADS").is_ok_and(|v| v == "1") {
-            c.clone().on_one_thread()
-        } else {
-            c.clone()
+        let c = match std::env::var("RW_L0_THREADS").ok().as_deref() {
+            Some("1") => c.clone().on_one_thread(),
+            Some("2") => c.clone().split_from(0),
+            _ => c.clone(),
         };
-        let plain: String;
-        let input = if std::env::var("RW_L0_INPUT").is_ok_and(|v| v == "plain") {
-            plain = (0..850)
-                .map(|_| corpus::ordinary_line(&mut rng))
-                .collect::<Vec<_>>()
-                .join("\n");
-            &plain
-        } else {
-            mixed
+        let other: String;
+        let input = match std::env::var("RW_L0_INPUT").ok().as_deref() {
+            Some("plain") => {
+                other = (0..850)
+                    .map(|_| corpus::ordinary_line(&mut rng))
+                    .collect::<Vec<_>>()
+                    .join("\n");
+                &other
+            }
+            Some(path) => {
+                other = match std::fs::read(path) {
+                    Ok(b) => first_100_kb(&String::from_utf8_lossy(&b)).to_string(),
+                    Err(e) => {
+                        eprintln!("l0_bench: RW_L0_INPUT={path}: {e}");
+                        std::process::exit(2);
+                    }
+                };
+                &other
+            }
+            None => mixed,
         };
         println!("profiling {} bytes", input.len());
         let t = Instant::now();
@@ -107,32 +182,29 @@ fn main() {
         "{:<44} {:>16} {:>13} {:>14}",
         "input", "size", "time/iter", "throughput"
     );
-    // the default and one thread alternated, five rounds each, the medians reported
-    let one = c.clone().on_one_thread();
-    let (mut two_t, mut one_t) = (Vec::new(), Vec::new());
-    for _ in 0..5 {
-        two_t.push(time_quiet(mixed, &c, 100));
-        one_t.push(time_quiet(mixed, &one, 100));
-    }
-    let per = median(&mut two_t);
-    let per_one = median(&mut one_t);
-    for (label, t) in [
-        ("mixed source, 100 KB", per),
-        ("mixed source, 100 KB, on one thread", per_one),
-    ] {
-        println!(
-            "{label:<44} {:>10} bytes {:>10.3} ms {:>9.1} MB/s",
-            mixed.len(),
-            t * 1e3,
-            mixed.len() as f64 / t / 1e6
-        );
-    }
+    // five rounds of 100 calls, the median: the default, on one thread under SPLIT_MIN
+    let mut rounds: Vec<f64> = (0..5).map(|_| time_quiet(mixed, &c, 100)).collect();
+    let per = median(&mut rounds);
     println!(
-        "  => {:.3} ms per 100 KB (target < 0.5 ms; scanners on a second thread), {:.3} ms on one",
+        "{:<44} {:>10} bytes {:>10.3} ms {:>9.1} MB/s",
+        "mixed source, 100 KB",
+        mixed.len(),
+        per * 1e3,
+        mixed.len() as f64 / per / 1e6
+    );
+    println!(
+        "  => {:.3} ms per 100 KB (target < 0.5 ms; one thread under SPLIT_MIN, {} KiB)",
         per * 1e3 * 100_000.0 / mixed.len() as f64,
-        per_one * 1e3 * 100_000.0 / mixed.len() as f64
+        SPLIT_MIN / 1024
     );
     original_on(mixed, per);
+    // a draft over the threshold: two threads (the default) and one, alternated
+    let long = corpus::mixed_source(&mut rng, 400_000);
+    split_row("mixed source, 400 KB", &long, &c);
+    split_row("mixed source, 100 KB", mixed, &c);
+    if let Ok(what) = std::env::var("RW_L0_SPLIT") {
+        split_table(&what, &mut rng, &c);
+    }
     let plain: String = (0..3000)
         .map(|_| corpus::ordinary_line(&mut rng))
         .collect::<Vec<_>>()

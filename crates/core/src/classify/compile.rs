@@ -311,9 +311,14 @@ pub struct Classifier {
     pub(super) split_min: usize,
 }
 
-/// Drafts of at least this many bytes are scanned on two threads by default: below it, the
-/// second thread's share of the work is not worth its spawn (about 45 us).
-pub const SPLIT_MIN: usize = 32 * 1024;
+/// Drafts of at least this many bytes are scanned on two threads by default. The second
+/// thread costs about 70 us on the 2-vCPU VM this was measured on (its spawn, the wake of the
+/// idle vCPU, the join), so it pays once the scan on one thread takes about 180 us. Ordinary
+/// source (Python, Rust, JSON) gets there at 100-160 KB, Markdown with many URLs and
+/// secret-dense text sooner: at 128 KB the split saves 5-30% on four of five inputs and costs
+/// JSON 3%; at 48 KB it cost the three kinds of ordinary source 55-63% (`l0_bench` with
+/// `RW_L0_SPLIT`; `docs/ARCHITECTURE.md`, "Two threads for a long draft").
+pub const SPLIT_MIN: usize = 128 * 1024;
 
 impl std::fmt::Debug for Classifier {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -511,8 +516,15 @@ impl Classifier {
     /// free. For callers that scan many drafts at once on every CPU already, for processes
     /// that score once and exit (the thread's start, in a fresh process, cost more than it
     /// saved), and for the benchmark's one-thread figure.
-    pub fn on_one_thread(mut self) -> Classifier {
-        self.split_min = usize::MAX;
+    pub fn on_one_thread(self) -> Classifier {
+        self.split_from(usize::MAX)
+    }
+
+    /// This classifier with drafts of at least `bytes` bytes scanned on two threads, instead
+    /// of from [`SPLIT_MIN`]: lower where spawning a thread is cheaper than on the 2-vCPU VM
+    /// the default was measured on, `usize::MAX` for [`Classifier::on_one_thread`].
+    pub fn split_from(mut self, bytes: usize) -> Classifier {
+        self.split_min = bytes;
         self
     }
 

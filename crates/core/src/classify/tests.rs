@@ -2174,10 +2174,7 @@ fn an_invalid_custom_rule_reads_as_the_regex_crate_reports_it() {
 fn two_threads_find_what_one_finds() {
     use super::detect::SPLIT_CALLS;
     let one = Classifier::default().on_one_thread();
-    let every = Classifier {
-        split_min: 0,
-        ..Classifier::default()
-    };
+    let every = Classifier::default().split_from(0);
     let default = Classifier::default();
     let mut r = corpus::Rng(0x18_2a11);
     let mut inputs = case_and_line_inputs(&mut r, 6, 1500);
@@ -2215,7 +2212,8 @@ fn two_threads_find_what_one_finds() {
 }
 
 /// Below the threshold, and with `on_one_thread`, no thread is spawned; when the spawn fails,
-/// the calling thread runs the scanners itself and finds the same.
+/// the calling thread runs the scanners itself and finds the same; `split_from` moves the
+/// threshold.
 #[test]
 fn short_drafts_stay_on_one_thread_and_a_failed_spawn_loses_nothing() {
     use super::detect::{FAIL_SPAWN, SPLIT_CALLS};
@@ -2238,6 +2236,16 @@ fn short_drafts_stay_on_one_thread_and_a_failed_spawn_loses_nothing() {
     FAIL_SPAWN.with(|f| f.set(false));
     assert_eq!(calls(), before + 1);
     assert_eq!(got, want);
+    // `split_from` moves the threshold both ways; `usize::MAX` is one thread
+    assert_eq!(
+        findings(&short, &default.clone().split_from(short.len())),
+        findings(&short, &default)
+    );
+    assert_eq!(calls(), before + 2);
+    findings(&long, &default.clone().split_from(long.len() + 1));
+    assert_eq!(calls(), before + 2);
+    assert!(default.clone().split_from(usize::MAX).is_on_one_thread());
+    assert!(!default.is_on_one_thread());
 }
 
 /// The literals found without the keyword scan have no letter and cannot overlap themselves;
