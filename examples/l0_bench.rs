@@ -90,20 +90,17 @@ fn split_table(what: &str, rng: &mut corpus::Rng, c: &Classifier) {
         SPLIT_MIN / 1024
     );
     for kb in [48usize, 64, 100, 128, 160, 200, 256, 400] {
-        let mut cut = (kb * 1000).min(text.len());
-        while !text.is_char_boundary(cut) {
-            cut -= 1;
-        }
-        split_row(&format!("{kb} KB"), &text[..cut], c);
-        if cut == text.len() {
+        let part = first_bytes(&text, kb * 1000);
+        split_row(&format!("{kb} KB"), part, c);
+        if part.len() == text.len() {
             break;
         }
     }
 }
 
-/// The first 100,000 bytes of `s`, cut back to a character boundary.
-fn first_100_kb(s: &str) -> &str {
-    let mut cut = s.len().min(100_000);
+/// The first `n` bytes of `s` (all of it when shorter), cut back to a character boundary.
+fn first_bytes(s: &str, n: usize) -> &str {
+    let mut cut = s.len().min(n);
     while !s.is_char_boundary(cut) {
         cut -= 1;
     }
@@ -124,7 +121,7 @@ fn main() {
     );
     let mut rng = corpus::Rng(42);
     let mixed = corpus::mixed_source(&mut rng, 100_000);
-    let mixed = first_100_kb(&mixed);
+    let mixed = first_bytes(&mixed, 100_000);
     // `RW_L0_PROFILE=SECS`: only score the 100 KB input in a loop, for `perf record`
     // (`RW_L0_INPUT=plain`: 100 KB of ordinary lines instead, `RW_L0_INPUT=FILE`: the first
     // 100 KB of that file; `RW_L0_THREADS=1` or `2`: on one thread, or on two at any size).
@@ -155,7 +152,7 @@ fn main() {
             }
             Some(path) => {
                 other = match std::fs::read(path) {
-                    Ok(b) => first_100_kb(&String::from_utf8_lossy(&b)).to_string(),
+                    Ok(b) => first_bytes(&String::from_utf8_lossy(&b), 100_000).to_string(),
                     Err(e) => {
                         eprintln!("l0_bench: RW_L0_INPUT={path}: {e}");
                         std::process::exit(2);
