@@ -255,20 +255,25 @@ fn stored_flags(s: &mut Server, path: &str) -> Vec<(String, bool)> {
 }
 
 /// The state directory (and so the object store) on a full tmpfs, the workspace elsewhere:
-/// the pre-image can be neither linked nor cloned, and its copy does not fit. The overwrite
-/// still lands, says why its pre-image was not kept, and its row says so; once there is room
-/// again the next overwrite keeps its pre-image.
+/// the pre-image can be neither linked nor cloned, and its copy does not fit. History yields
+/// (the oldest version goes, the write says so in its result and its row) and the newer
+/// pre-image is kept; one larger than all history could give up is not kept, and the
+/// overwrite still lands and says why; once there is room again the next overwrite keeps
+/// its pre-image.
 #[test]
 fn disk_full_during_the_pre_image_the_overwrite_lands_and_says_why() {
     let fs = tmpfs_or_skip!("1m");
     let ws = Workspace::new();
     let state = fs.dir.to_str().expect("utf-8 path");
     let mut s = Server::start(&ws.root, &[], &[("RW_STATE_DIR", state)]);
-    let v = |i: u8| -> String { format!("{i}").repeat(64 * 1024) };
-    s.ok("rw_safe_write", json!({"path": "f.txt", "content": v(0)}));
+    let v = |i: u8, kib: usize| -> String { format!("{i}").repeat(kib * 1024) };
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "f.txt", "content": v(0, 64)}),
+    );
     let out = s.ok(
         "rw_safe_write",
-        json!({"path": "f.txt", "content": v(1), "mode": "overwrite"}),
+        json!({"path": "f.txt", "content": v(1, 64), "mode": "overwrite"}),
     );
     assert!(
         out.get("warnings").is_none(),
@@ -276,25 +281,57 @@ fn disk_full_during_the_pre_image_the_overwrite_lands_and_says_why() {
     );
     let filler = fill(&fs.dir);
 
+    // v1's copy does not fit: v0's goes to make room for it.
     let out = s.ok(
         "rw_safe_write",
-        json!({"path": "f.txt", "content": v(2), "mode": "overwrite"}),
+        json!({"path": "f.txt", "content": v(2, 128), "mode": "overwrite"}),
     );
-    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), v(2));
+    assert_eq!(
+        std::fs::read_to_string(ws.path("f.txt")).unwrap(),
+        v(2, 128)
+    );
+    let warning = out["warnings"].to_string();
+    assert!(warning.contains("history_pruned: "), "{out}");
+    assert!(!warning.contains("history_not_kept"), "{out}");
+    let last = journal_rows(&fs.dir).pop().unwrap();
+    assert_eq!(
+        last["history_pruned"]["sha256"],
+        json!([sha256(v(0, 64).as_bytes())]),
+        "the row names the dropped version: {last}"
+    );
+    assert!(last.get("history_not_kept").is_none(), "{last}");
+    assert_eq!(
+        stored_flags(&mut s, "f.txt"),
+        vec![
+            (sha256(v(2, 128).as_bytes()), true),
+            (sha256(v(1, 64).as_bytes()), true),
+            (sha256(v(0, 64).as_bytes()), false),
+        ],
+        "the newest pre-image is kept, the oldest dropped"
+    );
+
+    // v2 (128 KiB) is more than history holds (v1, 64 KiB) plus what is free: not kept.
+    let out = s.ok(
+        "rw_safe_write",
+        json!({"path": "f.txt", "content": v(3, 64), "mode": "overwrite"}),
+    );
+    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), v(3, 64));
     let warning = out["warnings"]
         .as_array()
-        .and_then(|w| w.iter().find_map(|w| w.as_str()))
+        .and_then(|w| {
+            w.iter()
+                .find_map(|w| w.as_str().filter(|w| w.starts_with("history_not_kept")))
+        })
         .unwrap_or_default()
         .to_string();
-    assert!(warning.starts_with("history_not_kept: "), "{out}");
     assert!(
         warning.contains("No space left on device") || warning.contains("os error 28"),
-        "the warning says why: {warning}"
+        "the warning says why: {out}"
     );
     let rows = journal_rows(&fs.dir);
     let last = rows.last().unwrap();
-    assert_eq!(last["sha256"], json!(sha256(v(2).as_bytes())));
-    assert_eq!(last["prev_sha256"], json!(sha256(v(1).as_bytes())));
+    assert_eq!(last["sha256"], json!(sha256(v(3, 64).as_bytes())));
+    assert_eq!(last["prev_sha256"], json!(sha256(v(2, 128).as_bytes())));
     assert!(
         last["history_not_kept"]
             .as_str()
@@ -303,11 +340,10 @@ fn disk_full_during_the_pre_image_the_overwrite_lands_and_says_why() {
     );
     let flags = stored_flags(&mut s, "f.txt");
     assert_eq!(
-        flags,
-        vec![
-            (sha256(v(2).as_bytes()), true),
-            (sha256(v(1).as_bytes()), false),
-            (sha256(v(0).as_bytes()), true),
+        flags[..2],
+        [
+            (sha256(v(3, 64).as_bytes()), true),
+            (sha256(v(2, 128).as_bytes()), false),
         ],
         "history shows the version whose pre-image was lost as not stored"
     );
@@ -318,13 +354,13 @@ fn disk_full_during_the_pre_image_the_overwrite_lands_and_says_why() {
     std::fs::remove_file(filler).unwrap();
     let out = s.ok(
         "rw_safe_write",
-        json!({"path": "f.txt", "content": v(3), "mode": "overwrite"}),
+        json!({"path": "f.txt", "content": v(4, 64), "mode": "overwrite"}),
     );
     assert!(out.get("warnings").is_none(), "{out}");
-    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), v(3));
+    assert_eq!(std::fs::read_to_string(ws.path("f.txt")).unwrap(), v(4, 64));
     assert_eq!(
         stored_flags(&mut s, "f.txt")[1],
-        (sha256(v(2).as_bytes()), true)
+        (sha256(v(3, 64).as_bytes()), true)
     );
     let last = journal_rows(&fs.dir).pop().unwrap();
     assert!(last.get("history_not_kept").is_none(), "{last}");

@@ -916,10 +916,31 @@ fn doctor_reports_the_history_store_against_its_budget() {
     let o = run(&ws.root, &["doctor", "--json"], &[]);
     let doc: Value = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
     // a.txt was overwritten twice: its first two versions ("one\n", "two\n") are kept.
+    let mut store = doc["history_store"].clone();
+    let disk = store
+        .as_object_mut()
+        .and_then(|s| s.remove("disk"))
+        .unwrap_or_default();
     assert_eq!(
-        doc["history_store"],
+        store,
         json!({"objects": 2, "bytes": 8, "max_bytes": 1 << 20, "keep_last": 5,
-               "max_age_secs": 30 * 86400}),
+               "max_age_secs": 30 * 86400, "min_free": "5% (at most 1 GiB)"}),
+        "{doc}"
+    );
+    // The filesystem holding the state, and history's floor on it.
+    let total = disk["total_bytes"].as_u64().unwrap_or(0);
+    assert!(total > 0, "{doc}");
+    assert_eq!(
+        disk["floor_bytes"],
+        json!((total / 20).min(1 << 30)),
+        "{doc}"
+    );
+    assert!(
+        disk["free_bytes"].as_u64().is_some_and(|f| f <= total),
+        "{doc}"
+    );
+    assert!(
+        disk["mount"].as_str().is_some_and(|m| m.starts_with('/')),
         "{doc}"
     );
     let o = run(&ws.root, &["doctor"], &[]);
@@ -927,6 +948,12 @@ fn doctor_reports_the_history_store_against_its_budget() {
         out(&o).contains(
             "history: 2 object(s), 8 B of the 1.0 MiB budget (0%); keep_last 5, max_age 30d"
         ),
+        "{}",
+        out(&o)
+    );
+    assert!(out(&o).contains("state disk: "), "{}", out(&o));
+    assert!(
+        out(&o).contains("min_free 5% (at most 1 GiB)"),
         "{}",
         out(&o)
     );

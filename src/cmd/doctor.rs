@@ -210,6 +210,26 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
             Some(Err(e)) => println!("history: the object store cannot be listed: {e}"),
             None => {}
         }
+        if let Some(Ok(h)) = &store {
+            match &h.disk {
+                Some(d) => println!(
+                    "state disk: {} of {} free at {} (history keeps {} free: min_free {}){}",
+                    human_bytes(d.free_bytes),
+                    human_bytes(d.total_bytes),
+                    d.mount,
+                    human_bytes(d.floor_bytes),
+                    h.min_free,
+                    if d.below_floor {
+                        "; BELOW THE FLOOR"
+                    } else {
+                        ""
+                    }
+                ),
+                None => println!(
+                    "state disk: reports no size; history yields only when a write meets a full disk"
+                ),
+            }
+        }
         print_findings(&findings, &fixed);
         let warnings = findings.len() - problems(&findings);
         if findings.is_empty() {

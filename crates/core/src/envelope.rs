@@ -130,6 +130,16 @@ pub enum Failure {
         #[source]
         source: io::Error,
     },
+    /// A filesystem had no room for a write even after history gave up what it could
+    /// (`crate::write::pipeline::room`).
+    #[error("{op} {path}: {source}; {}", disk.describe())]
+    DiskFull {
+        op: &'static str,
+        path: String,
+        #[source]
+        source: io::Error,
+        disk: Box<DiskFull>,
+    },
     #[error("{what} is {bytes} bytes, over the limit of {limit}")]
     TooLarge {
         what: String,
@@ -319,6 +329,45 @@ fn classify_io(err: &io::Error) -> (ErrorKind, ReasonHint, SuggestedAction) {
     }
 }
 
+/// Which filesystem was full, and how far history went to make room on it
+/// ([`Failure::DiskFull`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DiskFull {
+    /// Where the filesystem is mounted.
+    pub filesystem: String,
+    /// What it holds for this write: `workspace`, `state` (`.resilient_write/`) or both.
+    pub holds: String,
+    /// Free bytes it reports (`None`: it reports none it can be believed about).
+    pub free_bytes: Option<u64>,
+    /// About how much the write needs on it.
+    pub needed_bytes: u64,
+    /// Pre-images dropped trying to make room (history is a cache; records never go).
+    pub pruned_versions: usize,
+    pub pruned_bytes: u64,
+}
+
+impl DiskFull {
+    fn describe(&self) -> String {
+        let free = self.free_bytes.map_or_else(
+            || "reports no usable free space".to_string(),
+            |f| format!("has {f} bytes free"),
+        );
+        let history = if self.pruned_versions > 0 {
+            format!(
+                "history gave up {} earlier version(s), {} bytes, and that was not enough",
+                self.pruned_versions, self.pruned_bytes
+            )
+        } else {
+            "history holds no earlier version it could give up".to_string()
+        };
+        format!(
+            "the filesystem at {} (holding the {}) {free}; this write needs about {} bytes there; \
+             {history}: free space on that filesystem, then retry",
+            self.filesystem, self.holds, self.needed_bytes
+        )
+    }
+}
+
 impl Failure {
     /// An I/O failure of `op` on `path`.
     pub fn io(op: &'static str, path: impl AsRef<Path>, source: io::Error) -> Self {
@@ -326,6 +375,15 @@ impl Failure {
             op,
             path: path.as_ref().display().to_string(),
             source,
+        }
+    }
+
+    /// Whether a filesystem ran out of room (`ENOSPC`, `EDQUOT`): what history can help with.
+    pub fn is_no_space(&self) -> bool {
+        match self {
+            Failure::Io { source, .. } => crate::util::sys::is_no_space(source),
+            Failure::DiskFull { .. } => true,
+            _ => false,
         }
     }
 
@@ -350,6 +408,7 @@ impl Failure {
             }
             Failure::Corruption { .. } => (K::WriteCorruption, R::Unknown, A::RetryLater),
             Failure::Io { source, .. } => classify_io(source),
+            Failure::DiskFull { .. } => (K::QuotaExceeded, R::SizeLimit, A::AskUser),
             Failure::TooLarge { .. } => (K::QuotaExceeded, R::SizeLimit, A::Split),
             Failure::Encoding { .. } => (K::PolicyViolation, R::Encoding, A::Escape),
             Failure::InvalidArguments { .. }
@@ -481,6 +540,29 @@ impl Failure {
                     let errno = rustix::io::Errno::from_raw_os_error(code);
                     put("strerror", json!(errno.to_string()));
                 }
+            }
+            Failure::DiskFull {
+                op,
+                path,
+                source,
+                disk,
+            } => {
+                put("path", json!(path));
+                put("operation", json!(op));
+                if let Some(code) = source.raw_os_error() {
+                    put("errno", json!(code));
+                    let errno = rustix::io::Errno::from_raw_os_error(code);
+                    put("strerror", json!(errno.to_string()));
+                }
+                put("reason", json!("disk_full"));
+                put("filesystem", json!(disk.filesystem));
+                put("holds", json!(disk.holds));
+                put("free_bytes", json!(disk.free_bytes));
+                put("needed_bytes", json!(disk.needed_bytes));
+                put(
+                    "history_pruned",
+                    json!({"versions": disk.pruned_versions, "bytes": disk.pruned_bytes}),
+                );
             }
             Failure::TooLarge { what, bytes, limit } => {
                 put("what", json!(what));

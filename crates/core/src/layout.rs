@@ -17,6 +17,9 @@ pub const STATE_SUBDIRS: &[&str] = &[
     "hooks",
 ];
 
+/// Directory of the agents' hooks' records (`native.rs`) inside the state directory.
+pub const HOOKS_DIR: &str = "hooks";
+
 /// Default cap on one write's content: big enough for any source file, small enough that a
 /// runaway payload is refused with `quota_exceeded`/`size_limit` instead of filling a disk.
 pub const DEFAULT_MAX_WRITE_BYTES: u64 = 64 * 1024 * 1024;

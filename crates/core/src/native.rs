@@ -35,7 +35,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// Directory of the before/after records inside the state directory.
-pub const HOOKS_DIR: &str = "hooks";
+pub use crate::layout::HOOKS_DIR;
 
 /// One exact-match replacement of an agent's edit tool.
 #[derive(Debug, Clone, PartialEq)]
@@ -239,7 +239,10 @@ impl NativeWorkspace {
         let name = Self::pending_name(target);
         let staged = match existing {
             Some(e) if !self.objects.contains(&e.sha256) => {
-                Self::write_at(&dir.dir, &format!("{name}.pre"), &e.bytes, true)?;
+                let pre = format!("{name}.pre");
+                self.with_room(e.bytes.len() as u64, || {
+                    Self::write_at(&dir.dir, &pre, &e.bytes, true)
+                })?;
                 true
             }
             _ => {
@@ -335,8 +338,32 @@ impl NativeWorkspace {
             tool: format!("native:{}", call.tool),
             extra,
         };
-        self.journal.append(&row)?.commit();
+        self.with_room(row.to_line().len() as u64, || self.journal.append(&row))?
+            .commit();
         Ok(Some(row))
+    }
+
+    /// Run `step`, which writes about `need` bytes into the state directory; on `ENOSPC`
+    /// history yields (oldest pre-images first, as the pipeline's `room.rs` does) and the
+    /// step runs once more. Pre-images are a cache; the journal row is a record.
+    fn with_room<T>(&self, need: u64, mut step: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+        match step() {
+            Err(e) if crate::util::sys::is_no_space(&e) => {
+                let dropped = self
+                    .objects
+                    .drop_oldest(need.saturating_add(crate::pipeline::room::SLACK))?;
+                if dropped.is_empty() {
+                    return Err(e);
+                }
+                tracing::info!(
+                    "history gave up {} pre-image(s), {} bytes, for a hook that met a full disk",
+                    dropped.sha256.len(),
+                    dropped.blocks
+                );
+                step()
+            }
+            other => other,
+        }
     }
 
     /// The sha256 of the newest journaled version of `target`.

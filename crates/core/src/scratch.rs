@@ -238,7 +238,11 @@ pub fn deposit_keyed(
         extra.insert("blob_journal_id".into(), json!(journal_id));
     }
     extra.insert("scratch".to_string(), json!(true));
-    let replayed = append_index_row(svc, &dir, &index_target, who, &line, extra, replay)?;
+    // A deposit is a record: history yields room for its index row (the row is cut off
+    // again when it fails, so the step can run twice).
+    let replayed = svc.pipeline().with_state_room(line.len() as u64, || {
+        append_index_row(svc, &dir, &index_target, who, &line, extra.clone(), replay)
+    })?;
     if let Some(row) = replayed {
         return Ok(Err(row));
     }

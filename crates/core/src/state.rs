@@ -40,6 +40,37 @@ fn open_dir_at(parent: &OwnedFd, name: &str) -> rustix::io::Result<OwnedFd> {
     )
 }
 
+/// Remove what the agents' before-hooks left in `.resilient_write/hooks/` for calls whose
+/// after-hook never came (a call the user refused, an agent that died): staged pre-images,
+/// records and temp files last changed more than `older_than` ago. Returns how many files
+/// were removed. They are a cache of a call long over: its journal row can no longer come.
+pub fn sweep_hook_leftovers(state_dir: &Path, older_than: std::time::Duration) -> usize {
+    let Ok(Some(dir)) = open_subdir(state_dir, &[crate::layout::HOOKS_DIR], 0o700, false) else {
+        return 0;
+    };
+    let Ok(entries) = std::fs::read_dir(&dir.path) else {
+        return 0;
+    };
+    let now = std::time::SystemTime::now();
+    let mut removed = 0;
+    for e in entries.flatten() {
+        let name = e.file_name();
+        let Some(n) = name.to_str() else { continue };
+        let ours = n.ends_with(".pre") || n.ends_with(".json") || n.contains(".tmp-");
+        let old = e.metadata().is_ok_and(|m| {
+            m.is_file()
+                && m.modified()
+                    .ok()
+                    .and_then(|t| now.duration_since(t).ok())
+                    .is_some_and(|age| age > older_than)
+        });
+        if ours && old && rustix::fs::unlinkat(&dir.dir, n, rustix::fs::AtFlags::empty()).is_ok() {
+            removed += 1;
+        }
+    }
+    removed
+}
+
 /// Open `state_dir/<components...>`, creating missing directories with `dir_mode` (before
 /// the umask) when `create` is set. `Ok(None)` when a directory is missing and `create` is
 /// not set.
@@ -227,6 +258,42 @@ pub fn target(state_dir: &Path, subdir: &str, name: &str) -> Result<Target> {
 
 #[cfg(test)]
 mod tests {
+
+    /// A before-hook's leftovers older than the age go; younger ones, and files that are
+    /// not the hooks', stay.
+    #[test]
+    fn hook_leftovers_older_than_the_age_are_swept() {
+        use std::time::{Duration, SystemTime};
+        let t = tempfile::tempdir().unwrap();
+        let state = t.path().join(".resilient_write");
+        let hooks = state.join(crate::layout::HOOKS_DIR);
+        std::fs::create_dir_all(&hooks).unwrap();
+        let day = Duration::from_secs(86400);
+        let make = |name: &str, age: Duration| {
+            let p = hooks.join(name);
+            std::fs::write(&p, b"x").unwrap();
+            std::fs::File::open(&p)
+                .unwrap()
+                .set_modified(SystemTime::now() - age)
+                .unwrap();
+            p
+        };
+        let old = [
+            make("aa.json", 2 * day),
+            make("aa.json.pre", 2 * day),
+            make(".bb.json.tmp-123", 2 * day),
+        ];
+        let young = [
+            make("cc.json", Duration::ZERO),
+            make("cc.json.pre", Duration::ZERO),
+        ];
+        let other = make("README", 2 * day);
+        assert_eq!(sweep_hook_leftovers(&state, day), 3);
+        assert!(old.iter().all(|p| !p.exists()));
+        assert!(young.iter().all(|p| p.exists()));
+        assert!(other.exists());
+        assert_eq!(sweep_hook_leftovers(&t.path().join("none"), day), 0);
+    }
     use super::*;
     use crate::layout::STATE_DIR_NAME;
     use std::fs;

@@ -166,9 +166,10 @@ impl Store {
         if usable && config.sweep_on_start {
             let roots: Vec<PathBuf> = ws.roots().map(Path::to_path_buf).collect();
             let notices = notices.clone();
+            let state = state_dir.clone();
             std::thread::Builder::new()
                 .name("rw-sweep".into())
-                .spawn(move || sweep_in_background(&roots, &notices))
+                .spawn(move || sweep_in_background(&roots, &state, &notices))
                 .ok();
         }
         let results = ResultLog::new(&state_dir);
@@ -472,13 +473,25 @@ pub fn gitignore_note(state_root: &Path) -> Option<String> {
     })
 }
 
-/// The start-up sweep for temp files of crashed writers (on a thread of its own): a walk of
-/// every root, so it first lowers its thread to the lowest priority and takes only CPU time
-/// no write is waiting for (sixteen agents starting on one large repository walk it sixteen
-/// times).
-fn sweep_in_background(roots: &[PathBuf], notices: &Notices) {
+/// How old a before-hook's leftovers must be to be swept at start (`state::sweep_hook_leftovers`).
+const HOOK_LEFTOVERS_AGE: std::time::Duration = std::time::Duration::from_secs(86400);
+
+/// The start-up sweep (on a thread of its own): the before-hooks' leftovers older than a day,
+/// then the temp files of crashed writers in a walk of every root. The walk first lowers its
+/// thread's priority (`util::sys::BACKGROUND_NICE`: it yields to the writes, sixteen agents
+/// starting on one large repository walk it sixteen times, yet it ends within about ten
+/// times its CPU time on a machine whose every CPU is busy). The directories a crash most
+/// likely left a temp file in were swept before the first call (`startup.rs`).
+fn sweep_in_background(roots: &[PathBuf], state_dir: &Path, notices: &Notices) {
     if let Err(e) = crate::util::sys::lower_this_threads_priority() {
         tracing::debug!("sweep thread keeps its priority: {e}");
+    }
+    let hooks = crate::state::sweep_hook_leftovers(state_dir, HOOK_LEFTOVERS_AGE);
+    if hooks > 0 {
+        notices.record(
+            Level::Info,
+            format!("removed {hooks} leftover(s) of agent hook calls that never finished"),
+        );
     }
     for root in roots {
         let removed = sweep_temp_files(root, 200_000);
@@ -502,10 +515,10 @@ fn sweep_in_background(roots: &[PathBuf], notices: &Notices) {
 mod tests {
     use super::*;
 
-    /// The start-up sweep lowers its thread to the lowest priority and still removes a temp
-    /// file whose writer is gone (and reports it).
+    /// The start-up sweep lowers its thread to the background priority and still removes a
+    /// temp file whose writer is gone (and reports it).
     #[test]
-    fn the_start_up_sweep_runs_at_the_lowest_priority() {
+    fn the_start_up_sweep_runs_at_the_background_priority() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
         let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -519,7 +532,7 @@ mod tests {
         let notices = Arc::new(Notices::default());
         let (roots, seen) = (vec![root.clone()], Arc::clone(&notices));
         let nice = std::thread::spawn(move || {
-            sweep_in_background(&roots, &seen);
+            sweep_in_background(&roots, &root.join(".resilient_write"), &seen);
             rustix::process::getpriority_process(Some(rustix::thread::gettid())).unwrap()
         })
         .join()

@@ -105,6 +105,7 @@ pub fn compose<R>(
     let mut extra = opts.extra;
     extra.insert("session".into(), json!(session_name));
     extra.insert("chunk_count".into(), json!(count));
+    let pruned = svc.pipeline().make_room_for(target, total, &mut extra);
 
     let committed = svc.pipeline().commit_streaming(target, who, |existing| {
         if let Some(r) = check(existing)? {
@@ -340,6 +341,7 @@ pub fn compose<R>(
         Err(e) => return Err(rep.blocked.take().unwrap_or(e)),
     };
     let mut warnings = outcome.warnings.clone();
+    warnings.extend(pruned);
     let mut cleaned_up = false;
     if opts.cleanup {
         match remove_session(&session) {

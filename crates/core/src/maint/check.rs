@@ -481,7 +481,8 @@ pub(super) fn retention(svc: &Store) -> Option<crate::history::Retention> {
     crate::history::Retention::from_policy(history).ok()
 }
 
-/// The object store's size against its retention budget (what `doctor` reports first).
+/// The object store's size against its retention budget, and the filesystem that holds it
+/// (what `doctor` reports first).
 #[derive(Debug, Clone, serde::Serialize)]
 pub struct HistoryStore {
     pub objects: usize,
@@ -489,6 +490,31 @@ pub struct HistoryStore {
     pub max_bytes: u64,
     pub keep_last: usize,
     pub max_age_secs: u64,
+    /// `history.min_free` as the policy says it.
+    pub min_free: String,
+    /// The filesystem holding `.resilient_write/` (`None`: it reports no size).
+    pub disk: Option<StateDiskReport>,
+}
+
+/// The state's filesystem in `doctor`'s report.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct StateDiskReport {
+    pub mount: String,
+    pub total_bytes: u64,
+    pub free_bytes: u64,
+    /// History's floor on it in bytes.
+    pub floor_bytes: u64,
+    pub below_floor: bool,
+}
+
+fn disk_report(svc: &Store) -> Option<StateDiskReport> {
+    svc.pipeline().state_disk().map(|d| StateDiskReport {
+        mount: d.mount.display().to_string(),
+        total_bytes: d.space.total,
+        free_bytes: d.space.avail,
+        floor_bytes: d.floor,
+        below_floor: d.below_floor(),
+    })
 }
 
 /// [`HistoryStore`] of `svc`, or why the store cannot be listed (`None`: history is off).
@@ -505,6 +531,8 @@ pub fn history_store(svc: &Store) -> Option<std::io::Result<HistoryStore>> {
         max_bytes: retention.max_bytes,
         keep_last: retention.keep_last,
         max_age_secs: retention.max_age.as_secs(),
+        min_free: retention.min_free.to_string(),
+        disk: disk_report(svc),
     }))
 }
 
@@ -512,6 +540,25 @@ pub fn check_objects(svc: &Store, out: &mut Vec<Finding>) {
     let (Some(objects), Some(retention)) = (svc.pipeline().objects(), retention(svc)) else {
         return;
     };
+    if let Some(d) = disk_report(svc).filter(|d| d.below_floor)
+        && let Ok(u) = objects.usage()
+    {
+        out.push(
+            Finding::problem(
+                "disk",
+                format!(
+                    "the filesystem at {} holding {STATE_DIR_NAME}/ has {} bytes free, below \
+                     history's floor of {} bytes (history.min_free {}); the history holds {} \
+                     bytes in {} version(s), which writes give up only as they need room",
+                    d.mount, d.free_bytes, d.floor_bytes, retention.min_free, u.blocks, u.objects
+                ),
+                "free space on that filesystem, or run doctor --fix to drop the oldest \
+                 versions until the floor is free again"
+                    .into(),
+            )
+            .repaired_by(Repair::Gc),
+        );
+    }
     match crate::history::gc(
         svc.pipeline().journal(),
         &svc.workspaces().journal_paths(),

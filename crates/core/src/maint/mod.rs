@@ -64,7 +64,8 @@ pub enum Repair {
     CompactIndex,
     /// Run transaction recovery.
     RecoverTransactions,
-    /// Run gc under the retention policy.
+    /// Run gc under the retention policy, then drop the oldest versions until the state's
+    /// filesystem is above history's floor.
     Gc,
     /// Add the state directory's line to this `.gitignore`.
     GitIgnore(PathBuf),
@@ -74,7 +75,7 @@ pub enum Repair {
 #[derive(Debug, Clone, Serialize)]
 pub struct Finding {
     /// The check's name (`config`, `state_dir`, `journal`, `temp_files`, `chunks`, `scratch`,
-    /// `transactions`, `objects`, `gitignore`).
+    /// `transactions`, `objects`, `disk`, `gitignore`).
     pub check: &'static str,
     pub severity: Severity,
     pub message: String,

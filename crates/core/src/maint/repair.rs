@@ -43,8 +43,12 @@ pub fn repair(svc: &Store, what: &Repair) -> Result<(), String> {
                 &retention,
                 false,
             )
-            .map(drop)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+            // Retention includes the disk: the floor free again, oldest versions first.
+            svc.pipeline()
+                .restore_floor()
+                .map(drop)
+                .map_err(|e| e.to_string())
         }
         Repair::GitIgnore(path) => super::gitignore::add_entry(svc, path),
     }

@@ -157,7 +157,9 @@ pub fn begin(svc: &Store, label: Option<String>, timeout_secs: Option<u64>) -> R
         ops: Vec::new(),
         next_op: 1,
     };
-    write_manifest(&dir, &m).map_err(|e| Failure::io("write transaction manifest", &dir, e))?;
+    svc.pipeline().with_state_room(4096, || {
+        write_manifest(&dir, &m).map_err(|e| Failure::io("write transaction manifest", &dir, e))
+    })?;
     let sync = |d: &Path| File::open(d).and_then(|f| f.sync_all());
     sync(&root).map_err(|e| Failure::io("fsync WAL directory", &root, e))?;
     if new_root && let Some(state) = root.parent() {
@@ -246,8 +248,12 @@ pub fn stage(
     };
     let new = compute(&current)?;
     let data_path = tx.dir.join(STAGED_DATA);
-    let offset = append_whole(&data_path, &new.bytes)
-        .map_err(|e| Failure::io("write staged content", &data_path, e))?;
+    // The transaction's log is a record: history yields room for it (`room.rs`).
+    let room = svc.pipeline();
+    let offset = room.with_state_room(new.bytes.len() as u64, || {
+        append_whole(&data_path, &new.bytes)
+            .map_err(|e| Failure::io("write staged content", &data_path, e))
+    })?;
     // A second write to the same path in one transaction supersedes the first (chained on
     // its content) and keeps the original base, which the commit checks.
     let op = StagedOp {
@@ -270,8 +276,10 @@ pub fn stage(
         serde_json::to_vec(&op).map_err(|e| Failure::Internal(format!("staged operation: {e}")))?;
     line.push(b'\n');
     let ops_path = tx.dir.join(OPS_LOG);
-    append_whole(&ops_path, &line)
-        .map_err(|e| Failure::io("write transaction log", &ops_path, e))?;
+    room.with_state_room(line.len() as u64, || {
+        append_whole(&ops_path, &line)
+            .map_err(|e| Failure::io("write transaction log", &ops_path, e))
+    })?;
     let count = tx.manifest.ops.len() + usize::from(earlier.is_none());
     Ok((op, count))
 }
@@ -383,8 +391,10 @@ pub fn commit(svc: &Store, tx_id: &str) -> Result<Committed> {
                 .map_err(|e| Failure::Internal(format!("commit record: {e}")))?;
             // The staged contents become durable with the record that refers to them: one
             // fsync of staged.bin, and one of the WAL directory for both names.
-            write_durable_with(&dir, COMMIT, &bytes, || sync_staged(&dir))
-                .map_err(|e| Failure::io("write commit record", &dir, e))
+            svc.pipeline().with_state_room(bytes.len() as u64, || {
+                write_durable_with(&dir, COMMIT, &bytes, || sync_staged(&dir))
+                    .map_err(|e| Failure::io("write commit record", &dir, e))
+            })
         },
         true,
     )?;

@@ -26,6 +26,9 @@ pub struct RecoveryReport {
     /// Transactions left alone: open in a live process.
     pub open: Vec<String>,
     pub problems: Vec<String>,
+    /// The directories of the files the recovered transactions staged: where a crashed
+    /// commit may have left temp files (start-up sweeps them before the first call).
+    pub target_dirs: Vec<PathBuf>,
 }
 
 impl RecoveryReport {
@@ -125,6 +128,13 @@ pub fn recover(svc: &Store) -> RecoveryReport {
                 continue;
             }
         };
+        if let Ok(m) = read_manifest(&dir) {
+            report.target_dirs.extend(
+                m.ops
+                    .iter()
+                    .filter_map(|o| Path::new(&o.abs_path).parent().map(Path::to_path_buf)),
+            );
+        }
         let outcome = recover_one(svc, &tx_id, &dir, &mut report);
         drop(lock);
         if let Err(f) = outcome {

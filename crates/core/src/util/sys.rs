@@ -37,9 +37,12 @@ pub fn fsync_dir(path: &Path) -> io::Result<()> {
     rustix::fs::fsync(fd.as_fd()).map_err(errno_io)
 }
 
-/// The nice value of background housekeeping threads: the lowest priority, so they use only
-/// CPU time no write is waiting for.
-pub const BACKGROUND_NICE: i32 = 19;
+/// The nice value of background housekeeping threads: low enough that they yield to the
+/// writes, high enough to finish on a machine whose every CPU is busy. Linux's scheduler
+/// weighs nice 10 at 110 against 1024 for nice 0, so beside one busy thread per CPU such a
+/// thread still gets about a tenth of a CPU: housekeeping costing C seconds of CPU is done
+/// within about 10 C seconds (at the lowest priority, 19, the weight is 15: 70 C).
+pub const BACKGROUND_NICE: i32 = 10;
 
 /// Lowers the calling thread (only it: Linux keeps a nice value per thread) to
 /// [`BACKGROUND_NICE`]. The start-up sweep for stale temp files walks the whole workspace:
@@ -48,6 +51,14 @@ pub const BACKGROUND_NICE: i32 = 19;
 pub fn lower_this_threads_priority() -> io::Result<()> {
     let tid = rustix::thread::gettid();
     rustix::process::setpriority_process(Some(tid), BACKGROUND_NICE).map_err(errno_io)
+}
+
+/// Whether `e` says a filesystem ran out of room (`ENOSPC`, `EDQUOT`).
+pub fn is_no_space(e: &io::Error) -> bool {
+    e.raw_os_error().is_some_and(|c| {
+        let e = rustix::io::Errno::from_raw_os_error(c);
+        e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT
+    })
 }
 
 #[cfg(test)]
@@ -68,7 +79,7 @@ mod tests {
         assert_eq!(after, ours, "the calling thread's priority changed too");
         assert_ne!(
             ours, BACKGROUND_NICE,
-            "the test process itself runs at the lowest priority"
+            "the test process itself runs at the background priority"
         );
     }
 }

@@ -39,7 +39,6 @@ use crate::objects::{Linked, ObjectStore};
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
 use rustix::fs::{Mode, OFlags};
-use std::collections::HashMap;
 use std::fs::File;
 use std::io;
 use std::sync::Mutex;
@@ -66,6 +65,8 @@ pub(crate) struct Kept {
     pub added: u64,
     /// Why the pre-image was not kept.
     pub not_kept: Option<String>,
+    /// Older pre-images dropped to make room for this one (`room.rs`).
+    pub pruned: crate::objects::Dropped,
 }
 
 impl Kept {
@@ -103,7 +104,6 @@ pub struct AutoRetention {
     retention: Retention,
     paths: JournalPaths,
     usage: Mutex<Usage>,
-    pinned: Mutex<HashMap<String, usize>>,
 }
 
 impl AutoRetention {
@@ -112,7 +112,6 @@ impl AutoRetention {
             retention,
             paths,
             usage: Mutex::new(Usage::default()),
-            pinned: Mutex::new(HashMap::new()),
         }
     }
 
@@ -120,41 +119,21 @@ impl AutoRetention {
         &self.retention
     }
 
-    fn pin(&self, sha256: &str) {
-        if let Ok(mut p) = self.pinned.lock() {
-            *p.entry(sha256.to_string()).or_default() += 1;
-        }
-    }
-
-    fn unpin(&self, sha256: &str) {
-        if let Ok(mut p) = self.pinned.lock()
-            && let Some(n) = p.get_mut(sha256)
-        {
-            *n -= 1;
-            if *n == 0 {
-                p.remove(sha256);
-            }
-        }
-    }
-
     /// Count `added` bytes, and run a pass when the store is over its budget or holds objects
     /// past their age. Called after the write's locks are released.
-    fn added(&self, journal: &Journal, objects: &ObjectStore, added: u64) {
+    fn added(&self, journal: &Journal, objects: &ObjectStore) {
         let max = self.retention.max_bytes;
         {
             let Ok(mut u) = self.usage.lock() else { return };
-            match u.bytes {
-                Some(b) => u.bytes = Some(b.saturating_add(added)),
-                None => match objects.list() {
-                    Ok(all) => {
-                        u.bytes = Some(all.iter().map(|o| o.bytes).sum());
-                        u.oldest = all.iter().map(|o| o.stored_at).min();
-                    }
-                    Err(e) => {
-                        tracing::warn!("object store not listed for retention: {e}");
-                        return;
-                    }
-                },
+            match objects.usage() {
+                Ok(now) => {
+                    u.bytes = Some(now.bytes);
+                    u.oldest = now.oldest;
+                }
+                Err(e) => {
+                    tracing::warn!("object store not listed for retention: {e}");
+                    return;
+                }
             }
             let over = u.bytes.unwrap_or(0) > max.max(u.trigger);
             let aged = u.oldest.is_some_and(|t| {
@@ -170,11 +149,7 @@ impl AutoRetention {
         let sweep = Sweep {
             target_bytes: Some(max - max / 10),
             spare_younger_than: SPARE_YOUNGER_THAN,
-            pinned: self
-                .pinned
-                .lock()
-                .map(|p| p.keys().cloned().collect())
-                .unwrap_or_default(),
+            pinned: objects.pinned(),
             keep_last: None,
         };
         let report = gc_with(
@@ -230,23 +205,24 @@ impl super::Pipeline {
                 old.size, auto.retention.max_bytes
             ));
         }
-        if let Some(auto) = &self.auto {
-            auto.pin(&old.sha256);
-        }
-        match keep(store, target, old) {
+        store.pin(&old.sha256);
+        let mut pruned = crate::objects::Dropped::default();
+        match self.keep_making_room(store, target, old, &mut pruned) {
             Ok((linked, new)) => Kept {
                 sha256: Some(old.sha256.clone()),
                 new_object: new && linked.is_none(),
                 linked,
                 added: if new { old.size } else { 0 },
                 not_kept: None,
+                pruned,
             },
             Err(e) => {
-                if let Some(auto) = &self.auto {
-                    auto.unpin(&old.sha256);
-                }
+                store.unpin(&old.sha256);
                 tracing::warn!("pre-image of {} not kept: {e}", target.display);
-                Kept::not_kept(e.to_string())
+                Kept {
+                    pruned,
+                    ..Kept::not_kept(e.to_string())
+                }
             }
         }
     }
@@ -281,8 +257,28 @@ impl super::Pipeline {
         } else if kept.new_object && !applied {
             let _ = store.remove(sha);
         }
-        if let Some(auto) = &self.auto {
-            auto.unpin(sha);
+        store.unpin(sha);
+    }
+
+    /// [`keep`], once more after history made room when the copy met a full disk (a copy is
+    /// what a pre-image costs on the state's filesystem when it cannot be linked or cloned).
+    fn keep_making_room(
+        &self,
+        store: &ObjectStore,
+        target: &Target,
+        old: &Existing,
+        pruned: &mut crate::objects::Dropped,
+    ) -> io::Result<(Option<Linked>, bool)> {
+        match keep(store, target, old) {
+            Err(e) if crate::util::sys::is_no_space(&e) => {
+                let more = self.yield_room(old.size);
+                if more.is_empty() {
+                    return Err(e);
+                }
+                pruned.extend(more);
+                keep(store, target, old)
+            }
+            other => other,
         }
     }
 
@@ -292,64 +288,10 @@ impl super::Pipeline {
             return;
         }
         if let (Some(auto), Some(store)) = (&self.auto, &self.objects) {
-            auto.added(&self.journal, store, added);
+            auto.added(&self.journal, store);
         }
     }
 }
-
-impl super::Pipeline {
-    /// History yields to the write: when the target's filesystem (which holds the object
-    /// store too) has less room than `needed` bytes plus some slack, remove pre-images
-    /// beyond the newest of each file, oldest first, until it has, and say so in the
-    /// returned warning. Nothing is removed when that would not make enough room.
-    pub(super) fn make_room(&self, target: &Target, needed: u64) -> Option<String> {
-        let (Some(auto), Some(store)) = (&self.auto, &self.objects) else {
-            return None;
-        };
-        let vfs = rustix::fs::fstatvfs(&target.dir).ok()?;
-        let free = vfs.f_bavail.saturating_mul(vfs.f_frsize);
-        let needed = needed.saturating_add(ROOM_SLACK);
-        if free >= needed {
-            return None;
-        }
-        let dir_dev = rustix::fs::fstat(&target.dir).ok()?.st_dev;
-        let store_dev = rustix::fs::stat(store.dir()).ok()?.st_dev;
-        if dir_dev != store_dev {
-            return None;
-        }
-        let short = needed - free;
-        let total: u64 = store.list().ok()?.iter().map(|o| o.bytes).sum();
-        let sweep = Sweep {
-            target_bytes: Some(total.saturating_sub(short)),
-            spare_younger_than: Duration::ZERO,
-            pinned: auto
-                .pinned
-                .lock()
-                .map(|p| p.keys().cloned().collect())
-                .unwrap_or_default(),
-            keep_last: Some(1),
-        };
-        let r = &auto.retention;
-        let paths = &auto.paths;
-        let dry = gc_with(&self.journal, paths, store, r, true, &sweep).ok()?;
-        if dry.removed_bytes < short {
-            return None;
-        }
-        let done = gc_with(&self.journal, paths, store, r, false, &sweep).ok()?;
-        if let Ok(mut u) = auto.usage.lock() {
-            u.bytes = Some(done.kept_bytes);
-            u.oldest = done.oldest_kept;
-        }
-        Some(format!(
-            "history_pruned: the disk was too full for this write; {} older pre-image(s), {} \
-             bytes, were removed to make room (the newest of each file is kept)",
-            done.removed, done.removed_bytes
-        ))
-    }
-}
-
-/// Room beyond the content itself that a write needs (temp file metadata, journal row).
-const ROOM_SLACK: u64 = 64 * 1024;
 
 /// Keep `old` (the file at `target`, hashed under the lock) as an object: link, clone or
 /// copy. Returns the new link (if one was made) and whether the object is new.
@@ -567,6 +509,7 @@ mod tests {
             max_bytes: 1000,
             max_age: Duration::from_secs(30 * 86400),
             keep_last: 1,
+            ..Retention::default()
         });
         let mut prev = Vec::new();
         for i in 0..20u8 {
@@ -593,16 +536,19 @@ mod tests {
             max_bytes: 1 << 30,
             max_age: Duration::from_secs(86400),
             keep_last: 1,
+            ..Retention::default()
         });
         write(&f, "a.txt", b"v0");
         write(&f, "a.txt", b"v1");
         write(&f, "a.txt", b"v2");
         age_all_objects(&f.objects, Duration::from_secs(2 * 86400));
         assert_eq!(f.objects.list().unwrap().len(), 2);
-        // A process started now (this one counted their age from when it stored them).
+        // A process started now (this one counted their age from when it stored them, and
+        // its store's clones share what it counted).
+        let state = f.objects.dir().parent().unwrap().to_path_buf();
         let f = Fixture {
             pipeline: Pipeline::new(f.pipeline.journal().clone())
-                .with_objects(f.objects.clone())
+                .with_objects(ObjectStore::new(&state))
                 .with_retention(
                     f.pipeline.retention().unwrap().clone(),
                     f.ws.journal_paths(),
@@ -616,6 +562,93 @@ mod tests {
             f.objects.contains(&sha256_hex(b"v2")),
             "the last one of the file"
         );
+    }
+
+    /// A filesystem that reports no free space yet takes every write (FUSE filesystems do):
+    /// its reading is not believed once a write proves it wrong, history is kept as usual,
+    /// and no write walks the object store.
+    #[test]
+    fn a_disk_reporting_no_free_space_costs_no_store_walk_per_write() {
+        #[derive(Debug)]
+        struct Full;
+        impl crate::pipeline::FreeSpace for Full {
+            fn space(&self, _: rustix::fd::BorrowedFd<'_>) -> io::Result<crate::pipeline::Space> {
+                Ok(crate::pipeline::Space {
+                    total: 64 << 20,
+                    avail: 0,
+                    block: 4096,
+                })
+            }
+        }
+        let f = fixture(Retention::default());
+        let f = Fixture {
+            pipeline: f
+                .pipeline
+                .clone()
+                .with_free_space(std::sync::Arc::new(Full)),
+            ..f
+        };
+        for i in 0..100u32 {
+            let out = write(&f, "a.txt", format!("version {i}").as_bytes());
+            assert!(out.warnings.is_empty(), "write {i}: {:?}", out.warnings);
+        }
+        assert_eq!(f.objects.list().unwrap().len(), 99, "every pre-image kept");
+        assert!(
+            f.objects.listings() <= 1,
+            "{} walks of the store for 100 writes",
+            f.objects.listings()
+        );
+    }
+
+    /// History grows on a disk below its floor: each new pre-image is paid for by dropping
+    /// the oldest, the store does not grow, and the write's row names what went.
+    #[test]
+    fn below_the_floor_a_new_pre_image_is_paid_for_by_the_oldest() {
+        #[derive(Debug)]
+        struct Low;
+        impl crate::pipeline::FreeSpace for Low {
+            fn space(&self, _: rustix::fd::BorrowedFd<'_>) -> io::Result<crate::pipeline::Space> {
+                // Room for any write, but below the 5% floor of 1 GiB.
+                Ok(crate::pipeline::Space {
+                    total: 1 << 30,
+                    avail: 1 << 20,
+                    block: 4096,
+                })
+            }
+        }
+        let f = fixture(Retention::default());
+        let f = Fixture {
+            pipeline: f.pipeline.clone().with_free_space(std::sync::Arc::new(Low)),
+            ..f
+        };
+        write(&f, "a.txt", b"v0");
+        let out = write(&f, "a.txt", b"v1");
+        assert!(
+            out.warnings.is_empty(),
+            "nothing to drop yet: {:?}",
+            out.warnings
+        );
+        let out = write(&f, "a.txt", b"v2");
+        assert!(
+            out.warnings
+                .iter()
+                .any(|w| w.starts_with("history_pruned: ")),
+            "{:?}",
+            out.warnings
+        );
+        let row = last_row(&f);
+        assert_eq!(
+            row[crate::pipeline::PRUNED_FIELD]["sha256"],
+            serde_json::json!([sha256_hex(b"v0")])
+        );
+        let stored: Vec<String> = f
+            .objects
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|o| o.sha256)
+            .collect();
+        assert_eq!(stored, vec![sha256_hex(b"v1")]);
     }
 
     #[test]

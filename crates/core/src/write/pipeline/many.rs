@@ -1,17 +1,21 @@
 //! [`Pipeline::commit_many`]: the protocol for several targets at once, all or nothing, for
 //! transactions (`tx`).
 
+use super::PRUNED_FIELD;
 use super::keep::Kept;
 use super::retention::NOT_KEPT_FIELD;
-use super::temp::{Staged, Written, write_temp};
+use super::room::{Holds, pruned_field, pruned_warning};
+use super::temp::{Staged, Written};
 use super::{
     Body, Caller, DirLock, Existing, Outcome, Pipeline, Plan, check_writable, fault,
     hardlink_warning, journal_row, read_target, rename_failure, rename_into_place,
 };
 use crate::envelope::{Failure, Result};
 use crate::journal::JournalRow;
+use crate::objects::Dropped;
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
+use rustix::fd::AsFd;
 use rustix::fs::FlockOperation;
 use serde_json::Value;
 
@@ -94,12 +98,19 @@ impl Pipeline {
             }
         };
         let mut written: Vec<(usize, Written, Plan)> = Vec::new();
+        let mut pruned = Dropped::default();
         for (i, plan) in plans.into_iter().enumerate() {
             let Some(mut plan) = plan else { continue };
             let t = targets[i];
             check_writable(t, existing[i].as_ref())?;
             let body = std::mem::replace(&mut plan.body, Body::Bytes(Vec::new()));
-            let w = write_temp(t, existing[i].as_ref(), body, plan.new_file_mode)?;
+            let w = self.write_temp_making_room(
+                t,
+                existing[i].as_ref(),
+                body,
+                plan.new_file_mode,
+                &mut pruned,
+            )?;
             written.push((i, w, plan));
             tick(written.len() as u64);
         }
@@ -117,6 +128,7 @@ impl Pipeline {
             .collect();
         for k in &mut kept {
             self.sync_kept(k);
+            pruned.extend(std::mem::take(&mut k.pruned));
         }
         let settle_all = |from: usize, applied: bool| {
             for k in &kept[from..] {
@@ -128,6 +140,11 @@ impl Pipeline {
                 plan.extra
                     .insert(NOT_KEPT_FIELD.into(), Value::from(reason.clone()));
             }
+        }
+        let grew = kept.iter().map(|k| k.added).sum();
+        if let Some((_, first)) = dirs.first() {
+            let (more, _) = self.hold_floor(targets[*first].dir.as_fd(), 0, grew);
+            pruned.extend(more);
         }
 
         // 4. The commit point.
@@ -148,26 +165,49 @@ impl Pipeline {
             std::process::abort();
         }
 
-        // 5. One durable append for every row.
-        let rows: Vec<JournalRow> = staged
-            .iter_mut()
-            .map(|(i, s, plan)| {
-                let t = targets[*i];
-                journal_row(
-                    t,
-                    who,
-                    s,
-                    existing[*i].as_ref(),
-                    &plan.mode_label,
-                    std::mem::take(&mut plan.extra),
-                )
-            })
-            .collect();
+        // 5. One durable append for every row; once more after history made room if the
+        // state's filesystem is full.
+        let rows = |pruned: &Dropped, staged: &[(usize, Staged, Plan)]| -> Vec<JournalRow> {
+            staged
+                .iter()
+                .map(|(i, s, plan)| {
+                    let mut extra = plan.extra.clone();
+                    if let Some(p) = pruned_field(pruned) {
+                        extra.insert(PRUNED_FIELD.into(), p);
+                    }
+                    journal_row(
+                        targets[*i],
+                        who,
+                        s,
+                        existing[*i].as_ref(),
+                        &plan.mode_label,
+                        extra,
+                    )
+                })
+                .collect()
+        };
+        let mut rows = rows(&pruned, &staged);
         let appended = if journal_rows && !rows.is_empty() {
-            Some(self.journal.append_many(&rows).map_err(|e| {
-                settle_all(0, false);
-                Failure::io("append journal rows", self.journal.path(), e)
-            })?)
+            let append = |rows: &[JournalRow]| {
+                self.journal
+                    .append_many(rows)
+                    .map_err(|e| Failure::io("append journal rows", self.journal.path(), e))
+            };
+            let need: u64 = rows.iter().map(|r| r.to_line().len() as u64).sum();
+            let first = match append(&rows) {
+                Err(f) if f.is_no_space() => {
+                    let more = self.yield_room(need);
+                    if more.is_empty() {
+                        Err(self.disk_full(f, Holds::State, need, &pruned))
+                    } else {
+                        pruned.extend(more);
+                        rows = rows_again(&rows, &pruned);
+                        append(&rows).map_err(|f| self.disk_full(f, Holds::State, need, &pruned))
+                    }
+                }
+                other => other,
+            };
+            Some(first.inspect_err(|_| settle_all(0, false))?)
         } else {
             None
         };
@@ -195,6 +235,9 @@ impl Pipeline {
             renamed_dirs.push(*i);
             tick(steps / 2 + n as u64 + 1);
             let mut warnings = std::mem::take(&mut s.warnings);
+            if n == 0 {
+                warnings.extend(pruned_warning(&pruned));
+            }
             let detached_hardlinks =
                 hardlink_warning(self.objects.as_ref(), existing[*i].as_ref(), &mut warnings);
             warnings.extend(kept[n].warning());
@@ -235,4 +278,17 @@ impl Pipeline {
         self.enforce_retention(kept.iter().map(|k| k.added).sum());
         Ok(outcomes)
     }
+}
+
+/// `rows` with the pre-images dropped for them named again (their ids and times stay).
+fn rows_again(rows: &[JournalRow], pruned: &Dropped) -> Vec<JournalRow> {
+    rows.iter()
+        .map(|r| {
+            let mut r = r.clone();
+            if let Some(p) = pruned_field(pruned) {
+                r.extra.insert(PRUNED_FIELD.into(), p);
+            }
+            r
+        })
+        .collect()
 }

@@ -68,7 +68,7 @@ use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
-use rustix::fd::OwnedFd;
+use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -80,6 +80,7 @@ mod keep;
 mod many;
 mod readback;
 pub mod retention;
+pub mod room;
 mod sweep;
 mod temp;
 #[cfg(test)]
@@ -93,10 +94,12 @@ use keep::Kept;
 pub use many::StagedFile;
 use readback::PendingSync;
 pub use retention::NOT_KEPT_FIELD;
-pub use sweep::{stale_temp_files, sweep_temp_files, temp_owner_pid};
+pub use room::{FreeSpace, PRUNED_FIELD, Space, Statvfs};
+use room::{Holds, Room, pruned_field, pruned_warning};
+pub use sweep::{stale_temp_files, sweep_dir_temp_files, sweep_temp_files, temp_owner_pid};
 pub use temp::TEMP_MARKER;
 pub(crate) use temp::start_writeback;
-use temp::{Staged, stage, write_temp};
+use temp::{Staged, stage};
 
 /// The file currently at the target, as read under the lock.
 #[derive(Debug)]
@@ -201,6 +204,8 @@ pub struct Pipeline {
     auto: Option<std::sync::Arc<AutoRetention>>,
     /// Coalesced directory fsyncs of this process's writers (step 7).
     dir_syncs: std::sync::Arc<DirSyncs>,
+    /// Free space, and history yielding it (`room.rs`).
+    room: std::sync::Arc<Room>,
 }
 
 /// Holds the directory lock; releases it when dropped, on every exit path.
@@ -390,12 +395,30 @@ fn journal_row(
 
 impl Pipeline {
     pub fn new(journal: Journal) -> Pipeline {
+        let state_dir = journal
+            .path()
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
         Pipeline {
             journal,
             objects: None,
             auto: None,
             dir_syncs: Default::default(),
+            room: std::sync::Arc::new(Room::new(std::sync::Arc::new(Statvfs), state_dir)),
         }
+    }
+
+    /// Read free space with `probe` instead of `fstatvfs` (tests).
+    pub fn with_free_space(mut self, probe: std::sync::Arc<dyn FreeSpace>) -> Pipeline {
+        let state_dir = self
+            .journal
+            .path()
+            .parent()
+            .map(std::path::Path::to_path_buf)
+            .unwrap_or_default();
+        self.room = std::sync::Arc::new(Room::new(probe, state_dir));
+        self
     }
 
     /// Keep the previous content of every replaced file in `objects` (history and undo).
@@ -473,24 +496,33 @@ impl Pipeline {
         };
         check_writable(target, existing.as_ref())?;
 
-        // 3-4. Temp file, fsync, read-back; then keep the pre-image.
-        let pruned = match &plan.body {
-            Body::Bytes(b) => self.make_room(target, b.len() as u64),
-            _ => None,
-        };
-        // The pre-image first: its link is made durable beside the temp file and the row
-        // (see `journal_and_rename`).
+        // 3-4. The pre-image first (its link is made durable beside the temp file and the
+        // row, see `journal_and_rename`), without taking the state's filesystem below its
+        // floor (`room.rs`); then the temp file, its fsync and read-back.
         let mut kept = self.preserve(target, existing.as_ref());
+        let body_len = match &plan.body {
+            Body::Bytes(b) => b.len() as u64,
+            _ => 0,
+        };
+        let (more, reading) = self.hold_floor(target.dir.as_fd(), body_len, kept.added);
+        let mut pruned = std::mem::take(&mut kept.pruned);
+        pruned.extend(more);
         // A body in memory has its fsync started once its journal row is written, beside the
         // row's own sync (the rename waits for both); a streamed one overlaps its own.
         let staging = match plan.body {
-            body @ Body::Bytes(_) => {
-                write_temp(target, existing.as_ref(), body, plan.new_file_mode)
-                    .and_then(|w| w.verify_then_sync())
-                    .map(|(staged, pending)| (staged, Some(pending)))
-            }
+            body @ Body::Bytes(_) => self
+                .write_temp_making_room(
+                    target,
+                    existing.as_ref(),
+                    body,
+                    plan.new_file_mode,
+                    &mut pruned,
+                )
+                .and_then(|w| w.verify_then_sync())
+                .map(|(staged, pending)| (staged, Some(pending))),
             body => stage(target, existing.as_ref(), body, plan.new_file_mode)
-                .map(|staged| (staged, None)),
+                .map(|staged| (staged, None))
+                .map_err(|f| self.disk_full(f, self.holds(target), 0, &pruned)),
         };
         let (mut staged, pending) = match staging {
             Ok(s) => s,
@@ -499,11 +531,12 @@ impl Pipeline {
                 return Err(e);
             }
         };
-        staged.warnings.extend(pruned);
 
         // 5-6. Journal row, the syncs, the rename (see `journal_and_rename`). A pre-image whose
         // link cannot be made durable takes its row back and renames nothing; the write then
-        // goes again, its row saying the pre-image was not kept.
+        // goes again, its row saying the pre-image was not kept. A row or a rename that meets
+        // a full disk holding the history goes again once history has made room.
+        let mut made_room = false;
         let committed = loop {
             let tried = self.journal_and_rename(
                 target,
@@ -511,7 +544,7 @@ impl Pipeline {
                 &staged,
                 existing.as_ref(),
                 (&plan.mode_label, plan.create_only, &plan.extra),
-                &kept,
+                (&kept, &pruned),
                 pending.as_ref(),
             );
             match tried {
@@ -523,6 +556,35 @@ impl Pipeline {
                 }
                 Err(Attempt::LinkNotDurable(e)) => {
                     break Err(Failure::io("keep the previous version", shown, e));
+                }
+                Err(Attempt::NoRoom(f, on_state)) => {
+                    let holds = if on_state {
+                        Holds::State
+                    } else {
+                        self.holds(target)
+                    };
+                    let need = if on_state { ROW_ROOM } else { staged.bytes };
+                    let helps = on_state || matches!(holds, Holds::Workspace(_, true));
+                    if helps && !made_room {
+                        made_room = true;
+                        let more = self.yield_room(need);
+                        if !more.is_empty() {
+                            pruned.extend(more);
+                            continue;
+                        }
+                    }
+                    // The write's own pre-image is history too: a copy taking the room the
+                    // write needs goes, and the write goes again without it.
+                    if helps && kept.new_object && kept.linked.is_none() {
+                        self.settle(&kept, false);
+                        kept = Kept::not_kept(
+                            "the disk holding the history was full and there was no older \
+                             version left to drop"
+                                .into(),
+                        );
+                        continue;
+                    }
+                    break Err(self.disk_full(f, holds, need, &pruned));
                 }
                 Err(Attempt::Failed(f)) => break Err(f),
                 Ok(ids) => break Ok(ids),
@@ -543,12 +605,18 @@ impl Pipeline {
         };
         staged.guard.armed = false;
         self.settle(&kept, true);
+        if let Some(r) = reading
+            && !made_room
+        {
+            self.room.disbelieve(r);
+        }
 
         // 7. Make the rename (and any new directories) durable: after the directory lock is
         // released, so writers of one directory share the fsync (see journal/group.rs). The
         // write is applied now: a failure here is reported as a warning, never as a failed
         // write.
         let mut warnings = std::mem::take(&mut staged.warnings);
+        warnings.extend(pruned_warning(&pruned));
         let detached_hardlinks =
             hardlink_warning(self.objects.as_ref(), existing.as_ref(), &mut warnings);
         warnings.extend(kept.warning());
@@ -579,6 +647,17 @@ impl Pipeline {
     }
 }
 
+impl Pipeline {
+    /// The target's filesystem, and whether it holds the state (and the history) too.
+    pub(super) fn holds<'t>(&self, target: &'t Target) -> Holds<'t> {
+        let dir = target
+            .abs_path
+            .parent()
+            .unwrap_or(std::path::Path::new("/"));
+        Holds::Workspace(dir, self.room.shares_state(&target.dir))
+    }
+}
+
 /// Why one try at steps 5-6 did not apply the write.
 enum Attempt {
     /// The row could not be made durable or the rename failed: the write fails with this.
@@ -586,7 +665,13 @@ enum Attempt {
     /// The pre-image's new link could not be made durable: the row was taken back and
     /// nothing renamed; the write goes again without it.
     LinkNotDurable(io::Error),
+    /// The row (`true`: the state's filesystem) or the rename (`false`: the target's) met a
+    /// full disk; nothing was applied.
+    NoRoom(Failure, bool),
 }
+
+/// What a journal row needs on disk, at most: one block.
+const ROW_ROOM: u64 = 4096;
 
 impl Pipeline {
     /// Steps 5-6 once: the journal row (naming the pre-image `kept`, or why it was not kept)
@@ -606,7 +691,7 @@ impl Pipeline {
         staged: &Staged,
         existing: Option<&Existing>,
         (mode_label, create_only, extra): (&str, bool, &BTreeMap<String, Value>),
-        kept: &Kept,
+        (kept, pruned): (&Kept, &crate::objects::Dropped),
         pending: Option<&PendingSync>,
     ) -> std::result::Result<(String, String), Attempt> {
         let shown = target.display.as_str();
@@ -614,16 +699,22 @@ impl Pipeline {
         if let Some(reason) = &kept.not_kept {
             extra.insert(NOT_KEPT_FIELD.into(), Value::from(reason.clone()));
         }
+        if let Some(p) = pruned_field(pruned) {
+            extra.insert(PRUNED_FIELD.into(), p);
+        }
         let row = journal_row(target, who, staged, existing, mode_label, extra);
         let ids = (row.journal_id.clone(), row.ts.clone());
         let rename = renamer(target, &staged.guard.name, create_only)
             .map_err(|e| Attempt::Failed(Failure::io("rename into place", shown, e)))?;
         if fault("enospc_journal") {
-            return Err(Attempt::Failed(Failure::io(
-                "append journal row",
-                self.journal.path(),
-                errno_io(rustix::io::Errno::NOSPC),
-            )));
+            return Err(Attempt::NoRoom(
+                Failure::io(
+                    "append journal row",
+                    self.journal.path(),
+                    errno_io(rustix::io::Errno::NOSPC),
+                ),
+                true,
+            ));
         }
         let link = kept.linked.as_ref().map(|l| l.syncing());
         let temp = pending.cloned();
@@ -660,12 +751,22 @@ impl Pipeline {
             Err(CommitError::Apply(e)) if link_failed.load(std::sync::atomic::Ordering::SeqCst) => {
                 Err(Attempt::LinkNotDurable(e))
             }
-            Err(CommitError::Apply(e)) => Err(Attempt::Failed(rename_failure(target, e))),
-            Err(CommitError::Append(e)) => Err(Attempt::Failed(Failure::io(
-                "append journal row",
-                self.journal.path(),
-                e,
-            ))),
+            Err(CommitError::Apply(e)) => {
+                let f = rename_failure(target, e);
+                Err(if f.is_no_space() {
+                    Attempt::NoRoom(f, false)
+                } else {
+                    Attempt::Failed(f)
+                })
+            }
+            Err(CommitError::Append(e)) => {
+                let f = Failure::io("append journal row", self.journal.path(), e);
+                Err(if f.is_no_space() {
+                    Attempt::NoRoom(f, true)
+                } else {
+                    Attempt::Failed(f)
+                })
+            }
         }
     }
 }

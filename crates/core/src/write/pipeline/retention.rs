@@ -26,8 +26,10 @@ pub struct Retention {
     pub max_bytes: u64,
     /// Pre-images older than this go (beyond the `keep_last` floor).
     pub max_age: Duration,
-    /// Pre-images always kept per path, newest first.
+    /// Pre-images always kept per path, newest first (unless the disk needs the room).
     pub keep_last: usize,
+    /// Free space history never takes the state's filesystem below.
+    pub min_free: MinFree,
 }
 
 impl Default for Retention {
@@ -36,6 +38,66 @@ impl Default for Retention {
             max_bytes: 1 << 30,
             max_age: Duration::from_secs(30 * 86400),
             keep_last: 20,
+            min_free: MinFree::default(),
+        }
+    }
+}
+
+/// The free-space floor (`history.min_free`): a share of the filesystem (capped at
+/// [`MinFree::PERCENT_CAP`]) or a number of bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MinFree {
+    /// Hundredths of a percent of the filesystem's size.
+    Share(u32),
+    Bytes(u64),
+}
+
+impl Default for MinFree {
+    /// 5% of the filesystem, at most 1 GiB.
+    fn default() -> Self {
+        MinFree::Share(500)
+    }
+}
+
+impl MinFree {
+    /// The most a share of the filesystem asks for.
+    pub const PERCENT_CAP: u64 = 1 << 30;
+
+    /// The floor in bytes on a filesystem of `total` bytes.
+    pub fn bytes(self, total: u64) -> u64 {
+        match self {
+            MinFree::Share(bp) => {
+                ((total as u128 * bp as u128 / 10_000) as u64).min(Self::PERCENT_CAP)
+            }
+            MinFree::Bytes(b) => b,
+        }
+    }
+
+    fn parse(v: &Value) -> std::result::Result<MinFree, String> {
+        if let Some(t) = v.as_str().map(str::trim)
+            && let Some(pct) = t.strip_suffix('%')
+        {
+            let p: f64 = pct
+                .trim()
+                .parse()
+                .map_err(|_| format!("min_free {t:?} is not a share like 5%"))?;
+            if !(0.0..=100.0).contains(&p) {
+                return Err(format!("min_free {t:?} is not between 0% and 100%"));
+            }
+            return Ok(MinFree::Share((p * 100.0).round() as u32));
+        }
+        parse_bytes(v)
+            .map(MinFree::Bytes)
+            .map_err(|e| e.replace("max_bytes", "min_free"))
+    }
+}
+
+impl std::fmt::Display for MinFree {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MinFree::Share(bp) if bp % 100 == 0 => write!(f, "{}% (at most 1 GiB)", bp / 100),
+            MinFree::Share(bp) => write!(f, "{}% (at most 1 GiB)", *bp as f64 / 100.0),
+            MinFree::Bytes(b) => write!(f, "{b} bytes"),
         }
     }
 }
@@ -100,7 +162,7 @@ impl Retention {
         }
         let map = section
             .as_object()
-            .ok_or("history: must be a mapping of max_bytes, max_age, keep_last")?;
+            .ok_or("history: must be a mapping of max_bytes, max_age, keep_last, min_free")?;
         for (k, v) in map {
             match k.as_str() {
                 "max_bytes" => r.max_bytes = parse_bytes(v)?,
@@ -108,9 +170,11 @@ impl Retention {
                 "keep_last" => {
                     r.keep_last = v.as_u64().ok_or("keep_last must be a whole number")? as usize
                 }
+                "min_free" => r.min_free = MinFree::parse(v)?,
                 other => {
                     return Err(format!(
-                        "history: unknown key {other:?} (known: max_bytes, max_age, keep_last)"
+                        "history: unknown key {other:?} (known: max_bytes, max_age, keep_last, \
+                         min_free)"
                     ));
                 }
             }
@@ -214,6 +278,7 @@ pub(crate) fn gc_with(
         .target_bytes
         .unwrap_or(retention.max_bytes)
         .min(retention.max_bytes);
+    let mut kept = Vec::with_capacity(all.len());
     for o in &all {
         let age = now.duration_since(o.stored_at).unwrap_or_default();
         let old = age > retention.max_age;
@@ -227,6 +292,7 @@ pub(crate) fn gc_with(
             report.removed += 1;
             report.removed_bytes += o.bytes;
         } else {
+            kept.push(o.clone());
             report.kept += 1;
             report.kept_bytes += o.bytes;
             report.oldest_kept = Some(
@@ -235,6 +301,10 @@ pub(crate) fn gc_with(
                     .map_or(o.stored_at, |t| t.min(o.stored_at)),
             );
         }
+    }
+    if !dry_run {
+        // The listing is fresh: the index of what retention may drop starts from it.
+        objects.reindex(&kept);
     }
     Ok(report)
 }
@@ -302,6 +372,7 @@ mod tests {
             max_bytes: u64::MAX,
             max_age: 30 * DAY,
             keep_last: 2,
+            ..Retention::default()
         };
         let report = gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &a), [false, false, true, true]);
@@ -324,6 +395,7 @@ mod tests {
             max_bytes: u64::MAX,
             max_age: 30 * DAY,
             keep_last: 2,
+            ..Retention::default()
         };
         gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &a), [false, false, true, true]);
@@ -338,6 +410,7 @@ mod tests {
             max_bytes: u64::MAX,
             max_age: 30 * DAY,
             keep_last: 0,
+            ..Retention::default()
         };
         let report = gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &[old, young]), [false, true]);
@@ -367,6 +440,7 @@ mod tests {
             max_bytes: 25,
             max_age: 30 * DAY,
             keep_last: 0,
+            ..Retention::default()
         };
         let report = gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &shas), [false, false, true, true]);
@@ -383,6 +457,7 @@ mod tests {
             max_bytes: 0,
             max_age: 30 * DAY,
             keep_last: 2,
+            ..Retention::default()
         };
         gc(&j, &w(), &o, &r, false).unwrap();
         assert_eq!(stored(&o, &shas), [false, true, true]);
@@ -425,6 +500,34 @@ mod tests {
         ] {
             assert!(Retention::from_policy(Some(&bad)).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn min_free_is_a_share_capped_at_a_gib_or_a_size() {
+        let r = Retention::from_policy(None).unwrap();
+        assert_eq!(r.min_free, MinFree::Share(500));
+        assert_eq!(r.min_free.bytes(64 * 1024), 3276, "5% of 64 KiB");
+        assert_eq!(r.min_free.bytes(500 << 30), 1 << 30, "at most 1 GiB");
+        let r = Retention::from_policy(Some(&json!({"min_free": "2.5%"}))).unwrap();
+        assert_eq!(r.min_free.bytes(1000), 25);
+        let r = Retention::from_policy(Some(&json!({"min_free": "12k"}))).unwrap();
+        assert_eq!(r.min_free, MinFree::Bytes(12 * 1024));
+        assert_eq!(
+            r.min_free.bytes(u64::MAX),
+            12 * 1024,
+            "a size is not capped"
+        );
+        let r = Retention::from_policy(Some(&json!({"min_free": 0}))).unwrap();
+        assert_eq!(r.min_free.bytes(1 << 40), 0);
+        for bad in [
+            json!({"min_free": "150%"}),
+            json!({"min_free": "lots"}),
+            json!({"min_free": "x%"}),
+        ] {
+            let e = Retention::from_policy(Some(&bad)).unwrap_err();
+            assert!(e.contains("min_free"), "{bad}: {e}");
+        }
+        assert_eq!(MinFree::default().to_string(), "5% (at most 1 GiB)");
     }
 
     #[test]

@@ -16,6 +16,21 @@ pub fn sweep_temp_files(root: &Path, max_entries: usize) -> Vec<PathBuf> {
     scan_temp_files(root, max_entries, true)
 }
 
+/// Remove temp files left by crashed writers in `dir` itself (not below it): the quick
+/// sweep of the directories a crash most likely left them in, run before the first call.
+pub fn sweep_dir_temp_files(dir: &Path) -> Vec<PathBuf> {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_file()))
+        .filter(|e| temp_owner_pid(e.file_name().as_bytes()).is_some_and(|pid| !process_alive(pid)))
+        .filter(|e| std::fs::remove_file(e.path()).is_ok())
+        .map(|e| e.path())
+        .collect()
+}
+
 /// The temp files beneath `root` whose writer process is gone, as [`sweep_temp_files`]
 /// would remove them, without removing anything (`doctor`).
 pub fn stale_temp_files(root: &Path, max_entries: usize) -> Vec<PathBuf> {

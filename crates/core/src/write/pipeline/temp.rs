@@ -278,6 +278,43 @@ pub(super) fn write_temp<'a>(
     create_temp(target, existing, new_file_mode)?.fill(body, None)
 }
 
+/// A body held in memory that could not be written, handed back with why.
+pub(super) type NotWritten = Box<(Failure, Vec<u8>)>;
+
+/// [`write_temp`] for a body held in memory, which a failure hands back (so the caller can
+/// make room and write it once more without a copy).
+pub(super) fn write_temp_bytes<'a>(
+    target: &'a Target,
+    existing: Option<&Existing>,
+    body: Vec<u8>,
+    new_file_mode: Option<u32>,
+) -> std::result::Result<Written<'a>, NotWritten> {
+    let created = match create_temp(target, existing, new_file_mode) {
+        Ok(c) => c,
+        Err(f) => return Err(Box::new((f, body))),
+    };
+    let Created {
+        target,
+        mut file,
+        guard,
+        warnings,
+    } = created;
+    if let Err(e) = file.write_all(&body) {
+        return Err(Box::new((
+            Failure::io("write temp file", &target.display, e),
+            body,
+        )));
+    }
+    let n = body.len() as u64;
+    match Written::new(target, file, guard, warnings, String::new(), n) {
+        Ok(mut w) => {
+            w.body = Some(body);
+            Ok(w)
+        }
+        Err(f) => Err(Box::new((f, body))),
+    }
+}
+
 /// A temp file created with its permissions and owner, still empty.
 struct Created<'a> {
     target: &'a Target,

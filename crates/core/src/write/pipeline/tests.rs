@@ -1,4 +1,4 @@
-use super::temp::WRITEBACK_STEP;
+use super::temp::{WRITEBACK_STEP, write_temp};
 use super::*;
 use crate::workspace::Workspaces;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};

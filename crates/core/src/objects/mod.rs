@@ -21,12 +21,17 @@
 
 use crate::hash::sha256_hex;
 use crate::util::fault::fault;
+use index::{Index, Key, entry_of, key_of};
 use std::collections::{HashMap, HashSet};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+mod index;
+pub use index::Usage;
 
 /// Directory of the store inside the state directory.
 pub const OBJECTS_DIR: &str = "objects";
@@ -64,21 +69,175 @@ impl Linked {
 pub struct ObjectInfo {
     pub sha256: String,
     pub bytes: u64,
+    /// What it holds on disk (`st_blocks` × 512).
+    pub blocks: u64,
     /// When it was stored (its mtime).
     pub stored_at: std::time::SystemTime,
 }
 
-/// The object store of one state directory.
+/// Objects removed by [`ObjectStore::drop_oldest`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Dropped {
+    pub sha256: Vec<String>,
+    /// What they held on disk.
+    pub blocks: u64,
+}
+
+impl Dropped {
+    pub fn is_empty(&self) -> bool {
+        self.sha256.is_empty()
+    }
+
+    pub fn extend(&mut self, more: Dropped) {
+        self.sha256.extend(more.sha256);
+        self.blocks += more.blocks;
+    }
+}
+
+/// The object store of one state directory. Clones share one retention index and one set of
+/// pinned objects.
 #[derive(Debug, Clone)]
 pub struct ObjectStore {
     dir: PathBuf,
+    shared: Arc<Shared>,
+}
+
+/// What the clones of one store share.
+#[derive(Debug, Default)]
+struct Shared {
+    index: Mutex<Index>,
+    /// Objects a write of this process is keeping right now (never dropped meanwhile).
+    pinned: Mutex<HashMap<String, usize>>,
 }
 
 impl ObjectStore {
     pub fn new(state_dir: &Path) -> ObjectStore {
         ObjectStore {
             dir: state_dir.join(OBJECTS_DIR),
+            shared: Arc::default(),
         }
+    }
+
+    fn index(&self) -> MutexGuard<'_, Index> {
+        self.shared.index.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Update the index, when it was listed, after this process stored, touched (`present`)
+    /// or removed object `sha256`.
+    fn indexed(&self, sha256: &str, present: bool) {
+        let Some(key) = key_of(sha256) else { return };
+        let mut index = self.index();
+        if !index.is_listed() {
+            return;
+        }
+        match fs::symlink_metadata(self.path_of(sha256)) {
+            Ok(m) if present && m.is_file() => index.insert(key, entry_of(&m)),
+            _ => {
+                index.remove(&key);
+            }
+        }
+        index.restamp(&self.dir, &key);
+    }
+
+    /// Keep object `sha256` from being dropped while a write of this process keeps it.
+    pub fn pin(&self, sha256: &str) {
+        let mut p = self.shared.pinned.lock().unwrap_or_else(|p| p.into_inner());
+        *p.entry(sha256.to_string()).or_default() += 1;
+    }
+
+    pub fn unpin(&self, sha256: &str) {
+        let mut p = self.shared.pinned.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = p.get_mut(sha256) {
+            *n -= 1;
+            if *n == 0 {
+                p.remove(sha256);
+            }
+        }
+    }
+
+    /// The objects pinned right now.
+    pub fn pinned(&self) -> HashSet<String> {
+        let p = self.shared.pinned.lock().unwrap_or_else(|p| p.into_inner());
+        p.keys().cloned().collect()
+    }
+
+    /// The store's totals, from the index (listing the store the first time).
+    pub fn usage(&self) -> io::Result<Usage> {
+        let mut index = self.index();
+        if !index.is_listed() {
+            index.relist(&self.dir)?;
+        }
+        Ok(index.usage())
+    }
+
+    /// How many times this store (and its clones) listed every object for the index.
+    pub fn listings(&self) -> u64 {
+        self.index().listings
+    }
+
+    /// Replace the index with `all` (a `gc` pass's listing of what it kept).
+    pub fn reindex(&self, all: &[ObjectInfo]) {
+        let mut index = self.index();
+        let listings = index.listings;
+        *index = Index::default();
+        index.listings = listings;
+        index.mark_listed(&self.dir);
+        for o in all {
+            if let Some(key) = key_of(&o.sha256) {
+                index.insert(
+                    key,
+                    index::Entry {
+                        stored_at: o.stored_at,
+                        bytes: o.bytes,
+                        blocks: o.blocks,
+                    },
+                );
+            }
+        }
+    }
+
+    /// History yields: remove the oldest objects not pinned, whatever file they belong to,
+    /// until they held at least `want` bytes on disk or none is left. Costs what it removes
+    /// (the index knows the order); the store is listed again only when the index has run
+    /// out and another process changed the store since it was listed.
+    pub fn drop_oldest(&self, want: u64) -> io::Result<Dropped> {
+        let pinned: HashSet<Key> = self.pinned().iter().filter_map(|s| key_of(s)).collect();
+        let mut dropped = Dropped::default();
+        let mut index = self.index();
+        if !index.is_listed() {
+            index.relist(&self.dir)?;
+        }
+        let mut relisted = false;
+        while dropped.blocks < want {
+            let Some((key, entry)) = index.oldest(|k| pinned.contains(k)) else {
+                if !relisted && index.changed_behind(&self.dir) {
+                    index.relist(&self.dir)?;
+                    relisted = true;
+                    continue;
+                }
+                break;
+            };
+            index.remove(&key);
+            let sha = hex::encode(key);
+            match fs::remove_file(self.path_of(&sha)) {
+                Ok(()) => {
+                    dropped.blocks += entry.blocks;
+                    dropped.sha256.push(sha);
+                }
+                // Gone behind the index's back: it held nothing any more.
+                Err(e) if e.kind() == io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    index.restamp(&self.dir, &key);
+                    return if dropped.is_empty() {
+                        Err(e)
+                    } else {
+                        Ok(dropped)
+                    };
+                }
+            }
+            index.restamp(&self.dir, &key);
+        }
+        Ok(dropped)
     }
 
     pub fn dir(&self) -> &Path {
@@ -172,6 +331,9 @@ impl ObjectStore {
         })();
         let mut dirs = vec![fan_dir];
         dirs.extend(new_dirs);
+        if checked.is_ok() {
+            self.indexed(sha256, true);
+        }
         match checked {
             Ok(f) => Ok(Some(Linked {
                 path: final_path,
@@ -255,6 +417,7 @@ impl ObjectStore {
             discard();
             return Err(e);
         }
+        self.indexed(sha256, true);
         File::open(&fan_dir)?.sync_all()?;
         for d in new_dirs {
             File::open(&d)?.sync_all()?;
@@ -267,6 +430,9 @@ impl ObjectStore {
     pub fn unlink_new(&self, linked: &Path) {
         if let Err(e) = fs::remove_file(linked) {
             tracing::warn!("could not take back object link {}: {e}", linked.display());
+        }
+        if let Some(sha) = linked.file_name().and_then(|n| n.to_str()) {
+            self.indexed(sha, false);
         }
     }
 
@@ -289,7 +455,9 @@ impl ObjectStore {
             },
         };
         rustix::fs::utimensat(CWD, self.path_of(sha256), &times, AtFlags::SYMLINK_NOFOLLOW)
-            .map_err(io::Error::from)
+            .map_err(io::Error::from)?;
+        self.indexed(sha256, true);
+        Ok(())
     }
 
     /// Where object `sha256` goes, its fan-out directory (created) and the directories whose
@@ -349,6 +517,7 @@ impl ObjectStore {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
+        self.indexed(sha256, true);
         // The rename must be durable before the caller replaces the content it preserves.
         File::open(&fan_dir)?.sync_all()?;
         for d in new_dirs {
@@ -375,39 +544,26 @@ impl ObjectStore {
 
     /// Remove object `sha256`. Returns whether it existed.
     pub fn remove(&self, sha256: &str) -> io::Result<bool> {
-        match fs::remove_file(self.path_of(sha256)) {
-            Ok(()) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(e),
-        }
+        let removed = match fs::remove_file(self.path_of(sha256)) {
+            Ok(()) => true,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+            Err(e) => return Err(e),
+        };
+        self.indexed(sha256, false);
+        Ok(removed)
     }
 
     /// Every stored object (temp files of interrupted puts are skipped).
     pub fn list(&self) -> io::Result<Vec<ObjectInfo>> {
-        let mut out = Vec::new();
-        let fans = match fs::read_dir(&self.dir) {
-            Ok(r) => r,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(out),
-            Err(e) => return Err(e),
-        };
-        for fan in fans.flatten() {
-            if !fan.file_type().map(|t| t.is_dir()).unwrap_or(false) {
-                continue;
-            }
-            for e in fs::read_dir(fan.path())?.flatten() {
-                let name = e.file_name().to_string_lossy().to_string();
-                if !crate::hash::is_sha256_hex(&name) {
-                    continue;
-                }
-                let Ok(meta) = e.metadata() else { continue };
-                out.push(ObjectInfo {
-                    sha256: name,
-                    bytes: meta.len(),
-                    stored_at: meta.modified().unwrap_or(std::time::UNIX_EPOCH),
-                });
-            }
-        }
-        Ok(out)
+        Ok(index::list(&self.dir)?
+            .into_iter()
+            .map(|(key, e)| ObjectInfo {
+                sha256: hex::encode(key),
+                bytes: e.bytes,
+                blocks: e.blocks,
+                stored_at: e.stored_at,
+            })
+            .collect())
     }
 }
 
@@ -507,6 +663,51 @@ mod tests {
             age(&outside) > Duration::from_secs(80 * 86400),
             "the symlink's target was touched"
         );
+    }
+
+    /// The retention index against a store another process changed behind its back: an
+    /// object removed there costs nothing to drop, one added there is found (by one listing)
+    /// once the index runs out, and an unchanged store is not listed again for nothing.
+    #[test]
+    fn the_index_follows_a_store_changed_behind_its_back() {
+        use std::time::{Duration, SystemTime};
+        let t = tempfile::tempdir().unwrap();
+        let ours = ObjectStore::new(t.path());
+        let theirs = ObjectStore::new(t.path());
+        let put = |s: &ObjectStore, body: &[u8], age_h: u64| {
+            let h = sha256_hex(body);
+            s.put(body, &h).unwrap();
+            File::open(s.path_of(&h))
+                .unwrap()
+                .set_modified(SystemTime::now() - Duration::from_secs(age_h * 3600))
+                .unwrap();
+            h
+        };
+        let a = put(&ours, b"a", 5);
+        let b = put(&ours, b"b", 4);
+        assert_eq!(ours.usage().unwrap().objects, 2);
+        assert_eq!(ours.listings(), 1);
+        // Another process removes `a` and adds `c`.
+        assert!(theirs.remove(&a).unwrap());
+        let c = put(&theirs, b"c", 1);
+        // Dropping everything: `a` is gone already (nothing freed), `b` goes, then the index
+        // is empty, the store changed: one listing finds `c`.
+        let dropped = ours.drop_oldest(u64::MAX).unwrap();
+        assert_eq!(dropped.sha256, vec![b.clone(), c.clone()]);
+        assert_eq!(ours.listings(), 2);
+        assert!(!ours.contains(&b) && !ours.contains(&c));
+        // Nothing left and nothing changed: no listing.
+        assert!(ours.drop_oldest(u64::MAX).unwrap().is_empty());
+        assert_eq!(ours.listings(), 2);
+        // Our own puts and removals keep the index without a listing.
+        let d = put(&ours, b"d", 0);
+        assert_eq!(ours.usage().unwrap().objects, 1);
+        assert!(ours.pinned().is_empty());
+        ours.pin(&d);
+        assert!(ours.drop_oldest(u64::MAX).unwrap().is_empty(), "pinned");
+        ours.unpin(&d);
+        assert_eq!(ours.drop_oldest(1).unwrap().sha256, vec![d]);
+        assert_eq!(ours.listings(), 2);
     }
 
     #[test]
