@@ -549,6 +549,19 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
             "docs/policy.md lacks history `{key}`"
         );
     }
+    // `idempotency` is parsed by the result log, which lists its keys in its error.
+    let e =
+        resilient_write::write::results::Expiry::from_policy(Some(&serde_json::json!({"zzz": 1})))
+            .unwrap_err();
+    let known = e.split_once("known: ").unwrap().1.trim_end_matches(')');
+    for key in known.split(", ") {
+        assert!(
+            doc.contains(&format!("- `{key}`")),
+            "docs/policy.md lacks idempotency `{key}`"
+        );
+    }
+    let max_age = resilient_write::write::results::DEFAULT_MAX_AGE.as_secs() / 86_400;
+    assert!(doc.contains(&format!("- `max_age`: default `{max_age}d`")));
     for key in resilient_write::cmd::hook::POLICY_KEYS {
         assert!(
             doc.contains(&format!("- `{key}`")),

@@ -44,7 +44,8 @@ pub struct RestoreCliArgs {
 
 #[derive(Debug, Args)]
 pub struct GcArgs {
-    /// Policy file with the `history:` section (default: .resilient_write/policy.yaml).
+    /// Policy file with the `history:` and `idempotency:` sections (default:
+    /// .resilient_write/policy.yaml).
     #[arg(long, env = "RW_POLICY_FILE", value_name = "FILE")]
     pub policy: Option<PathBuf>,
     /// Report what would be removed; remove nothing.
@@ -214,6 +215,10 @@ pub fn gc(mut config: Config, args: GcArgs) -> ExitCode {
         Ok(r) => r,
         Err(e) => return fail(&format!("{}: {e}", policy_path.display())),
     };
+    let expiry = match crate::write::results::Expiry::from_policy(policy.idempotency.as_ref()) {
+        Ok(e) => e,
+        Err(e) => return fail(&format!("{}: {e}", policy_path.display())),
+    };
     let Some(objects) = svc.pipeline().objects() else {
         return fail("no object store");
     };
@@ -233,9 +238,35 @@ pub fn gc(mut config: Config, args: GcArgs) -> ExitCode {
                 r.kept,
                 r.kept_bytes
             );
+        }
+        Err(e) => return fail(&format!("gc: {e}")),
+    }
+    compact_results(&svc, expiry, args.dry_run)
+}
+
+/// `gc`'s second half: drop the first results of keyed calls past `idempotency.max_age`.
+fn compact_results(
+    svc: &crate::dispatch::Service,
+    expiry: crate::write::results::Expiry,
+    dry_run: bool,
+) -> ExitCode {
+    let results = crate::write::results::ResultLog::new(svc.state_dir()).with_expiry(expiry);
+    match results.compact(dry_run) {
+        Ok(c) => {
+            println!(
+                "{} {} idempotency result(s) older than {} s, {} unreadable line(s); kept {}, \
+                 {} of {} bytes",
+                if dry_run { "would drop" } else { "dropped" },
+                c.expired,
+                expiry.max_age.as_secs(),
+                c.unreadable,
+                c.kept,
+                c.bytes_after,
+                c.bytes_before
+            );
             ExitCode::SUCCESS
         }
-        Err(e) => fail(&format!("gc: {e}")),
+        Err(e) => fail(&format!("gc: idempotency results: {e}")),
     }
 }
 

@@ -173,7 +173,8 @@ pub enum Command {
         #[command(flatten)]
         args: RestoreCliArgs,
     },
-    /// Apply the history retention of the policy file to the object store.
+    /// Apply the history retention of the policy file to the object store, and drop the
+    /// first results of keyed calls older than its idempotency.max_age.
     Gc {
         #[command(flatten)]
         common: CommonArgs,

@@ -47,13 +47,19 @@ pub struct ServeArgs {
     /// disconnected, and so are keep-alive connections idle for this long (http, sse).
     #[arg(long, value_name = "SECS", default_value_t = HEADER_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub header_timeout_secs: u64,
+    /// Seconds a request body has to arrive once its head has: a client that stalls or
+    /// trickles its body gets 408 and is disconnected (http, sse). The default carries the
+    /// default --max-body-bytes at 1.5 MB/s; send larger files in pieces (rw_chunk_append).
+    #[arg(long, value_name = "SECS", default_value_t = BODY_TIMEOUT.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
+    pub body_timeout_secs: u64,
     /// Seconds after which a Streamable HTTP session with no request, no call running and no
     /// open event stream is closed; its client then gets 404 and initializes again.
     #[arg(long, value_name = "SECS", default_value_t = SESSION_IDLE.as_secs(), value_parser = clap::value_parser!(u64).range(1..))]
     pub session_idle_secs: u64,
-    /// Most Streamable HTTP sessions alive at once. At the limit, a new session closes the
+    /// Most sessions alive at once. Streamable HTTP: at the limit, a new session closes the
     /// longest-idle one (whose client gets 404 and initializes again); when every session is
-    /// in use, initialize gets 503.
+    /// in use, initialize gets 503. sse: every session is an open stream, so GET /sse at the
+    /// limit gets 503.
     #[arg(long, value_name = "N", default_value_t = SESSION_MAX, value_parser = clap::value_parser!(u64).range(1..))]
     pub max_sessions: u64,
     /// After SIGINT/SIGTERM (or stdin EOF), how long calls in flight may run on before the
@@ -71,6 +77,7 @@ pub struct ServeArgs {
 }
 
 const HEADER_TIMEOUT: std::time::Duration = crate::transport::http::listen::DEFAULT_HEADER_TIMEOUT;
+const BODY_TIMEOUT: std::time::Duration = crate::transport::http::body::DEFAULT_BODY_TIMEOUT;
 const SESSION_IDLE: std::time::Duration = crate::transport::http::sessions::DEFAULT_IDLE;
 const SESSION_MAX: u64 = crate::transport::http::sessions::DEFAULT_MAX as u64;
 
@@ -85,6 +92,7 @@ impl Default for ServeArgs {
             auth_token_file: None,
             max_body_bytes: None,
             header_timeout_secs: HEADER_TIMEOUT.as_secs(),
+            body_timeout_secs: BODY_TIMEOUT.as_secs(),
             session_idle_secs: SESSION_IDLE.as_secs(),
             max_sessions: SESSION_MAX,
             shutdown_grace_secs: crate::transport::shutdown::DEFAULT_GRACE.as_secs(),
@@ -233,6 +241,7 @@ pub fn run(mut config: Config, args: ServeArgs) -> ExitCode {
         allowed_origins: args.allowed_origins,
         token,
         max_body_bytes: max_body,
+        body_timeout: std::time::Duration::from_secs(args.body_timeout_secs),
         grace,
         header_timeout: std::time::Duration::from_secs(args.header_timeout_secs),
         sessions: crate::transport::http::sessions::SessionLimits {

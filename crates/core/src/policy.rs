@@ -4,8 +4,8 @@
 //!
 //! A policy merges over the defaults: `extend_patterns` adds rules, `disable_families` switches
 //! whole families off, `thresholds` moves the verdict cut-offs and `retry_budget.default` sets the
-//! start value of the L3 retry budget. The sections `history`, `limits` and `hooks` belong to other layers and
-//! are kept as raw values for them. Any other key is an error.
+//! start value of the L3 retry budget. The sections `history`, `idempotency`, `limits` and `hooks` belong to
+//! other layers and are kept as raw values for them. Any other key is an error.
 //!
 //! Guarantees: a bad policy is never a silent fallback to the defaults. Malformed YAML, an unknown
 //! key or an invalid regex is a [`PolicyError`] whose message names the file and the line.
@@ -60,6 +60,10 @@ pub struct Policy {
     /// Raw `history` section, interpreted by the history layer.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub history: Option<serde_json::Value>,
+    /// Raw `idempotency` section, interpreted by the result log
+    /// ([`crate::write::results::Expiry`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotency: Option<serde_json::Value>,
     /// Raw `limits` section, interpreted by the transport and write layers.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub limits: Option<serde_json::Value>,
@@ -77,6 +81,7 @@ impl Default for Policy {
             thresholds: Thresholds::default(),
             retry_budget: RetryBudget::default(),
             history: None,
+            idempotency: None,
             limits: None,
             hooks: None,
         }
@@ -137,6 +142,7 @@ struct PolicyFile {
     thresholds: Option<ThresholdsFile>,
     retry_budget: Option<RetryBudgetFile>,
     history: Option<serde_json::Value>,
+    idempotency: Option<serde_json::Value>,
     limits: Option<serde_json::Value>,
     hooks: Option<serde_json::Value>,
 }
@@ -333,6 +339,7 @@ impl Policy {
             policy.retry_budget.default = rb;
         }
         policy.history = file.history;
+        policy.idempotency = file.idempotency;
         policy.limits = file.limits;
         policy.hooks = file.hooks;
         Ok(policy)

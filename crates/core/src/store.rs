@@ -20,6 +20,7 @@ use crate::pipeline::{Pipeline, sweep_temp_files};
 use crate::preflight::{ActivePolicy, RejectAt};
 use crate::workspace::Workspaces;
 use crate::write::idempotency::{IdempotencyIndex, ResultLog, check_key, replay_of, result_row};
+use crate::write::results::Expiry;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -172,7 +173,13 @@ impl Store {
                 .spawn(move || sweep_in_background(&roots, &state, &notices))
                 .ok();
         }
-        let results = ResultLog::new(&state_dir);
+        // First results of keyed calls are kept for the policy's `idempotency.max_age` (a
+        // bad section is reported by `doctor`; the default applies meanwhile).
+        let expiry = policy
+            .policy()
+            .and_then(|p| Expiry::from_policy(p.idempotency.as_ref()).ok())
+            .unwrap_or_default();
+        let results = ResultLog::new(&state_dir).with_expiry(expiry);
         // History: every replaced content is kept in the object store (objects.rs), within
         // the policy's retention budget (a bad `history:` section is reported by `doctor`;
         // the defaults apply meanwhile).
@@ -291,7 +298,7 @@ impl Store {
         };
         let key = check_key(key)?;
         let path = self.results.path();
-        let mut held = self
+        let held = self
             .results
             .hold()
             .map_err(|e| crate::envelope::Failure::io("lock", path, e))?;
@@ -306,7 +313,11 @@ impl Store {
             return Ok(result);
         }
         let result = call()?;
-        if record && let Err(e) = held.append(&result_row(key, request_sha256, tool, &result)) {
+        if !record {
+            return Ok(result);
+        }
+        let row = result_row(key, request_sha256, tool, &result);
+        if let Err(e) = self.results.record(held, &row) {
             // The call took effect: answer with it. Only a retry loses the guarantee.
             tracing::warn!(
                 error = %e,

@@ -45,6 +45,7 @@ const RANKS: &[(&str, u32)] = &[
     ("write::pipeline", 3),
     ("write::intent", 4),
     ("write::idempotency", 4),
+    ("write::results", 4),
     ("write::ops", 6),
     ("write", 4),
     ("state", 4),
@@ -65,7 +66,10 @@ const RANKS: &[(&str, u32)] = &[
 const ALIASES: &[(&str, &str)] = &[("pipeline", "write::pipeline")];
 
 /// Imports between modules of one rank that the design allows.
-const SAME_RANK: &[(&str, &str)] = &[("write::intent", "write::idempotency")];
+const SAME_RANK: &[(&str, &str)] = &[
+    ("write::intent", "write::idempotency"),
+    ("write::idempotency", "write::results"),
+];
 
 fn core_src() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("src")

@@ -1,6 +1,9 @@
 //! The HTTP front door for JSON-RPC bodies, the counterpart of [`crate::wire`]. Before a POST
 //! reaches rmcp it checks, in order: the content type (415), the size limit (413, also for
-//! chunked bodies without a `Content-Length`), and that the body is JSON (-32700 Parse error)
+//! chunked bodies without a `Content-Length`), that the whole body arrives within the body
+//! timeout (408, and the connection is closed: a client that stalls or trickles its body
+//! holds a connection no longer than one that trickles its head), and that the body is JSON
+//! (-32700 Parse error)
 //! holding a JSON-RPC message (-32600 Invalid Request). rmcp itself would answer the last two
 //! with a plain-text 415; JSON-RPC clients expect the standard error objects. Lone UTF-16
 //! surrogates and invalid UTF-8 inside strings are rewritten to the sentinel exactly as on
@@ -13,6 +16,20 @@ use axum::response::{IntoResponse, Response};
 use http_body_util::{BodyExt, LengthLimitError, Limited};
 use rmcp::model::{ClientJsonRpcMessage, ClientRequest};
 use serde_json::{Value, json};
+use std::time::Duration;
+
+/// Default time a request's body has to arrive, counted from the end of its head. 60 s
+/// carries the default 90.5 MB body cap at 1.5 MB/s.
+pub const DEFAULT_BODY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How large a body may be and how long it may take to arrive.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Largest body accepted (413 beyond).
+    pub max_bytes: usize,
+    /// Longest time the whole body may take (408 beyond).
+    pub timeout: Duration,
+}
 
 /// JSON-RPC: the body is not JSON.
 pub const PARSE_ERROR: i32 = -32700;
@@ -20,7 +37,7 @@ pub const PARSE_ERROR: i32 = -32700;
 pub const INVALID_REQUEST: i32 = -32600;
 
 /// A JSON-RPC error object with `id: null`, sent as an HTTP error. Every refusal of the HTTP
-/// layer (401, 403, 413, 415, 503) uses this shape so that a client can always parse it.
+/// layer (400, 401, 403, 404, 408, 413, 415, 503) uses this shape so that a client can always parse it.
 pub fn rpc_error(status: StatusCode, code: i32, message: String, data: Value) -> Response {
     rpc_error_with_id(status, Value::Null, code, message, data)
 }
@@ -59,6 +76,27 @@ fn too_large(limit: usize, received: Option<u64>) -> Response {
     )
 }
 
+/// 408 for a body that did not arrive in time. `Connection: close`: the rest of the body is
+/// not waited for.
+fn too_slow(timeout: Duration) -> Response {
+    let secs = timeout.as_secs();
+    let mut r = rpc_error(
+        StatusCode::REQUEST_TIMEOUT,
+        INVALID_REQUEST,
+        format!(
+            "the request body did not arrive within {secs} s (--body-timeout-secs); nothing \
+             was applied. Send the whole body at once; large files go in pieces with \
+             rw_chunk_append"
+        ),
+        json!({"timeout_secs": secs, "reason": "body_timeout"}),
+    );
+    r.headers_mut().insert(
+        header::CONNECTION,
+        header::HeaderValue::from_static("close"),
+    );
+    r
+}
+
 fn is_json(headers: &HeaderMap) -> bool {
     headers
         .get(header::CONTENT_TYPE)
@@ -82,8 +120,9 @@ pub struct Checked {
 pub async fn read_message(
     headers: &HeaderMap,
     body: Body,
-    limit: usize,
+    limits: Limits,
 ) -> Result<Checked, Response> {
+    let limit = limits.max_bytes;
     if !is_json(headers) {
         let got = headers
             .get(header::CONTENT_TYPE)
@@ -102,10 +141,18 @@ pub async fn read_message(
     if declared.is_some_and(|n| n > limit as u64) {
         return Err(too_large(limit, declared));
     }
-    let bytes = match Limited::new(body, limit).collect().await {
-        Ok(collected) => collected.to_bytes(),
-        Err(e) if e.is::<LengthLimitError>() => return Err(too_large(limit, declared)),
-        Err(e) => {
+    let read = tokio::time::timeout(limits.timeout, Limited::new(body, limit).collect());
+    let bytes = match read.await {
+        Err(_elapsed) => {
+            tracing::info!(
+                timeout_secs = limits.timeout.as_secs(),
+                "dropped a request whose body did not arrive in time (408)"
+            );
+            return Err(too_slow(limits.timeout));
+        }
+        Ok(Ok(collected)) => collected.to_bytes(),
+        Ok(Err(e)) if e.is::<LengthLimitError>() => return Err(too_large(limit, declared)),
+        Ok(Err(e)) => {
             tracing::debug!("request body read failed: {e}");
             return Err(rpc_error(
                 StatusCode::BAD_REQUEST,
@@ -176,8 +223,15 @@ mod tests {
         h
     }
 
+    fn limits(max_bytes: usize) -> Limits {
+        Limits {
+            max_bytes,
+            timeout: DEFAULT_BODY_TIMEOUT,
+        }
+    }
+
     async fn status_and_code(ct: &str, body: &'static str, limit: usize) -> (StatusCode, i64) {
-        let r = read_message(&headers(ct), Body::from(body), limit)
+        let r = read_message(&headers(ct), Body::from(body), limits(limit))
             .await
             .expect_err("refused");
         let status = r.status();
@@ -206,7 +260,7 @@ mod tests {
             (StatusCode::BAD_REQUEST, -32600)
         );
         let json_utf8 = headers("application/json; charset=utf-8");
-        let ok = read_message(&json_utf8, Body::from(ping), 1000)
+        let ok = read_message(&json_utf8, Body::from(ping), limits(1000))
             .await
             .unwrap();
         assert_eq!(ok.bytes, Bytes::from(ping));
@@ -214,9 +268,33 @@ mod tests {
         let init = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{
             "protocolVersion":"2025-06-18","capabilities":{},
             "clientInfo":{"name":"t","version":"0"}}}"#;
-        let ok = read_message(&json_utf8, Body::from(init), 1000)
+        let ok = read_message(&json_utf8, Body::from(init), limits(1000))
             .await
             .unwrap();
         assert!(ok.initialize);
+    }
+
+    #[tokio::test]
+    async fn a_body_that_stalls_gets_408_and_closes_the_connection() {
+        use futures::StreamExt;
+        let first: Result<Bytes, std::io::Error> = Ok(Bytes::from_static(b"{\"jsonrpc\":"));
+        let stalled = futures::stream::iter([first]).chain(futures::stream::pending());
+        let quick = Limits {
+            max_bytes: 1000,
+            timeout: Duration::from_millis(50),
+        };
+        let r = read_message(
+            &headers("application/json"),
+            Body::from_stream(stalled),
+            quick,
+        )
+        .await
+        .expect_err("refused");
+        assert_eq!(r.status(), StatusCode::REQUEST_TIMEOUT);
+        assert_eq!(r.headers()[header::CONNECTION], "close");
+        let bytes = r.into_body().collect().await.unwrap().to_bytes();
+        let v: Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(v["error"]["data"]["reason"], "body_timeout");
+        assert_eq!(v["error"]["code"], INVALID_REQUEST);
     }
 }

@@ -1,5 +1,6 @@
 //! Who may talk to the HTTP server. Three checks, in this order, before any body is read
-//! (a request with two `Host` or two `Origin` headers is refused before any of them):
+//! (a request with two `Host`, `Origin`, `Authorization` or `Mcp-Session-Id` headers is
+//! refused with 400 before any of them, whichever value is valid):
 //!
 //! 1. `Host` must name an allowed authority (DNS-rebinding defence: a page on
 //!    `evil.example` that rebinds its name to 127.0.0.1 still sends `Host: evil.example`).
@@ -94,7 +95,8 @@ pub struct Guard {
 /// Why a request was refused.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Refusal {
-    /// 400: a header that may appear once (`Host`, `Origin`) appears more often.
+    /// 400: a header that may appear once (`Host`, `Origin`, `Authorization`,
+    /// `Mcp-Session-Id`) appears more often.
     Duplicate(&'static str),
     /// 403: the `Host` is not allowed (or missing).
     Host(String),

@@ -3,10 +3,12 @@
 //! its own [`McpServer`] over one shared [`Service`], whose pipeline locks already make
 //! concurrent writers safe. `serve --transport sse` is the legacy `GET /sse` +
 //! `POST /messages/` pair ([`sse`]). Both sit behind the same layers, outermost first:
-//! [`guard`] (one Host, one Origin, both allowed; the bearer token), the shutdown [`Drain`],
-//! and the body front door ([`body`]); Streamable HTTP adds the session layer ([`sessions`]:
-//! idle expiry, the session cap, 404 for unknown sessions, 200 for `DELETE`). Connections
-//! are accepted by [`listen`], which bounds how long a request head may take.
+//! [`guard`] (one each of Host, Origin, Authorization and Mcp-Session-Id; Host and Origin
+//! allowed; the bearer token), the shutdown [`Drain`], and the body front door ([`body`]:
+//! also how long a body may take); Streamable HTTP adds the session layer ([`sessions`]: idle
+//! expiry, the session cap, 404 for unknown sessions, 200 for `DELETE`), and the legacy pair
+//! caps its sessions the same way. Connections are accepted by [`listen`], which bounds how
+//! long a request head may take.
 
 pub mod body;
 pub mod guard;
@@ -49,12 +51,14 @@ pub struct HttpOptions {
     pub token: Option<Token>,
     /// Largest request body accepted (413 beyond).
     pub max_body_bytes: usize,
+    /// How long a request body may take to arrive once its head has (408 beyond).
+    pub body_timeout: Duration,
     /// How long in-flight calls may run on after a shutdown signal.
     pub grace: Duration,
     /// How long a connection may take to send a request head (also: how long an idle
     /// keep-alive connection stays open).
     pub header_timeout: Duration,
-    /// Session idle expiry and cap (Streamable HTTP).
+    /// Session idle expiry and cap (Streamable HTTP; the legacy pair takes the cap).
     pub sessions: SessionLimits,
 }
 
@@ -63,7 +67,7 @@ pub struct HttpOptions {
 struct Shared {
     guard: Arc<Guard>,
     drain: Drain,
-    max_body: usize,
+    body: body::Limits,
 }
 
 /// Resolve the bind address and refuse a non-loopback one without a token.
@@ -107,7 +111,10 @@ pub async fn serve(
     let shared = Shared {
         guard: Arc::new(guard),
         drain: Drain::new(),
-        max_body: opts.max_body_bytes,
+        body: body::Limits {
+            max_bytes: opts.max_body_bytes,
+            timeout: opts.body_timeout,
+        },
     };
     let rmcp_config = StreamableHttpServerConfig::default()
         // Host and Origin are checked by our guard, against the bound port and the operator's
@@ -119,7 +126,8 @@ pub async fn serve(
         let legacy = sse::Legacy::new(
             service,
             shared.drain.clone(),
-            opts.max_body_bytes,
+            shared.body,
+            opts.sessions.max,
             sessions_closed.clone(),
         );
         (legacy.router(), "/sse")
@@ -235,9 +243,13 @@ fn refusal_response(refusal: Refusal) -> Response {
     }
 }
 
-/// The one value of a header that may appear at most once. Two `Host` or `Origin` values
-/// are refused rather than one of them checked: which one a proxy or framework further along
-/// would use is anyone's guess.
+/// The request header naming a Streamable HTTP session.
+const SESSION_ID: header::HeaderName = header::HeaderName::from_static("mcp-session-id");
+
+/// The one value of a header that may appear at most once. Two values are refused rather
+/// than one of them checked: which one a proxy or framework further along would use is
+/// anyone's guess (two `Authorization` headers, the first valid, would otherwise pass the
+/// check with one token and reach the next hop with the other).
 fn single<'a>(
     headers: &'a header::HeaderMap,
     name: &header::HeaderName,
@@ -251,17 +263,16 @@ fn single<'a>(
     Ok(first.map(|v| v.as_bytes()))
 }
 
-/// Layer 1: Host, Origin, token.
+/// Layer 1: no duplicated Host, Origin, Authorization or Mcp-Session-Id (before any check),
+/// then Host, Origin, token.
 async fn check_guard(State(shared): State<Shared>, req: Request, next: Next) -> Response {
     let h = req.headers();
     let checked = single(h, &header::HOST, "Host").and_then(|host| {
-        let host = host.or_else(|| req.uri().authority().map(|a| a.as_str().as_bytes()));
         let origin = single(h, &header::ORIGIN, "Origin")?;
-        shared.guard.check(
-            host,
-            origin,
-            h.get(header::AUTHORIZATION).map(|v| v.as_bytes()),
-        )
+        let authorization = single(h, &header::AUTHORIZATION, "Authorization")?;
+        single(h, &SESSION_ID, "Mcp-Session-Id")?;
+        let host = host.or_else(|| req.uri().authority().map(|a| a.as_str().as_bytes()));
+        shared.guard.check(host, origin, authorization)
     });
     match checked {
         Ok(()) => next.run(req).await,
@@ -297,14 +308,14 @@ async fn track_in_flight(State(shared): State<Shared>, req: Request, next: Next)
     Response::from_parts(parts, Body::from_stream(stream))
 }
 
-/// Layer 3: content type, size limit, JSON-RPC shape (see [`body`]); an `initialize` is
-/// marked for the session layer.
+/// Layer 3: content type, size limit, body timeout, JSON-RPC shape (see [`body`]); an
+/// `initialize` is marked for the session layer.
 async fn front_door(State(shared): State<Shared>, req: Request, next: Next) -> Response {
     if req.method() != Method::POST {
         return next.run(req).await;
     }
     let (mut parts, incoming) = req.into_parts();
-    match body::read_message(&parts.headers, incoming, shared.max_body).await {
+    match body::read_message(&parts.headers, incoming, shared.body).await {
         Ok(checked) => {
             parts.headers.remove(header::CONTENT_LENGTH);
             if checked.initialize {

@@ -317,15 +317,12 @@ fn unknown_session() -> Response {
     )
 }
 
-/// 503 for an `initialize` while every session is in use.
-fn too_many_sessions(max: usize) -> Response {
+/// 503 for a new session while `max` are in use; `remedy` says how a client frees one.
+pub(super) fn too_many_sessions(max: usize, remedy: &str) -> Response {
     body::rpc_error(
         StatusCode::SERVICE_UNAVAILABLE,
         -32000,
-        format!(
-            "all {max} sessions are in use (--max-sessions); retry later, or end sessions \
-             with DELETE when done"
-        ),
+        format!("all {max} sessions are in use (--max-sessions); retry later, or {remedy}"),
         json!({"reason": "too_many_sessions", "max_sessions": max}),
     )
 }
@@ -347,7 +344,7 @@ pub async fn gate(State(sessions): State<Arc<Sessions>>, req: Request, next: Nex
                 max_sessions = sessions.limits.max,
                 "refused an initialize: every session is in use (503)"
             );
-            return too_many_sessions(sessions.limits.max);
+            return too_many_sessions(sessions.limits.max, "end sessions with DELETE when done");
         };
         let response = next.run(req).await;
         drop(reservation);

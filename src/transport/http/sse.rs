@@ -10,6 +10,12 @@
 //! Each session runs its own [`McpServer`] over the shared [`Service`] (sharing one tool
 //! list), wrapped in
 //! [`Tracked`] so that shutdown waits for its calls. Closing the event stream ends the session.
+//!
+//! At most `--max-sessions` sessions are open at once; a `GET /sse` beyond gets 503
+//! (`too_many_sessions`). Unlike Streamable HTTP, none is closed to make room: every legacy
+//! session is an open event stream, the case in which a Streamable HTTP session is in use and
+//! never evicted either. A client that goes away frees its place as soon as its connection
+//! closes (the stream is dropped then).
 
 use super::body;
 use crate::dispatch::Service;
@@ -43,7 +49,8 @@ pub struct Legacy {
     prototype: Arc<McpServer>,
     sessions: Sessions,
     drain: Drain,
-    max_body: usize,
+    body: body::Limits,
+    max_sessions: usize,
     closed: CancellationToken,
 }
 
@@ -55,9 +62,8 @@ struct SessionEnd {
 
 impl Drop for SessionEnd {
     fn drop(&mut self) {
-        if let Ok(mut map) = self.sessions.lock() {
-            map.remove(&self.id);
-        }
+        let mut map = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        map.remove(&self.id);
         tracing::debug!(session = self.id, "SSE session closed");
     }
 }
@@ -66,14 +72,16 @@ impl Legacy {
     pub fn new(
         service: Arc<Service>,
         drain: Drain,
-        max_body: usize,
+        body: body::Limits,
+        max_sessions: usize,
         closed: CancellationToken,
     ) -> Legacy {
         Legacy {
             prototype: Arc::new(McpServer::new(service)),
             sessions: Arc::default(),
             drain,
-            max_body,
+            body,
+            max_sessions,
             closed,
         }
     }
@@ -94,7 +102,17 @@ async fn open_session(State(legacy): State<Legacy>) -> Response {
     let id = uuid::Uuid::now_v7().simple().to_string();
     let (to_server, from_client) = tokio::sync::mpsc::channel::<ClientJsonRpcMessage>(QUEUE);
     let (to_client, from_server) = futures::channel::mpsc::channel::<ServerJsonRpcMessage>(QUEUE);
-    if let Ok(mut map) = legacy.sessions.lock() {
+    {
+        // The table holds plain senders: one a panicking thread left behind is still usable.
+        let mut map = legacy.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        if map.len() >= legacy.max_sessions {
+            tracing::warn!(
+                max_sessions = legacy.max_sessions,
+                "refused GET /sse: every session is open (503)"
+            );
+            let remedy = "close event streams no longer used";
+            return super::sessions::too_many_sessions(legacy.max_sessions, remedy);
+        }
         map.insert(id.clone(), to_server);
     }
     let server = Tracked::new(legacy.prototype.for_new_client(), legacy.drain.clone());
@@ -165,7 +183,7 @@ async fn deliver(
     let Some(sender) = sender else {
         return unknown_session();
     };
-    let bytes = match body::read_message(&headers, incoming, legacy.max_body).await {
+    let bytes = match body::read_message(&headers, incoming, legacy.body).await {
         Ok(checked) => checked.bytes,
         Err(refused) => return refused,
     };

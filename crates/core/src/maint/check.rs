@@ -145,6 +145,18 @@ pub fn check_config(svc: &Store, out: &mut Vec<Finding>) {
                     "correct the history section (gc refuses until it parses)".into(),
                 ));
             }
+            if let Err(e) = crate::write::results::Expiry::from_policy(p.idempotency.as_ref()) {
+                out.push(Finding::problem(
+                    "config",
+                    format!(
+                        "policy file {}: idempotency section: {e}",
+                        policy.path.display()
+                    ),
+                    "correct the idempotency section (first results are kept 7 days until \
+                     it parses)"
+                        .into(),
+                ));
+            }
         }
     }
 }

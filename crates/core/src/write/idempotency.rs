@@ -15,7 +15,9 @@
 //!   original knows. The call holds the log's lock from the lookup to the record, so two calls
 //!   with one key, in any processes, run one after the other (keyed calls of these tools take
 //!   turns; calls without a key never wait). A crash between the effect and its record leaves
-//!   no record: the retry applies again, as a call without a key would.
+//!   no record: the retry applies again, as a call without a key would. The log keeps first
+//!   results for the policy's `idempotency.max_age` (7 days by default) and is compacted
+//!   ([`super::results`]); a retry after that runs as a new call.
 //!
 //! Both sources feed one [`IdempotencyIndex`], so a key is one key across every tool: reused
 //! by another tool, its request hash differs and the call is refused. The index survives a
@@ -24,23 +26,31 @@
 use crate::envelope::{Failure, Result};
 use crate::journal::Journal;
 use crate::retry::canonical_sha256;
-use rustix::fs::FlockOperation;
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
-use std::fs::File;
-use std::io::{self, Write};
-use std::os::unix::fs::FileExt;
-use std::path::Path;
 
-/// File name of the result log inside the state directory.
-pub const RESULTS_FILE: &str = "idempotency.jsonl";
+pub use super::results::{HeldResultLog, RESULTS_FILE, ResultLog, result_row};
+
+type Rows = HashMap<String, Map<String, Value>>;
 
 /// Idempotency keys seen in the journal and the result log, kept current by reading only what
 /// was appended to each since the last look.
 #[derive(Debug, Default)]
 pub struct IdempotencyIndex {
-    offsets: [u64; 2],
-    rows: HashMap<String, Map<String, Value>>,
+    journal_offset: u64,
+    journal_rows: Rows,
+    results_offset: u64,
+    /// The result log last read: a compaction replaces the file.
+    results_file: Option<super::results::FileId>,
+    results_rows: Rows,
+}
+
+fn index(rows: Vec<Map<String, Value>>, into: &mut Rows) {
+    for row in rows {
+        if let Some(k) = row.get("idempotency_key").and_then(Value::as_str) {
+            into.insert(k.to_string(), row);
+        }
+    }
 }
 
 impl IdempotencyIndex {
@@ -52,29 +62,36 @@ impl IdempotencyIndex {
         results: &ResultLog,
         key: &str,
     ) -> Result<Option<Map<String, Value>>> {
-        let logs = [journal, &results.log];
-        let mut read = Vec::with_capacity(logs.len());
-        for (log, offset) in logs.iter().zip(self.offsets) {
-            let (rows, next, _) = log
-                .read_from(offset)
-                .map_err(|e| Failure::io("read journal", log.path(), e))?;
-            if next < offset {
-                // A file was replaced or truncated: rebuild from scratch.
-                self.rows.clear();
-                self.offsets = [0, 0];
+        let (rows, next, _) = journal
+            .read_from(self.journal_offset)
+            .map_err(|e| Failure::io("read journal", journal.path(), e))?;
+        if next < self.journal_offset {
+            // The journal was replaced or truncated: read it again from the start.
+            self.journal_rows.clear();
+            self.journal_offset = 0;
+            return self.lookup(journal, results, key);
+        }
+        index(rows, &mut self.journal_rows);
+        self.journal_offset = next;
+        let read = results
+            .read_from(self.results_offset)
+            .map_err(|e| Failure::io("read", results.path(), e))?;
+        if read.file != self.results_file || read.start != self.results_offset {
+            // Compacted (another file now), or truncated: what was read before is stale.
+            self.results_rows.clear();
+            self.results_file = read.file;
+            if read.start != 0 {
+                self.results_offset = 0;
                 return self.lookup(journal, results, key);
             }
-            read.push((rows, next));
         }
-        for (i, (rows, next)) in read.into_iter().enumerate() {
-            for row in rows {
-                if let Some(k) = row.get("idempotency_key").and_then(Value::as_str) {
-                    self.rows.insert(k.to_string(), row);
-                }
-            }
-            self.offsets[i] = next;
-        }
-        Ok(self.rows.get(key).cloned())
+        index(read.rows, &mut self.results_rows);
+        self.results_offset = read.next;
+        Ok(self
+            .results_rows
+            .get(key)
+            .or_else(|| self.journal_rows.get(key))
+            .cloned())
     }
 }
 
@@ -124,84 +141,12 @@ pub fn idempotency_extra(key: Option<&str>, request_sha256: &str) -> BTreeMap<St
     extra
 }
 
-/// The first results of keyed calls that no journal row answers for (see the module
-/// comment): one line per call, `{idempotency_key, request_sha256, tool, ts, result}`.
-#[derive(Debug, Clone)]
-pub struct ResultLog {
-    log: Journal,
-}
-
-/// The result log locked exclusively; the lock goes with the descriptor when this drops.
-pub struct HeldResultLog {
-    file: File,
-}
-
-impl ResultLog {
-    pub fn new(state_dir: &Path) -> ResultLog {
-        ResultLog {
-            log: Journal::at(state_dir.join(RESULTS_FILE)),
-        }
-    }
-
-    pub fn path(&self) -> &Path {
-        self.log.path()
-    }
-
-    /// Lock the log until the returned guard drops (creating it, and the state directory,
-    /// when missing).
-    pub fn hold(&self) -> io::Result<HeldResultLog> {
-        let path = self.log.path();
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
-        }
-        // Never blocks and must be a regular file: a pipe planted here is a typed error.
-        let file = crate::util::statefile::open_with(
-            path,
-            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::APPEND | rustix::fs::OFlags::CREATE,
-            0o600,
-        )?;
-        rustix::fs::flock(&file, FlockOperation::LockExclusive)?;
-        Ok(HeldResultLog { file })
-    }
-}
-
-impl HeldResultLog {
-    /// Append `row` as one line with one `write(2)` and `fdatasync` it. A torn last line (a
-    /// crash mid-append) is closed with a newline first: readers skip it as one corrupt line
-    /// and this row stays whole.
-    pub fn append(&mut self, row: &Value) -> io::Result<()> {
-        let mut line = String::new();
-        let len = self.file.metadata()?.len();
-        if len > 0 {
-            let mut last = [0u8; 1];
-            self.file.read_exact_at(&mut last, len - 1)?;
-            if last[0] != b'\n' {
-                line.push('\n');
-            }
-        }
-        line.push_str(&row.to_string());
-        line.push('\n');
-        self.file.write_all(line.as_bytes())?;
-        self.file.sync_data()
-    }
-}
-
-/// The result-log row of a call's first result.
-pub fn result_row(key: &str, request_sha256: &str, tool: &str, result: &Value) -> Value {
-    json!({
-        "idempotency_key": key,
-        "request_sha256": request_sha256,
-        "tool": tool,
-        "ts": crate::journal::now_rfc3339(),
-        "result": result,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
     use serde_json::json;
+    use std::io::Write;
 
     fn keyed(key: &str, request: &str) -> JournalRow {
         JournalRow {
@@ -350,17 +295,36 @@ mod tests {
     }
 
     #[test]
-    fn the_result_log_lock_excludes_a_second_holder_until_released() {
+    fn the_index_reads_a_compacted_result_log_as_a_new_file() {
         let t = tempfile::tempdir().unwrap();
+        let journal = Journal::new(t.path());
         let results = ResultLog::new(t.path());
-        let held = results.hold().unwrap();
-        let other = std::fs::File::open(results.path()).unwrap();
-        assert!(
-            rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive).is_err(),
-            "a second holder got the lock"
-        );
-        drop(held);
-        assert!(rustix::fs::flock(&other, FlockOperation::NonBlockingLockExclusive).is_ok());
+        let old = (chrono::Utc::now() - chrono::Duration::days(30)).to_rfc3339();
+        let row = |key: &str, ts: Option<&str>| {
+            let mut r = result_row(key, "req", "tx_begin", &json!({"pad": "x".repeat(200)}));
+            if let Some(ts) = ts {
+                r["ts"] = json!(ts);
+            }
+            results.hold().unwrap().append(&r).unwrap();
+        };
+        for i in 0..10 {
+            row(&format!("old{i}"), Some(&old));
+        }
+        row("live", None);
+        let mut index = IdempotencyIndex::default();
+        assert!(index.lookup(&journal, &results, "old3").unwrap().is_some());
+        assert!(results.compact(false).unwrap().rewritten);
+        // Rows appended since reach past where the index stopped reading the old file.
+        for i in 0..12 {
+            row(&format!("new{i}"), None);
+        }
+        for key in ["live", "new0", "new11"] {
+            assert!(
+                index.lookup(&journal, &results, key).unwrap().is_some(),
+                "{key}"
+            );
+        }
+        assert!(index.lookup(&journal, &results, "old3").unwrap().is_none());
     }
 
     #[test]

@@ -7,7 +7,9 @@
 //! - [`ops`]: `put` and `replace`, the two writes agents ask for by name, decided through the
 //!   two modules above and made durable by [`pipeline`].
 //! - [`pipeline`]: the durable protocol every byte written goes through.
+//! - [`results`]: the log of first results no journal row holds, and its compaction.
 pub mod idempotency;
 pub mod intent;
 pub mod ops;
 pub mod pipeline;
+pub mod results;

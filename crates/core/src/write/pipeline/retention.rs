@@ -127,7 +127,7 @@ fn parse_bytes(v: &Value) -> std::result::Result<u64, String> {
         .map_err(|_| format!("max_bytes {t:?} is not a size like 500MB"))
 }
 
-fn parse_age(v: &Value) -> std::result::Result<Duration, String> {
+pub(crate) fn parse_age(v: &Value) -> std::result::Result<Duration, String> {
     if let Some(n) = v.as_u64() {
         return Ok(Duration::from_secs(n));
     }
