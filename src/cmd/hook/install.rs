@@ -1,4 +1,5 @@
-//! `init --hooks [--remove]`: the hook entries in each agent's project settings, beside the
+//! `init --hooks [--client AGENT]... [--remove]`: the hook entries in each agent's project
+//! settings (the agents named, or those already set up in the project), beside the
 //! MCP entry `init` writes. Claude Code: `.claude/settings.json` (`PreToolUse` and
 //! `PostToolUse` on `Write|Edit|MultiEdit|NotebookEdit`); Cursor: `.cursor/hooks.json` (`afterFileEdit`);
 //! Gemini CLI: `.gemini/settings.json` (`BeforeTool` and `AfterTool` on `write_file|replace`).
