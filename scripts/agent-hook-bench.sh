@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # What our hooks add to each native edit inside a real Claude Code session.
 #
-#   scripts/agent-hook-bench.sh            (ROUNDS=3: 3 sessions of 20 Edits per arm)
+#   ROUNDS=5 scripts/agent-hook-bench.sh    (default 3 sessions of 20 Edits per arm)
 #
 # Builds the release binary, installs the pinned clients (tests/agents, npm ci) when missing,
 # and runs the ignored test `bench_hook_cost_per_edit_in_claude_code` of tests/real_agents.rs:
-# scripted sessions of one Write and 20 Edits, alternately without and with `init --hooks`,
-# timed at the scripted model from sending each Edit to receiving its result. Prints median and
-# p90 per arm and the difference (the hooks' cost per edit, both arms in the same run).
+# scripted sessions of one Write and 20 Edits, in turn without hooks, with a no-op command hook
+# (Claude Code's own cost of running a hook) and with `init --hooks`, timed at the scripted
+# model from sending each Edit to receiving its result. Prints median and p90 per arm and the
+# differences (every arm in the same run).
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"

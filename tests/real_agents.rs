@@ -516,18 +516,38 @@ fn percentile(xs: &[f64], p: f64) -> f64 {
     xs[rank.clamp(1, xs.len()) - 1]
 }
 
+/// The hooks a benchmark session runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Hooks {
+    None,
+    /// A command that reads the payload and answers nothing: Claude Code's own cost of a hook.
+    Noop,
+    Ours,
+}
+
 /// The time Claude Code takes between receiving each scripted Edit and sending its result
-/// back, over a session of `edits` edits, with or without our hooks (ms, one per edit).
+/// back, over a session of `edits` edits, with `hooks` (ms, one per edit).
 fn edit_times(
     client: &std::path::Path,
     bin: &std::path::Path,
-    hooks: bool,
+    hooks: Hooks,
     edits: usize,
 ) -> Vec<f64> {
     let project = Project::with_bin(bin.to_path_buf());
     project.init(&["--client", "claude"]);
-    if hooks {
-        project.init(&["--hooks", "--client", "claude"]);
+    match hooks {
+        Hooks::None => {}
+        Hooks::Ours => {
+            project.init(&["--hooks", "--client", "claude"]);
+        }
+        Hooks::Noop => {
+            let noop = project.home.join("noop-hook.sh");
+            std::fs::write(&noop, "#!/bin/sh\ncat >/dev/null\n").unwrap();
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&noop, std::fs::Permissions::from_mode(0o755)).unwrap();
+            let noop = noop.display().to_string();
+            project.init(&["--hooks", "--client", "claude", "--command", &noop]);
+        }
     }
     let file = project.path("src.txt").display().to_string();
     let lines: String = (0..edits).map(|i| format!("line {i}: old\n")).collect();
@@ -547,11 +567,8 @@ fn edit_times(
     }
     let out = s.run(Agent::ClaudeCode, client, &project);
     let rows = native_rows(&project, "claude-code", "src.txt");
-    assert_eq!(
-        rows.len(),
-        if hooks { edits + 1 } else { 0 },
-        "hooks on: {hooks}"
-    );
+    let want = if hooks == Hooks::Ours { edits + 1 } else { 0 };
+    assert_eq!(rows.len(), want, "{hooks:?}: journal rows");
     let turns = out.model.turns();
     let sent = |k: usize| {
         turns
@@ -572,8 +589,9 @@ fn edit_times(
 }
 
 /// What our hooks add to each native edit inside Claude Code: scripted sessions of 20 Edits,
-/// alternately without and with `init --hooks`, timed at the model from sending each Edit to
-/// receiving its result. Prints median and p90 per arm and their difference.
+/// in turn without hooks, with a no-op command hook (what Claude Code's hook machinery costs
+/// by itself) and with `init --hooks`, timed at the model from sending each Edit to receiving
+/// its result. Prints median and p90 per arm and the differences.
 /// `scripts/agent-hook-bench.sh` runs it with the release binary (RW_BENCH_BIN).
 #[test]
 #[ignore = "a benchmark: scripts/agent-hook-bench.sh runs it"]
@@ -590,27 +608,35 @@ fn bench_hook_cost_per_edit_in_claude_code() {
         .and_then(|v| v.parse().ok())
         .unwrap_or(3);
     let edits = 20;
-    let (mut off, mut on) = (Vec::new(), Vec::new());
+    let arms = [Hooks::None, Hooks::Noop, Hooks::Ours];
+    let mut times: Vec<Vec<f64>> = vec![Vec::new(); arms.len()];
     for _ in 0..rounds {
-        off.extend(edit_times(&client, &bin, false, edits));
-        on.extend(edit_times(&client, &bin, true, edits));
-    }
-    off.sort_by(f64::total_cmp);
-    on.sort_by(f64::total_cmp);
-    let (m0, p0) = (percentile(&off, 50.0), percentile(&off, 90.0));
-    let (m1, p1) = (percentile(&on, 50.0), percentile(&on, 90.0));
-    println!(
-        "Claude Code {} , {} ({}), {rounds} rounds x {edits} edits per arm",
-        Agent::ClaudeCode.pinned(),
-        bin.display(),
-        if cfg!(debug_assertions) {
-            "test harness debug"
-        } else {
-            "test harness release"
+        for (i, &arm) in arms.iter().enumerate() {
+            times[i].extend(edit_times(&client, &bin, arm, edits));
         }
+    }
+    let stats: Vec<(f64, f64)> = times
+        .iter_mut()
+        .map(|t| {
+            t.sort_by(f64::total_cmp);
+            (percentile(t, 50.0), percentile(t, 90.0))
+        })
+        .collect();
+    println!(
+        "Claude Code {}, {}, {rounds} rounds x {edits} edits per arm",
+        Agent::ClaudeCode.pinned(),
+        bin.display()
     );
     println!("| per Edit (ms) | median | p90 |\n|---|---|---|");
-    println!("| without hooks | {m0:.1} | {p0:.1} |");
-    println!("| with hooks | {m1:.1} | {p1:.1} |");
-    println!("| added by the hooks | {:.1} | {:.1} |", m1 - m0, p1 - p0);
+    for (label, (m, p)) in ["without hooks", "a no-op command hook", "our hooks"]
+        .iter()
+        .zip(&stats)
+    {
+        println!("| {label} | {m:.1} | {p:.1} |");
+    }
+    let diff = |a: usize, b: usize| (stats[a].0 - stats[b].0, stats[a].1 - stats[b].1);
+    let (m, p) = diff(2, 0);
+    println!("| added by our hooks | {m:.1} | {p:.1} |");
+    let (m, p) = diff(2, 1);
+    println!("| of which past a no-op hook | {m:.1} | {p:.1} |");
 }
