@@ -177,6 +177,86 @@ fn restore_to(agent: Agent, v: usize) -> (Call, impl Fn(&ToolResult) + 'static) 
     )
 }
 
+/// A client's own file tools: write, edit, read.
+fn native_tools(agent: Agent) -> [&'static str; 3] {
+    match agent {
+        Agent::ClaudeCode => ["Write", "Edit", "Read"],
+        Agent::GeminiCli => ["write_file", "replace", "read_file"],
+        Agent::Codex => panic!("Codex's own edits are not hooked"),
+    }
+}
+
+/// The native part of a hooked client's session: a write holding `token` (refused by our
+/// before-hook), a clean write of `NOTES[0]` and two edits to `NOTES[2]` (journaled with their
+/// pre-images), `restore` to `NOTES[1]` (read back by the client's own tool) and to `NOTES[0]`.
+fn native_calls(agent: Agent, scenario: Scenario, project: &Project, token: &str) -> Scenario {
+    let [write, edit, read] = native_tools(agent);
+    let abs = |rel: &str| project.path(rel).display().to_string();
+    let edit_args = |old: &str, new: &str| {
+        let mut args = json!({"file_path": abs("notes.md"), "old_string": old, "new_string": new});
+        if agent == Agent::GeminiCli {
+            args["instruction"] = json!("update the notes");
+        }
+        args
+    };
+    let fine = |r: &ToolResult| assert!(!r.is_error, "{}", r.text);
+    let (restore_v1, check_v1) = restore_to(agent, 1);
+    let (restore_v0, check_v0) = restore_to(agent, 0);
+    let token = token.to_string();
+    scenario
+        .expect(
+            Call::new(
+                write,
+                json!({"file_path": abs("config.py"), "content": code_with(&token)}),
+            ),
+            move |r| {
+                assert!(r.is_error, "the write was not refused: {}", r.text);
+                assert_refused(r, &token);
+            },
+        )
+        .expect(
+            Call::new(
+                write,
+                json!({"file_path": abs("notes.md"), "content": NOTES[0]}),
+            ),
+            fine,
+        )
+        .expect(Call::new(edit, edit_args("draft", "review")), fine)
+        .expect(Call::new(edit, edit_args("nobody", "team")), fine)
+        .expect(restore_v1, check_v1)
+        .expect(
+            Call::new(read, json!({"file_path": abs("notes.md")})),
+            |r| assert!(r.text.contains("status: review") && r.text.contains("owner: nobody")),
+        )
+        .expect(restore_v0, check_v0)
+}
+
+/// What the native part left: nothing of the refused write, `NOTES[0]` restored, one row per
+/// native write or edit by `caller` with the previous version's hash, whose content the
+/// object store holds, and the token nowhere in the journal.
+fn assert_native_edits(agent: Agent, project: &Project, caller: &str, token: &str) {
+    let [write, edit, _] = native_tools(agent);
+    assert!(
+        !project.path("config.py").exists(),
+        "the refused write wrote"
+    );
+    assert_eq!(
+        std::fs::read_to_string(project.path("notes.md")).unwrap(),
+        NOTES[0]
+    );
+    let rows = native_rows(project, caller, "notes.md");
+    let tools: Vec<&str> = rows.iter().filter_map(|r| r["tool"].as_str()).collect();
+    let want = [write, edit, edit].map(|t| format!("native:{t}"));
+    assert_eq!(tools, want, "{rows:?}");
+    assert_eq!(rows[0]["sha256"], sha256(NOTES[0].as_bytes()));
+    assert_eq!(rows[1]["prev_sha256"], sha256(NOTES[0].as_bytes()));
+    assert_eq!(rows[2]["prev_sha256"], sha256(NOTES[1].as_bytes()));
+    assert_eq!(rows[2]["sha256"], sha256(NOTES[2].as_bytes()));
+    assert!(objects_hold(project, NOTES[0]) && objects_hold(project, NOTES[1]));
+    let journal = std::fs::read_to_string(project.path(".resilient_write/journal.jsonl")).unwrap();
+    assert!(!journal.contains(token), "the token reached the journal");
+}
+
 #[test]
 fn claude_code_runs_our_tools_and_hooks_and_restores_its_own_edits() {
     let agent = Agent::ClaudeCode;
@@ -187,73 +267,23 @@ fn claude_code_runs_our_tools_and_hooks_and_restores_its_own_edits() {
     project.init(&["--client", "claude"]);
     project.init(&["--hooks", "--client", "claude"]);
     let token = github_token(4101);
-    let abs = |rel: &str| project.path(rel).display().to_string();
 
     // Claude Code defers MCP tools: the model loads their schemas with ToolSearch first. It
     // loads every tool we list, which is how the whole list is proven accepted.
     let ours: Vec<String> = listed_tools(&[]).into_iter().map(|(n, _)| n).collect();
-    let select: Vec<String> = ours
-        .iter()
-        .map(|n| format!("mcp__resilient-write__{n}"))
-        .collect();
+    let select: Vec<String> = ours.iter().map(|n| agent.mcp(n, json!({})).name).collect();
     let mut s = Scenario::new().call(Call::new(
         "ToolSearch",
         json!({"query": format!("select:{}", select.join(","))}),
     ));
     s = mcp_calls(agent, s, &token);
-    let (restore_v2, check_v2) = restore_to(agent, 1);
-    let (restore_v1, check_v1) = restore_to(agent, 0);
-    let secret_code = code_with(&token);
-    let token_kept = token.clone();
-    s = s
-        .expect(
-            Call::new(
-                "Write",
-                json!({"file_path": abs("config.py"), "content": secret_code}),
-            ),
-            move |r| {
-                assert!(r.is_error, "the Write was not refused: {}", r.text);
-                assert_refused(r, &token);
-            },
-        )
-        .expect(
-            Call::new(
-                "Write",
-                json!({"file_path": abs("notes.md"), "content": NOTES[0]}),
-            ),
-            |r| assert!(!r.is_error, "{}", r.text),
-        )
-        .expect(
-            Call::new(
-                "Edit",
-                json!({"file_path": abs("notes.md"), "old_string": "draft",
-                    "new_string": "review"}),
-            ),
-            |r| assert!(!r.is_error, "{}", r.text),
-        )
-        .expect(
-            Call::new(
-                "Edit",
-                json!({"file_path": abs("notes.md"), "old_string": "nobody",
-                    "new_string": "team", "replace_all": true}),
-            ),
-            |r| assert!(!r.is_error, "{}", r.text),
-        )
-        .expect(restore_v2, check_v2)
-        .expect(
-            Call::new("Read", json!({"file_path": abs("notes.md")})),
-            |r| assert!(r.text.contains("status: review") && r.text.contains("owner: nobody")),
-        )
-        .expect(restore_v1, check_v1);
+    s = native_calls(agent, s, &project, &token);
     let out = s.run(agent, &client, &project);
 
     // Every tool we list reached the model with its schema once loaded.
     let offered = out.model.offered();
-    for name in &ours {
-        let found = offered
-            .iter()
-            .find(|o| o.name == format!("mcp__resilient-write__{name}"));
-        let Some(found) = found else {
+    for name in &select {
+        let Some(found) = offered.iter().find(|o| &o.name == name) else {
             panic!("{name} was not offered after ToolSearch loaded it");
         };
         assert!(found.schema.is_object(), "{name}: no schema sent");
@@ -262,33 +292,8 @@ fn claude_code_runs_our_tools_and_hooks_and_restores_its_own_edits() {
         !offered.iter().any(|o| o.name == "MultiEdit"),
         "Claude Code offers MultiEdit again: add a MultiEdit step to this scenario"
     );
-
     assert_mcp_files(&project);
-    assert!(
-        !project.path("config.py").exists(),
-        "the refused Write wrote"
-    );
-    assert_eq!(
-        std::fs::read_to_string(project.path("notes.md")).unwrap(),
-        NOTES[0]
-    );
-    let rows = native_rows(&project, "claude-code", "notes.md");
-    let tools: Vec<&str> = rows.iter().filter_map(|r| r["tool"].as_str()).collect();
-    assert_eq!(
-        tools,
-        ["native:Write", "native:Edit", "native:Edit"],
-        "{rows:?}"
-    );
-    assert_eq!(rows[0]["sha256"], sha256(NOTES[0].as_bytes()));
-    assert_eq!(rows[1]["prev_sha256"], sha256(NOTES[0].as_bytes()));
-    assert_eq!(rows[2]["prev_sha256"], sha256(NOTES[1].as_bytes()));
-    assert_eq!(rows[2]["sha256"], sha256(NOTES[2].as_bytes()));
-    assert!(objects_hold(&project, NOTES[0]) && objects_hold(&project, NOTES[1]));
-    let journal = std::fs::read_to_string(project.path(".resilient_write/journal.jsonl")).unwrap();
-    assert!(
-        !journal.contains(&token_kept),
-        "the token reached the journal"
-    );
+    assert_native_edits(agent, &project, "claude-code", &token);
 }
 
 #[test]
@@ -302,76 +307,10 @@ fn gemini_cli_runs_our_tools_and_hooks_and_restores_its_own_edits() {
     // As init tells the user; Gemini CLI runs project hooks without further settings.
     project.init(&["--hooks", "--client", "gemini"]);
     let token = github_token(4102);
-    let token_kept = token.clone();
-    let abs = |rel: &str| project.path(rel).display().to_string();
-    let (restore_v2, check_v2) = restore_to(agent, 1);
-    let (restore_v1, check_v1) = restore_to(agent, 0);
-    let s = mcp_calls(agent, Scenario::new(), &token)
-        .expect(
-            Call::new(
-                "write_file",
-                json!({"file_path": abs("config.py"), "content": code_with(&token)}),
-            ),
-            move |r| {
-                assert!(r.is_error, "the write_file was not refused: {}", r.text);
-                assert_refused(r, &token);
-            },
-        )
-        .expect(
-            Call::new(
-                "write_file",
-                json!({"file_path": abs("notes.md"), "content": NOTES[0]}),
-            ),
-            |r| assert!(!r.is_error, "{}", r.text),
-        )
-        .expect(
-            Call::new(
-                "replace",
-                json!({"file_path": abs("notes.md"), "old_string": "draft",
-                    "new_string": "review", "instruction": "mark the notes for review"}),
-            ),
-            |r| assert!(r.text.contains("Successfully modified"), "{}", r.text),
-        )
-        .expect(
-            Call::new(
-                "replace",
-                json!({"file_path": abs("notes.md"), "old_string": "nobody",
-                    "new_string": "team", "instruction": "hand the notes to the team"}),
-            ),
-            |r| assert!(r.text.contains("Successfully modified"), "{}", r.text),
-        )
-        .expect(restore_v2, check_v2)
-        .expect(
-            Call::new("read_file", json!({"file_path": abs("notes.md")})),
-            |r| assert!(r.text.contains("status: review") && r.text.contains("owner: nobody")),
-        )
-        .expect(restore_v1, check_v1);
-    s.run(agent, &client, &project);
-
+    let s = mcp_calls(agent, Scenario::new(), &token);
+    native_calls(agent, s, &project, &token).run(agent, &client, &project);
     assert_mcp_files(&project);
-    assert!(
-        !project.path("config.py").exists(),
-        "the refused write_file wrote"
-    );
-    assert_eq!(
-        std::fs::read_to_string(project.path("notes.md")).unwrap(),
-        NOTES[0]
-    );
-    let rows = native_rows(&project, "gemini", "notes.md");
-    let tools: Vec<&str> = rows.iter().filter_map(|r| r["tool"].as_str()).collect();
-    assert_eq!(
-        tools,
-        ["native:write_file", "native:replace", "native:replace"],
-        "{rows:?}"
-    );
-    assert_eq!(rows[1]["prev_sha256"], sha256(NOTES[0].as_bytes()));
-    assert_eq!(rows[2]["prev_sha256"], sha256(NOTES[1].as_bytes()));
-    assert!(objects_hold(&project, NOTES[0]) && objects_hold(&project, NOTES[1]));
-    let journal = std::fs::read_to_string(project.path(".resilient_write/journal.jsonl")).unwrap();
-    assert!(
-        !journal.contains(&token_kept),
-        "the token reached the journal"
-    );
+    assert_native_edits(agent, &project, "gemini", &token);
 }
 
 #[test]
