@@ -326,13 +326,20 @@ pub fn run(agent: Agent, client: &Path, project: &Project, model: &ScriptedModel
                 &project.path(".claude/settings.local.json"),
                 json!({"enabledMcpjsonServers": [SERVER]}),
             );
+            // Every tool the script calls is allowed (as a user answering "yes" would), our
+            // server's as a whole; a hook's denial still applies.
+            let mut allowed = vec![format!("mcp__{SERVER}")];
+            for call in model.script() {
+                if !call.name.starts_with("mcp__") && !allowed.contains(&call.name) {
+                    allowed.push(call.name.clone());
+                }
+            }
             cmd.env("ANTHROPIC_BASE_URL", &url)
                 .env("ANTHROPIC_API_KEY", dummy_key("sk-ant-"))
                 .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
                 .env("DISABLE_AUTOUPDATER", "1")
                 .args(["-p", PROMPT, "--output-format", "json", "--allowedTools"])
-                .arg(format!("mcp__{SERVER}"))
-                .args(["Write", "Edit", "Read"]);
+                .args(&allowed);
         }
         Agent::GeminiCli => {
             write_json(

@@ -157,6 +157,11 @@ impl ScriptedModel {
         format!("http://{}", self.addr)
     }
 
+    /// The scripted calls.
+    pub fn script(&self) -> &[Call] {
+        &self.shared.script
+    }
+
     /// Every request so far, in arrival order.
     pub fn exchanges(&self) -> Vec<Exchange> {
         self.shared.log.lock().unwrap().clone()
