@@ -503,7 +503,8 @@ fn init_hooks_installs_beside_other_settings_idempotently_and_removes_only_ours(
     std::fs::write(ws.path(".claude/settings.json"), theirs.to_string()).unwrap();
     let init = |extra: &[&str]| {
         let out = Command::new(bin())
-            .args(["init", "--hooks", "--command", "/opt/rw/resilient-write"])
+            .args(["init", "--hooks", "--client", "all"])
+            .args(["--command", "/opt/rw/resilient-write"])
             .args(extra)
             .current_dir(&ws.root)
             .output()
@@ -565,7 +566,7 @@ fn init_hooks_refuses_a_malformed_settings_file_and_writes_nothing() {
     std::fs::create_dir_all(ws.path(".gemini")).unwrap();
     std::fs::write(ws.path(".gemini/settings.json"), "{ \"hooks\": [ }").unwrap();
     let out = Command::new(bin())
-        .args(["init", "--hooks"])
+        .args(["init", "--hooks", "--client", "all"])
         .current_dir(&ws.root)
         .output()
         .unwrap();
@@ -595,4 +596,159 @@ fn a_hand_typed_entry_with_an_unknown_agent_or_event_allows_with_one_line() {
         assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
         assert!(r.stderr.contains("allowed"), "{}", r.stderr);
     }
+}
+
+/// `init ARGS` in `root` (HOME a directory of its own); returns (exit code, stdout, stderr).
+fn init_in(root: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let home = root.join(".home");
+    std::fs::create_dir_all(&home).unwrap();
+    let out = Command::new(bin())
+        .arg("init")
+        .args(args)
+        .current_dir(root)
+        .env("HOME", &home)
+        .env_remove("RW_STATE_DIR")
+        .env_remove("RW_WORKSPACE")
+        .output()
+        .unwrap();
+    (
+        out.status.code(),
+        String::from_utf8(out.stdout).unwrap(),
+        String::from_utf8(out.stderr).unwrap(),
+    )
+}
+
+#[test]
+fn init_hooks_follows_client_and_writes_only_that_agents_settings() {
+    let ws = Workspace::new();
+    let (code, out, err) = init_in(&ws.root, &["--hooks", "--client", "claude"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    let claude: Value =
+        serde_json::from_str(&std::fs::read_to_string(ws.path(".claude/settings.json")).unwrap())
+            .unwrap();
+    assert!(
+        claude["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+            .as_str()
+            .unwrap()
+            .ends_with("hook claude-code PreToolUse")
+    );
+    assert!(!ws.path(".cursor/hooks.json").exists(), "{out}");
+    assert!(!ws.path(".gemini/settings.json").exists(), "{out}");
+    assert!(
+        !out.contains(".cursor") && !out.contains(".gemini"),
+        "{out}"
+    );
+    // Two agents named: both, and only those.
+    let (code, _, err) = init_in(
+        &ws.root,
+        &["--hooks", "--client", "claude", "--client", "gemini"],
+    );
+    assert_eq!(code, Some(0), "{err}");
+    assert!(ws.path(".gemini/settings.json").exists());
+    assert!(!ws.path(".cursor/hooks.json").exists());
+}
+
+#[test]
+fn init_hooks_without_client_sets_up_only_the_agents_configured_in_the_project() {
+    let ws = Workspace::new();
+    // Nothing set up: a clear refusal, nothing written.
+    let (code, out, err) = init_in(&ws.root, &["--hooks"]);
+    assert_eq!(code, Some(2), "{out}{err}");
+    assert!(
+        err.contains("--client claude") && err.contains("nothing was written"),
+        "{err}"
+    );
+    assert!(!ws.path(".claude").exists() && !ws.path(".gemini").exists());
+    // A Claude-only project: Claude's hooks, no Cursor or Gemini files.
+    let (code, _, err) = init_in(&ws.root, &["--client", "claude"]);
+    assert_eq!(code, Some(0), "{err}");
+    let (code, out, err) = init_in(&ws.root, &["--hooks"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(ws.path(".claude/settings.json").is_file(), "{out}");
+    assert!(!ws.path(".cursor/hooks.json").exists(), "{out}");
+    assert!(!ws.path(".gemini/settings.json").exists(), "{out}");
+    // Gemini set up later: the next `init --hooks` covers it too.
+    init_in(&ws.root, &["--client", "gemini"]);
+    let (code, out, _) = init_in(&ws.root, &["--hooks"]);
+    assert_eq!(code, Some(0));
+    let gemini: Value =
+        serde_json::from_str(&std::fs::read_to_string(ws.path(".gemini/settings.json")).unwrap())
+            .unwrap();
+    assert_eq!(
+        gemini["hooks"]["BeforeTool"][0]["matcher"],
+        "write_file|replace"
+    );
+    assert!(gemini["mcpServers"]["resilient-write"].is_object());
+    assert!(!ws.path(".cursor/hooks.json").exists(), "{out}");
+    // --remove without --client takes ours out wherever they are.
+    let (code, _, err) = init_in(&ws.root, &["--hooks", "--remove"]);
+    assert_eq!(code, Some(0), "{err}");
+    for f in [".claude/settings.json", ".gemini/settings.json"] {
+        let text = std::fs::read_to_string(ws.path(f)).unwrap();
+        assert!(!text.contains(" hook "), "{f}: {text}");
+    }
+}
+
+#[test]
+fn init_hooks_refuses_a_client_without_hooks_and_writes_nothing() {
+    let ws = Workspace::new();
+    let (code, _, err) = init_in(
+        &ws.root,
+        &["--hooks", "--client", "claude", "--client", "codex"],
+    );
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("Codex has no native-edit hooks"), "{err}");
+    assert!(!ws.path(".claude").exists());
+}
+
+#[test]
+fn init_writes_hook_entries_with_keys_in_the_documented_order() {
+    let ws = Workspace::new();
+    let (code, _, err) = init_in(&ws.root, &["--hooks", "--client", "all", "--command", "rw"]);
+    assert_eq!(code, Some(0), "{err}");
+    for (file, event) in [
+        (".claude/settings.json", "PreToolUse"),
+        (".gemini/settings.json", "BeforeTool"),
+    ] {
+        let text = std::fs::read_to_string(ws.path(file)).unwrap();
+        let group = text.find(&format!("\"{event}\"")).unwrap();
+        let after = &text[group..];
+        let (m, h) = (
+            after.find("\"matcher\"").unwrap(),
+            after.find("\"hooks\"").unwrap(),
+        );
+        assert!(m < h, "{file}: `matcher` must come before `hooks`:\n{text}");
+        let (t, c) = (
+            after.find("\"type\"").unwrap(),
+            after.find("\"command\"").unwrap(),
+        );
+        assert!(t < c, "{file}: `type` must come before `command`:\n{text}");
+    }
+    let cursor = std::fs::read_to_string(ws.path(".cursor/hooks.json")).unwrap();
+    assert!(cursor.find("\"version\"").unwrap() < cursor.find("\"hooks\"").unwrap());
+}
+
+#[test]
+fn init_does_not_warn_about_the_gitignore_entry_it_adds_in_the_same_run() {
+    let ws = Workspace::new();
+    let git = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(&ws.root)
+        .status()
+        .unwrap();
+    assert!(git.success());
+    let (code, out, err) = init_in(&ws.root, &["--client", "claude"]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains(".gitignore"), "{out}");
+    assert!(!err.contains("not git-ignored"), "{err}");
+    assert!(
+        std::fs::read_to_string(ws.path(".gitignore"))
+            .unwrap()
+            .contains(".resilient_write/")
+    );
+    // The check itself still runs where nothing fixes it: the entry taken out again, a
+    // command that does not add it warns.
+    std::fs::write(ws.path(".gitignore"), "target/\n").unwrap();
+    let (_, _, err) = init_in(&ws.root, &["--hooks", "--client", "claude"]);
+    assert!(err.contains("not git-ignored"), "{err}");
 }

@@ -49,6 +49,9 @@ pub struct Config {
     pub policy_file: Option<PathBuf>,
     /// RW_SCRATCH_DISABLE_GET: the scratchpad is write-only (`scratch_get` refuses).
     pub scratch_get_disabled: bool,
+    /// Warn at start when `.resilient_write/` is in a git work tree that does not ignore it
+    /// (`init` turns it off in the run that adds the entry to .gitignore).
+    pub warn_not_git_ignored: bool,
 }
 
 impl Config {
@@ -65,6 +68,7 @@ impl Config {
             repair_on_start: true,
             policy_file: None,
             scratch_get_disabled: false,
+            warn_not_git_ignored: true,
         }
     }
 }
@@ -136,7 +140,7 @@ impl Store {
             );
         }
         let mut notes = Vec::new();
-        if let Some(note) = gitignore_note(&state_root) {
+        if let Some(note) = gitignore_note(&state_root).filter(|_| config.warn_not_git_ignored) {
             notices.record(Level::Warning, note.clone());
             notes.push(note);
         }

@@ -1,4 +1,5 @@
-//! `init --hooks [--remove]`: the hook entries in each agent's project settings, beside the
+//! `init --hooks [--client AGENT]... [--remove]`: the hook entries in each agent's project
+//! settings (the agents named, or those already set up in the project), beside the
 //! MCP entry `init` writes. Claude Code: `.claude/settings.json` (`PreToolUse` and
 //! `PostToolUse` on `Write|Edit|MultiEdit|NotebookEdit`); Cursor: `.cursor/hooks.json` (`afterFileEdit`);
 //! Gemini CLI: `.gemini/settings.json` (`BeforeTool` and `AfterTool` on `write_file|replace`).
@@ -147,6 +148,33 @@ pub fn edit(
     Ok(Some(out))
 }
 
+/// Keys in the order the agents' documentation writes them (`matcher` before `hooks`, `type`
+/// before `command`); any other key follows in its own order.
+const KEY_ORDER: [&str; 5] = ["version", "matcher", "hooks", "type", "command"];
+
+/// `value` as the tree's input, object keys in [`KEY_ORDER`].
+fn ordered(value: &Value) -> jsonc_parser::cst::CstInputValue {
+    use jsonc_parser::cst::CstInputValue;
+    match value {
+        Value::Array(a) => CstInputValue::Array(a.iter().map(ordered).collect()),
+        Value::Object(o) => {
+            let mut keys: Vec<&String> = o.keys().collect();
+            keys.sort_by_key(|k| {
+                KEY_ORDER
+                    .iter()
+                    .position(|x| x == k)
+                    .unwrap_or(KEY_ORDER.len())
+            });
+            CstInputValue::Object(
+                keys.into_iter()
+                    .map(|k| (k.clone(), ordered(&o[k])))
+                    .collect(),
+            )
+        }
+        other => jsonc::input(other),
+    }
+}
+
 /// Carry the change from `before` to `after` (the settings as values) into `tree`, touching
 /// only what changed: the Cursor `version`, and each of the agent's `hooks.<event>` lists.
 fn write_back(
@@ -162,7 +190,7 @@ fn write_back(
     if let Some(version) = after.get("version")
         && before.get("version").is_none()
     {
-        top.append("version", jsonc::input(version));
+        top.append("version", ordered(version));
     }
     let Some(hooks_after) = after.get("hooks") else {
         if let Some(prop) = top.get("hooks") {
@@ -180,10 +208,10 @@ fn write_back(
             continue;
         }
         match (hooks.get(event), new) {
-            (Some(prop), Some(list)) => prop.set_value(jsonc::input(list)),
+            (Some(prop), Some(list)) => prop.set_value(ordered(list)),
             (Some(prop), None) => prop.remove(),
             (None, Some(list)) => {
-                hooks.append(event, jsonc::input(list));
+                hooks.append(event, ordered(list));
             }
             (None, None) => {}
         }
@@ -230,19 +258,19 @@ pub fn plan(
     Ok(out)
 }
 
-/// Run `init --hooks` in `project` (already canonical) for every agent with hooks: print the
-/// diffs with `print`, else write the files that change. Exit 0, 1 when a file is malformed
-/// or cannot be written (nothing is written when any file is malformed).
+/// Run `init --hooks` in `project` (already canonical) for `agents`: print the diffs with
+/// `print`, else write the files that change. Exit 0, 1 when a file is malformed or cannot be
+/// written (nothing is written when any file is malformed).
 pub fn run(
     config: &crate::dispatch::Config,
     project: &Path,
+    agents: &[Agent],
     command: &str,
     remove: bool,
     print: bool,
 ) -> std::process::ExitCode {
     use std::process::ExitCode;
-    let agents = [Agent::ClaudeCode, Agent::Cursor, Agent::Gemini];
-    let files = match plan(project, &agents, command, remove) {
+    let files = match plan(project, agents, command, remove) {
         Ok(f) => f,
         Err(e) => {
             eprintln!(
@@ -295,7 +323,8 @@ pub fn run(
     if !remove {
         println!(
             "\nThe agents' own Write/Edit tools now run `{command} hook ...` before and after each \
-             edit (Gemini CLI: hooks must be enabled in its settings). Undo with `init --hooks --remove`."
+             edit (Gemini CLI runs them unless `hooksConfig.enabled` is false in its settings). \
+             Undo with `init --hooks --remove`."
         );
     }
     ExitCode::SUCCESS

@@ -40,9 +40,9 @@ const MAX_PAYLOAD: u64 = 64 * 1024 * 1024;
 
 #[derive(Debug, Args)]
 #[command(after_help = "\
-Install with `resilient-write init --hooks` (Claude Code, Cursor, Gemini CLI settings). Exit \
-status is always 0; a denial is in the agent's own answer format. Failures print one line on \
-stderr and allow the call.")]
+Install with `resilient-write init --hooks --client claude` (or cursor, gemini, all: their \
+project settings). Exit status is always 0; a denial is in the agent's own answer format. \
+Failures print one line on stderr and allow the call.")]
 pub struct HookArgs {
     /// The agent whose hook payload is on stdin.
     #[arg(value_enum)]

@@ -26,6 +26,7 @@ pub mod jsonc;
 pub mod pre_commit;
 pub mod toml_cfg;
 
+use crate::cmd::hook::{Agent, install};
 use crate::dispatch::{Config, Service};
 use crate::maint::gitignore::{with_gitignore_entry, write_text};
 use clap::{Args, ValueEnum};
@@ -45,12 +46,13 @@ const INSTRUCTION_FILES: [&str; 3] = ["CLAUDE.md", "AGENTS.md", "GEMINI.md"];
 
 #[derive(Debug, Args)]
 pub struct InitArgs {
-    /// Client(s) to set up (repeatable): claude (Claude Code: CLAUDE.md, .mcp.json),
-    /// claude-desktop (its user config), cursor (.cursor/mcp.json), vscode (.vscode/mcp.json),
-    /// windsurf (~/.codeium/windsurf/mcp_config.json), zed (~/.config/zed/settings.json),
-    /// gemini (GEMINI.md, .gemini/settings.json), codex (~/.codex/config.toml), all. Cursor,
-    /// VS Code, Windsurf, Zed and Codex get AGENTS.md.
-    #[arg(long = "client", value_enum, default_value = "claude")]
+    /// Client(s) to set up (repeatable; default claude): claude (Claude Code: CLAUDE.md,
+    /// .mcp.json), claude-desktop (its user config), cursor (.cursor/mcp.json), vscode
+    /// (.vscode/mcp.json), windsurf (~/.codeium/windsurf/mcp_config.json), zed
+    /// (~/.config/zed/settings.json), gemini (GEMINI.md, .gemini/settings.json), codex
+    /// (~/.codex/config.toml), all. Cursor, VS Code, Windsurf, Zed and Codex get AGENTS.md.
+    /// With --hooks: the agents whose hooks to install (claude, cursor, gemini, all).
+    #[arg(long = "client", value_enum)]
     pub clients: Vec<ClientKind>,
     /// Show what would change (as diffs) and write nothing.
     #[arg(long, visible_alias = "print")]
@@ -69,7 +71,9 @@ pub struct InitArgs {
     pub pre_commit: bool,
     /// Only install the agents' native-edit hooks (`resilient-write hook`): Claude Code
     /// .claude/settings.json, Cursor .cursor/hooks.json, Gemini CLI .gemini/settings.json.
-    #[arg(long, conflicts_with_all = ["clients", "write_global", "pre_commit"])]
+    /// For the agents named with --client; without it, for the agents already set up in the
+    /// project (their MCP entry or our hooks are there).
+    #[arg(long, conflicts_with_all = ["write_global", "pre_commit"])]
     pub hooks: bool,
     /// With --hooks: remove those hook entries instead (other hooks are kept).
     #[arg(long, requires = "hooks")]
@@ -378,18 +382,30 @@ pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
         return pre_commit::install_hook(&project, &command, args.dry_run);
     }
     if args.hooks {
+        let agents = match hook_agents(&project, &args.clients, &command, args.remove) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("resilient-write init: {e}");
+                return ExitCode::from(2);
+            }
+        };
         return crate::cmd::hook::install::run(
             config,
             &project,
+            &agents,
             &command,
             args.remove,
             args.dry_run,
         );
     }
+    let kinds = match args.clients.as_slice() {
+        [] => &[ClientKind::Claude][..],
+        k => k,
+    };
     let plan = match plan(
         &project,
         config.store.home.as_deref(),
-        &args.clients,
+        kinds,
         &command,
         args.write_global,
     ) {
@@ -429,6 +445,14 @@ pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
             cfg.store.state_root = Some(project.clone());
         }
         cfg.store.sweep_on_start = false;
+        // A command does not warn about what it is fixing: this run adds the entry.
+        if plan
+            .files
+            .iter()
+            .any(|f| f.path == project.join(".gitignore") && f.change() != Change::Unchanged)
+        {
+            cfg.store.warn_not_git_ignored = false;
+        }
         let Some(service) = super::service(cfg) else {
             return ExitCode::from(2);
         };
@@ -444,6 +468,76 @@ pub fn run(config: &Config, args: &InitArgs) -> ExitCode {
         println!("\n{note}");
     }
     ExitCode::SUCCESS
+}
+
+/// The agents `init --hooks` acts on: those `clients` name (`all`: every agent with hooks);
+/// without `--client`, those set up in `project` (our MCP entry in its project config, or our
+/// hooks already in its settings), and with `--remove` every agent whose settings file exists.
+fn hook_agents(
+    project: &Path,
+    clients: &[ClientKind],
+    command: &str,
+    remove: bool,
+) -> Result<Vec<Agent>, String> {
+    let all = [Agent::ClaudeCode, Agent::Cursor, Agent::Gemini];
+    if !clients.is_empty() {
+        let mut agents = Vec::new();
+        for &kind in clients {
+            let wanted: &[Agent] = match kind {
+                ClientKind::All => &all,
+                ClientKind::Claude => &[Agent::ClaudeCode],
+                ClientKind::Cursor => &[Agent::Cursor],
+                ClientKind::Gemini => &[Agent::Gemini],
+                other => {
+                    let label = clients::CLIENTS
+                        .iter()
+                        .find(|c| c.kind == other)
+                        .map_or("that client", |c| c.label);
+                    return Err(format!(
+                        "{label} has no native-edit hooks to install; --hooks takes --client \
+                         claude, cursor, gemini or all (nothing was written)"
+                    ));
+                }
+            };
+            for a in wanted {
+                if !agents.contains(a) {
+                    agents.push(*a);
+                }
+            }
+        }
+        return Ok(agents);
+    }
+    let registered = clients::registered(project, None);
+    let agents: Vec<Agent> = all
+        .into_iter()
+        .filter(|&agent| {
+            let settings = project.join(install::settings_file(agent));
+            let text = std::fs::read_to_string(&settings).ok();
+            let kind = match agent {
+                Agent::ClaudeCode => ClientKind::Claude,
+                Agent::Cursor => ClientKind::Cursor,
+                Agent::Gemini => ClientKind::Gemini,
+            };
+            let has_server = registered.iter().any(|r| r.kind == kind);
+            let has_ours = text.as_deref().is_some_and(|t| {
+                matches!(install::edit(Some(t), agent, command, true), Ok(Some(_)))
+            });
+            if remove {
+                text.is_some()
+            } else {
+                has_server || has_ours
+            }
+        })
+        .collect();
+    if agents.is_empty() && !remove {
+        return Err(
+            "no agent is set up in this project yet: name the agents with \
+             `init --hooks --client claude` (or cursor, gemini, all), or set one up first with \
+             `init --client claude` (nothing was written)"
+                .into(),
+        );
+    }
+    Ok(agents)
 }
 
 #[cfg(test)]
