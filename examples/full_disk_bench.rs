@@ -161,10 +161,7 @@ fn main() {
     }
     f.sync_all().ok();
     let before = objects(&dir);
-    println!(
-        "filled: {} KiB free, {before} objects",
-        free(&dir) >> 10
-    );
+    println!("filled: {} KiB free, {before} objects", free(&dir) >> 10);
     let mut c = server(&dir);
     let full = overwrites(&mut c, "40 KiB free", writes, 10 + writes);
     drop(c);

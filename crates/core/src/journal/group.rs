@@ -42,7 +42,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// The step that applies a write once its row is durable (the rename), run by the leader
-/// under the journal's lock.
+/// after the batch's sync, with the journal unlocked (the pipeline's directory lock excludes
+/// other writers of the target). A failure takes the row back by blanking it in place.
 pub type Apply = Box<dyn FnOnce() -> io::Result<()> + Send>;
 
 /// Run by the leader once the writer's row is in the file and before the sync that covers it
@@ -599,10 +600,11 @@ mod tests {
         assert_eq!(paths(&j), ["w0", "w1", "w2", "w3", "w4"]);
     }
 
-    /// A failed apply takes its own row back; rows queued after it in the same batch are
-    /// written again and applied, so every applied write has exactly one row.
+    /// A failed apply takes its own row back by blanking it in place (rows of other processes
+    /// may follow it); rows queued after it in the same batch are written again and applied,
+    /// so every applied write has exactly one row.
     #[test]
-    fn a_failed_apply_cuts_its_row_and_requeues_the_rows_after_it() {
+    fn a_failed_apply_blanks_its_row_and_requeues_the_rows_after_it() {
         let t = tempfile::tempdir().unwrap();
         let j = Journal::new(t.path());
         let q = j.queue().clone();
@@ -633,6 +635,14 @@ mod tests {
         assert_eq!(again.len(), 1);
         assert_eq!(again[0].id, 102);
         assert_eq!(paths(&j), ["a"]);
+        let raw = std::fs::read_to_string(j.path()).unwrap();
+        assert!(
+            raw.lines()
+                .skip(1)
+                .take(2)
+                .all(|l| l.trim().is_empty() && !l.is_empty()),
+            "the refused row and the one after it are blanks, not cut: {raw:?}"
+        );
         let (settled, again) = q.run_batch(
             &j,
             vec![Entry {

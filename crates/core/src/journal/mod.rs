@@ -1,13 +1,10 @@
 //! The audit journal: `.resilient_write/journal.jsonl`, one JSON object per line, sorted keys.
 //!
 //! Guarantees:
-//! - A row is appended with a single `write(2)` on an `O_APPEND` descriptor while holding an
+//! - Rows are appended with one `write(2)` on an `O_APPEND` descriptor while holding an
 //!   exclusive `flock` on the journal, so rows of concurrent processes never interleave.
-//! - A row is `fdatasync`ed before [`Journal::append`] returns, so a write the server
-//!   acknowledges never loses its row on power loss. [`Journal::commit_row`] (the pipeline's
-//!   path) does the same for concurrent writers of one process with one `fdatasync` per batch
-//!   and runs their renames under the lock ([`group`]); a row is never acknowledged by a sync
-//!   that began before it was written.
+//! - A row is `fdatasync`ed before the write it describes is acknowledged, and never by a sync
+//!   that began before the row was written.
 //! - A torn last line (a process killed mid-append) is cut off, under the lock, before the next
 //!   append and at start; readers skip it (and count corrupt lines) instead of failing.
 //! - Content is never copied into the journal: rows carry hashes, sizes and names only.
@@ -17,9 +14,40 @@
 //!   raw bytes and parses only the lines that contain it: finding the rare rows of one path in
 //!   a million-row journal costs a substring search over the file, not a million parses.
 //!
-//! The pipeline appends a row *before* renaming the temp file over the target and keeps the
-//! journal locked until the rename is done; if the rename fails the row is truncated away (see
-//! `write/pipeline/` and docs/ARCHITECTURE.md for why this order).
+//! ## Two append protocols
+//!
+//! A row is written before the rename it describes (docs/ARCHITECTURE.md, "Order of journal
+//! row and rename"), in one of two ways:
+//!
+//! **The commit queue** ([`Journal::commit_row`], [`group::CommitQueue`]), which
+//! [`Pipeline::commit`](crate::write::pipeline::Pipeline::commit) uses for every single-file
+//! write. Writers of one process queue a row and the step that applies it (the rename); one
+//! of them leads a batch:
+//! 1. `flock`, cut a torn tail, one `write(2)` of every queued row, unlock. A crash here
+//!    leaves rows of writes not yet applied nor acknowledged: orphan rows (below).
+//! 2. Each writer's `on_written` hook (the pipeline starts its temp file's and pre-image
+//!    link's syncs), then one `fdatasync` of the journal. A crash leaves the same.
+//! 3. The renames, in queue order, without the journal lock (the pipeline's directory lock
+//!    still excludes other writers of each target). A crash between a row's sync and its
+//!    rename leaves an orphan row: a durable row for a file still old. The file, not the row,
+//!    is the truth; readers of history check the object store, and the crash tests count
+//!    such rows. A rename that fails takes its row back *in place*: its bytes become spaces
+//!    (one blank line every reader skips, the original's too), never cut, since rows of other
+//!    processes may follow; the rows queued after it in the batch are written again in the
+//!    next batch.
+//! 4. Each writer checks its [`group::Receipt`] (its sync began after its row was written)
+//!    before it acknowledges; the directory fsync follows in the pipeline.
+//!
+//! **The direct append** ([`Journal::append`], [`Journal::append_many`]), which
+//! [`Pipeline::commit_many`](crate::write::pipeline::Pipeline::commit_many) (transactions)
+//! and the agents' hooks (`native`) use: `flock`, cut a torn tail, one `write(2)` of all the
+//! rows, `fdatasync`, and the lock is *kept* ([`Appended`]) while the caller renames. The
+//! caller then [`Appended::commit`]s (unlock) or [`Appended::rollback`]s: the rows are cut
+//! off (`ftruncate` to where they began, then `fdatasync`), which is safe because the lock
+//! held since the append means nothing follows them. A crash after the sync and before the
+//! renames leaves orphan rows (a transaction's recovery rolls forward from its commit record,
+//! so its rows name what recovery applies); a crash during the `write(2)` leaves a torn tail,
+//! cut at the next append or start.
 //!
 //! [`tail`] is the filtered tail that `journal_tail` and the journal-tail resource serve.
 
@@ -251,10 +279,11 @@ impl Journal {
         &self.queue
     }
 
-    /// Append `row` durably, then run `apply` (the rename) while the journal is still locked;
-    /// a failed `apply` takes the row back. Concurrent callers in this process share one
-    /// `fdatasync` per batch; none is acknowledged by a sync that began before its row was
-    /// written (see [`group`]).
+    /// The commit queue (module doc): append `row`, make it durable, then run `apply` (the
+    /// rename) once the journal is unlocked again; a failed `apply` takes the row back by
+    /// blanking it in place. Concurrent callers in this process share one `fdatasync` per
+    /// batch; none is acknowledged by a sync that began before its row was written (see
+    /// [`group`]).
     pub fn commit_row(
         &self,
         row: &JournalRow,
