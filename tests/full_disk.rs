@@ -4,39 +4,10 @@
 
 mod common;
 
-use common::tmpfs::Tmpfs;
+use common::tmpfs::fill;
 use common::{Server, Workspace, journal_rows, sha256, temp_files};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::{Path, PathBuf};
-
-macro_rules! tmpfs_or_skip {
-    ($size:expr) => {
-        match Tmpfs::mount($size) {
-            Ok(t) => t,
-            Err(why) => {
-                common::missing_prerequisite(&why);
-                return;
-            }
-        }
-    };
-}
-
-/// Fill the filesystem holding `dir` with a filler file until ENOSPC.
-fn fill(dir: &Path) -> PathBuf {
-    let filler = dir.join("filler.bin");
-    let mut f = std::fs::File::create(&filler).expect("create filler");
-    let chunk = vec![0x5au8; 4096];
-    loop {
-        match f.write(&chunk) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(28) => break,
-            Err(e) => panic!("filling the disk: {e}"),
-        }
-    }
-    filler
-}
 
 fn assert_enospc_envelope(env: &Value) {
     assert_eq!(env["error"], json!("quota_exceeded"), "{env}");

@@ -5,43 +5,10 @@
 
 mod common;
 
-use common::tmpfs::Tmpfs;
+use common::tmpfs::{Tmpfs, fill};
 use common::{Server, Workspace, journal_rows, run_cli, sha256};
 use serde_json::{Value, json};
-use std::io::Write;
-use std::path::{Path, PathBuf};
-
-macro_rules! tmpfs_or_skip {
-    ($size:expr) => {
-        match Tmpfs::mount($size) {
-            Ok(t) => t,
-            Err(why) => {
-                common::missing_prerequisite(&why);
-                return;
-            }
-        }
-    };
-}
-
-/// Fill the filesystem holding `dir` with a filler file until ENOSPC.
-fn fill(dir: &Path) -> PathBuf {
-    let filler = dir.join("filler.bin");
-    let mut f = std::fs::File::create(&filler).expect("create filler");
-    let chunk = vec![0x5au8; 4096];
-    loop {
-        match f.write(&chunk) {
-            Ok(0) => break,
-            Ok(_) => {}
-            Err(e) if e.raw_os_error() == Some(28) => break,
-            Err(e) => panic!("filling the disk: {e}"),
-        }
-    }
-    // A last partial block's worth, so not even a small file fits.
-    for n in [2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1] {
-        let _ = f.write(&chunk[..n]);
-    }
-    filler
-}
+use std::path::Path;
 
 /// Objects in the store under `state_root`.
 fn objects(state_root: &Path) -> usize {

@@ -76,3 +76,39 @@ impl Drop for Tmpfs {
         }
     }
 }
+
+/// Mount a tmpfs of `$size` for this test, or return from it: a missing prerequisite skips
+/// the test with a printed reason, and fails it under CI.
+#[macro_export]
+macro_rules! tmpfs_or_skip {
+    ($size:expr) => {
+        match $crate::common::tmpfs::Tmpfs::mount($size) {
+            Ok(t) => t,
+            Err(why) => {
+                $crate::common::missing_prerequisite(&why);
+                return;
+            }
+        }
+    };
+}
+
+/// Fill the filesystem holding `dir` with a file `filler.bin` until ENOSPC, down to the last
+/// byte a write takes; returns its path.
+pub fn fill(dir: &std::path::Path) -> PathBuf {
+    use std::io::Write;
+    let filler = dir.join("filler.bin");
+    let mut f = std::fs::File::create(&filler).expect("create filler");
+    let chunk = vec![0x5au8; 4096];
+    loop {
+        match f.write(&chunk) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.raw_os_error() == Some(28) => break,
+            Err(e) => panic!("filling the disk: {e}"),
+        }
+    }
+    for n in [2048, 1024, 512, 256, 128, 64, 32, 16, 8, 4, 2, 1] {
+        let _ = f.write(&chunk[..n]);
+    }
+    filler
+}

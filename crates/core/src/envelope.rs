@@ -368,6 +368,17 @@ impl DiskFull {
     }
 }
 
+/// The context of a failed system call: what, where, and the error number and its text.
+fn io_details(op: &str, path: &str, source: &io::Error, put: &mut impl FnMut(&str, Value)) {
+    put("path", json!(path));
+    put("operation", json!(op));
+    if let Some(code) = source.raw_os_error() {
+        put("errno", json!(code));
+        let errno = rustix::io::Errno::from_raw_os_error(code);
+        put("strerror", json!(errno.to_string()));
+    }
+}
+
 impl Failure {
     /// An I/O failure of `op` on `path`.
     pub fn io(op: &'static str, path: impl AsRef<Path>, source: io::Error) -> Self {
@@ -532,28 +543,14 @@ impl Failure {
                 put("expected_sha256", json!(expected));
                 put("actual_sha256", json!(actual));
             }
-            Failure::Io { op, path, source } => {
-                put("path", json!(path));
-                put("operation", json!(op));
-                if let Some(code) = source.raw_os_error() {
-                    put("errno", json!(code));
-                    let errno = rustix::io::Errno::from_raw_os_error(code);
-                    put("strerror", json!(errno.to_string()));
-                }
-            }
+            Failure::Io { op, path, source } => io_details(op, path, source, &mut put),
             Failure::DiskFull {
                 op,
                 path,
                 source,
                 disk,
             } => {
-                put("path", json!(path));
-                put("operation", json!(op));
-                if let Some(code) = source.raw_os_error() {
-                    put("errno", json!(code));
-                    let errno = rustix::io::Errno::from_raw_os_error(code);
-                    put("strerror", json!(errno.to_string()));
-                }
+                io_details(op, path, source, &mut put);
                 put("reason", json!("disk_full"));
                 put("filesystem", json!(disk.filesystem));
                 put("holds", json!(disk.holds));

@@ -417,8 +417,14 @@ impl ObjectStore {
             discard();
             return Err(e);
         }
+        self.stored(sha256, &fan_dir, new_dirs)
+    }
+
+    /// A new object is under its name: index it, then make its directory entry (and the
+    /// directories made for it) durable before the caller replaces the content it preserves.
+    fn stored(&self, sha256: &str, fan_dir: &Path, new_dirs: Vec<PathBuf>) -> io::Result<bool> {
         self.indexed(sha256, true);
-        File::open(&fan_dir)?.sync_all()?;
+        File::open(fan_dir)?.sync_all()?;
         for d in new_dirs {
             File::open(&d)?.sync_all()?;
         }
@@ -517,13 +523,7 @@ impl ObjectStore {
             let _ = fs::remove_file(&tmp);
             return Err(e);
         }
-        self.indexed(sha256, true);
-        // The rename must be durable before the caller replaces the content it preserves.
-        File::open(&fan_dir)?.sync_all()?;
-        for d in new_dirs {
-            File::open(&d)?.sync_all()?;
-        }
-        Ok(true)
+        self.stored(sha256, &fan_dir, new_dirs)
     }
 
     /// The bytes of object `sha256`, verified; `None` when absent or damaged.
