@@ -284,7 +284,7 @@ fn stat_reports_hash_size_lines_mtime_and_history() {
 fn read_and_stat_are_annotated_read_only_and_match_their_output_schemas() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let tools = list_tools(&mut s);
+    let tools = s.list_every_tool();
     std::fs::write(ws.path("e.txt"), "a\nb\nc\n").unwrap();
     for (name, result) in [
         ("rw_read", s.ok("rw_read", json!({"path": "e.txt"}))),
@@ -402,7 +402,7 @@ fn the_core_profile_lists_the_write_path_and_refuses_the_rest() {
 #[test]
 fn read_only_lists_only_read_only_tools_and_intersects_with_tools() {
     let ws = Workspace::new();
-    let mut all = ws.server();
+    let mut all = serve(&ws, &["serve", "--tools", "all"], &[]);
     let every = list_tools(&mut all);
     let mut s = serve(&ws, &["serve", "--read-only"], &[]);
     let ro = list_tools(&mut s);
@@ -640,8 +640,8 @@ fn every_tools_generated_example_arguments_pass_the_argument_check() {
     // still fail for what the workspace holds).
     let ws = Workspace::new();
     let mut s = ws.server();
-    let tools = list_tools(&mut s);
-    assert!(tools.len() >= 32);
+    let tools = s.list_every_tool();
+    assert!(tools.len() >= 33);
     for t in &tools {
         let schema = &t["inputSchema"];
         let args = resilient_write::tools::args::example(schema, schema, "");
@@ -662,7 +662,7 @@ fn every_tool_refuses_an_unknown_argument_and_names_it() {
     // unknown fields themselves; the check against the published schema must, for all.
     let ws = Workspace::new();
     let mut s = ws.server();
-    let tools = list_tools(&mut s);
+    let tools = s.list_every_tool();
     let mut accepted = Vec::new();
     for t in &tools {
         let schema = &t["inputSchema"];
