@@ -44,29 +44,23 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, watch};
 
-/// What agents are told at `initialize`.
-pub const INSTRUCTIONS: &str = "resilient-write gives you a durable write surface. Prefer its \
-tools over raw file writes: rw_safe_write (create/overwrite/append, atomic, verified, journaled; \
-pass expected_prev_sha256 when you edit a file you read), rw_safe_replace (exact-match edits, \
-dry_run diffs, several edits at once). rw_read returns a file, or a range of its lines, with \
-the sha256 to pass as expected_prev_sha256. Every failure returns a typed envelope: branch on \
-`error` and `suggested_action`, and do not repeat an identical call once retry_budget is 0. \
-rw_journal_tail shows what was written. Large files: write them in pieces with rw_chunk_append \
-(or rw_chunk_write with an index), check with rw_chunk_status or rw_chunk_preview, then \
-rw_chunk_compose into the target. Material that must not enter the workspace (credentials, \
-PII, binaries): rw_scratch_put, then refer to it by sha256. \
-Before writing a draft that may hold credentials, \
-keys or personal data, call rw_risk_score (or pass classify=true to the write); if it finds \
-something, rw_redact returns the draft with typed {REDACTED:<rule>} placeholders in one call. A \
-content_filter refusal is never worth retrying unchanged: redact or ask the user. \
-Before you stop, or when you are blocked, record where \
-the task stands with rw_handoff_write (HANDOFF.md); a fresh agent starts with rw_handoff_read or \
-the `resume` prompt. Keep intermediate data in rw_checkpoint; check a draft's syntax with \
-rw_validate before writing it. \
-To change several files together, rw_tx_begin, stage with rw_tx_write / rw_tx_replace, then \
-rw_tx_commit (all or nothing, also across a crash) or rw_tx_rollback. Every overwrite keeps the \
-previous content: rw_history lists a file's versions and rw_restore puts one back (or undoes a \
-whole transaction with tx_id).";
+/// What agents are told at `initialize`. Clients send it with every request (Codex as the
+/// description of our tool namespace, others in the system prompt), so it says what to use
+/// when in few words and leaves the rest to the tools' descriptions. One sentence a tool
+/// family: [`instructions_for`] drops the sentences naming a tool a fixed profile hides.
+pub const INSTRUCTIONS: &str = "resilient-write: prefer its tools over raw file writes. \
+rw_safe_write creates, overwrites or appends and rw_safe_replace edits, atomically and journaled. \
+rw_read returns a file with the sha256 to pass as expected_prev_sha256 when you change it. \
+A failure is a typed envelope: follow its suggested_action, and never repeat a call unchanged \
+after a content_filter refusal or once retry_budget is 0. \
+Large files: rw_chunk_append each part, then rw_chunk_compose. \
+A draft that may hold secrets or PII: rw_risk_score first; rw_redact replaces what it finds. \
+Material that must not enter the workspace: rw_scratch_put. \
+Before you stop or when blocked, record the task with rw_handoff_write; a fresh agent starts \
+with rw_handoff_read. \
+Keep intermediate data with rw_checkpoint; check syntax with rw_validate. \
+Several files all or nothing: rw_tx_begin, rw_tx_write or rw_tx_replace, rw_tx_commit. \
+Undo: rw_history lists a file's versions, rw_restore puts one back.";
 
 /// [`INSTRUCTIONS`] for the tools a server exposes. Under the default listing every tool is
 /// there, those not listed yet one `rw_toolsets` call away, which a last sentence says; under
@@ -107,8 +101,7 @@ fn toolsets_sentence() -> String {
         })
         .collect();
     format!(
-        "Not listed at first, each one rw_toolsets call away (enable: [\"<toolset>\"] or \
-         [\"all\"]): {}; a tool not listed also answers when called by name.",
+        "Listed once rw_toolsets enables their toolset (or \"all\"): {}.",
         sets.join(", ")
     )
 }
