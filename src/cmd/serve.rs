@@ -69,9 +69,10 @@ pub struct ServeArgs {
     /// Which tools to list: default (the original's 21 and rw_toolsets, which enables the
     /// toolsets files, redaction, transactions and undo per session; every tool answers by
     /// name), or a fixed list: all, core (safe_write, safe_replace, risk_score, redact, read,
-    /// history, restore), or a comma-separated list of tools and toolsets (may include core).
-    /// A fixed list answers only its tools; a call to another gets an envelope
-    /// (tool_not_enabled).
+    /// history, restore), or a comma-separated list of tools and toolsets (may include core,
+    /// and original: the original's 21). A fixed list answers only its tools; a call to
+    /// another gets an envelope (tool_not_enabled). For a client that does not take a changed
+    /// tool list within a session (Codex CLI 0.171), e.g. original,undo.
     #[arg(long, env = "RW_TOOLS", value_name = "default|all|core|NAME,...", default_value = "default", value_parser = ToolListing::parse)]
     pub tools: ToolListing,
     /// Expose only the tools annotated read-only, as a fixed list (with --tools: those of its

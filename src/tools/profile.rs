@@ -136,8 +136,9 @@ impl ToolProfile {
     }
 
     /// Parse a fixed `--tools`: `all`, `core`, or a comma-separated list of tool names (bare,
-    /// `rw_x` or `rw.x`) that may also name `core` and toolsets (`transactions`). An unknown
-    /// name is an error listing the valid ones. The `toolsets` tool is no member of a fixed
+    /// `rw_x` or `rw.x`) that may also name `core`, `original` (the original's 21 tools, the
+    /// default listing as a fixed list) and toolsets (`transactions`). An unknown name is an
+    /// error listing the valid ones. The `toolsets` tool is no member of a fixed
     /// list: what a fixed list shows never changes.
     pub fn parse(spec: &str) -> Result<ToolProfile, String> {
         let mut names: Vec<&'static str> = Vec::new();
@@ -146,6 +147,7 @@ impl ToolProfile {
             match item {
                 "all" => names.extend(catalog().iter().map(|t| t.name)),
                 "core" => names.extend(CORE.iter().copied()),
+                "original" => names.extend(toolsets::ORIGINAL.iter().copied()),
                 _ => match (toolsets::named(item), super::find(item)) {
                     (Some(set), _) => names.extend(set.tools.iter().copied()),
                     (None, Some(t)) => names.push(t.name),
@@ -158,7 +160,7 @@ impl ToolProfile {
             let sets: Vec<&str> = toolsets::SETS.iter().map(|s| s.name).collect();
             return Err(format!(
                 "unknown tool name(s): {}; use default, all, core, or a comma-separated list of \
-                 toolsets ({}) and tools: {}",
+                 original, toolsets ({}) and tools: {}",
                 unknown.join(", "),
                 sets.join(", "),
                 valid.join(", ")
@@ -233,6 +235,16 @@ mod tests {
         assert_eq!(p.names(), ["safe_write", "stat", "chunk_write"]);
         let p = ToolProfile::parse("core,stat").unwrap();
         assert_eq!(p.names().len(), CORE.len() + 1);
+    }
+
+    #[test]
+    fn original_and_toolsets_name_their_tools_in_a_fixed_list() {
+        let p = ToolProfile::parse("original,undo").unwrap();
+        assert_eq!(p.names().len(), 23);
+        assert!(p.allows("chunk_compose") && p.allows("restore") && !p.allows("read"));
+        assert!(ToolProfile::parse("toolsets").is_err());
+        assert!(ToolListing::parse("default,stat").is_err());
+        assert_eq!(ToolListing::parse(" default "), Ok(ToolListing::Toolsets));
     }
 
     #[test]
