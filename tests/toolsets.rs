@@ -6,11 +6,10 @@
 
 mod common;
 
+use common::http::{EventStream, HttpServer};
 use common::{Server, Workspace, sha256};
 use serde_json::{Value, json};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::io::Read;
 
 /// The original's 21 tools (resilient-write 0.3.0), as we list them.
 const ORIGINAL: [&str; 21] = [
@@ -260,179 +259,42 @@ fn a_fixed_list_refuses_other_tools_and_has_no_toolsets_tool() {
 // ---------------------------------------------------------------------------------------
 // HTTP: the enabled toolsets belong to one session
 
-/// A Streamable HTTP server on a free port.
-struct Http {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Drop for Http {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Http {
-    fn start(ws: &Workspace) -> Http {
-        let mut child = Command::new(common::bin())
-            .args(["serve", "--transport", "http", "--port", "0"])
-            .current_dir(&ws.root)
-            .env_remove("RW_TOOLS")
-            .env_remove("RW_READ_ONLY")
-            .env_remove("RW_AUTH_TOKEN")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("spawn");
-        let mut lines = BufReader::new(child.stderr.take().expect("stderr"));
-        let addr = loop {
-            let mut line = String::new();
-            assert!(
-                lines.read_line(&mut line).expect("stderr") > 0,
-                "no listen line"
-            );
-            if let Some(rest) = line.trim().split("listening on http://").nth(1) {
-                break rest.trim_end_matches("/mcp").parse().expect("address");
-            }
-        };
-        // Keep draining stderr so the server never blocks on it.
-        std::thread::spawn(move || std::io::copy(&mut lines, &mut std::io::sink()));
-        Http { child, addr }
-    }
-
-    /// POST one message; the response's headers and the JSON-RPC messages in its body (one
-    /// JSON body, or the `data:` frames of an event stream).
-    fn post(&self, session: Option<&str>, msg: &Value) -> (String, Vec<Value>) {
-        let body = msg.to_string();
-        let mut head = format!(
-            "POST /mcp HTTP/1.1\r\nHost: {}\r\nAccept: application/json, text/event-stream\r\n\
-             Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n",
-            self.addr,
-            body.len()
-        );
-        if let Some(id) = session {
-            head.push_str(&format!("Mcp-Session-Id: {id}\r\n"));
-        }
-        let mut s = TcpStream::connect(self.addr).expect("connect");
-        s.write_all(format!("{head}\r\n{body}").as_bytes()).unwrap();
-        let mut raw = String::new();
-        s.read_to_string(&mut raw).unwrap();
-        let (head, rest) = raw.split_once("\r\n\r\n").expect("HTTP head");
-        let head = head.to_ascii_lowercase();
-        let rest = if head.contains("transfer-encoding: chunked") {
-            dechunk(rest)
-        } else {
-            rest.to_string()
-        };
-        let messages = rest
-            .lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .chain(std::iter::once(rest.as_str()))
-            .filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok())
-            .collect();
-        (head, messages)
-    }
-
-    /// An initialised session's id.
-    fn session(&self) -> String {
-        let init = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {},
-            "clientInfo": {"name": "toolsets-test", "version": "0"}}});
-        let (head, _) = self.post(None, &init);
-        let id = head
-            .lines()
-            .find_map(|l| l.strip_prefix("mcp-session-id:"))
-            .expect("session id")
-            .trim()
-            .to_string();
-        self.post(
-            Some(&id),
-            &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        );
-        id
-    }
-
-    /// Open the session's standalone event stream (`GET /mcp`), where the server sends
-    /// notifications that answer no request; a thread collects its `data:` lines. Returns
-    /// once the stream is open (its priming event came), so nothing sent later is missed.
-    fn events(&self, session: &str) -> std::sync::mpsc::Receiver<String> {
-        let mut s = TcpStream::connect(self.addr).expect("connect");
-        let get = format!(
-            "GET /mcp HTTP/1.1\r\nHost: {}\r\nAccept: text/event-stream\r\n\
-             Mcp-Session-Id: {session}\r\n\r\n",
-            self.addr
-        );
-        s.write_all(get.as_bytes()).unwrap();
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(s).lines().map_while(Result::ok) {
-                if line.starts_with("data:") && tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let priming = rx.recv_timeout(std::time::Duration::from_secs(10));
-        assert_eq!(
-            priming.as_deref().map(str::trim),
-            Ok("data:"),
-            "no priming event"
-        );
-        rx
-    }
-
-    fn listed(&self, session: &str) -> Vec<String> {
-        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list"});
-        let (_, messages) = self.post(Some(session), &msg);
-        let answer = messages.iter().find(|m| m["id"] == 1).expect("answer");
-        names(answer)
-    }
-}
-
-/// A chunked HTTP body, joined.
-fn dechunk(mut body: &str) -> String {
-    let mut out = String::new();
-    while let Some((size, rest)) = body.split_once("\r\n") {
-        let n = usize::from_str_radix(size.trim(), 16).unwrap_or(0);
-        if n == 0 || rest.len() < n {
-            break;
-        }
-        out.push_str(&rest[..n]);
-        body = rest[n..].trim_start_matches("\r\n");
-    }
-    out
+/// The session's standalone event stream (`GET /mcp`), where the server sends notifications
+/// that answer no request, once open (its priming event read, so nothing later is missed).
+fn event_stream(srv: &HttpServer, session: &str) -> EventStream {
+    let mut events = EventStream::get(srv, "/mcp", &format!("Mcp-Session-Id: {session}\r\n"));
+    assert_eq!(events.status(), 200, "{}", events.head);
+    assert_eq!(events.next().1, "", "the priming event comes first");
+    events
 }
 
 #[test]
 fn over_http_each_session_enables_its_own_toolsets() {
     let ws = Workspace::new();
-    let srv = Http::start(&ws);
-    let (a, b) = (srv.session(), srv.session());
-    let (events_a, events_b) = (srv.events(&a), srv.events(&b));
-    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "rw_toolsets", "arguments": {"enable": ["undo"]}}});
-    let (_, messages) = srv.post(Some(&a), &call);
-    let answer = messages.iter().find(|m| m["id"] == 2).expect("answer");
-    assert_eq!(
-        answer["result"]["structuredContent"]["enabled_now"],
-        json!(["undo"])
-    );
-    // The notification answers no request: it comes on A's event stream, not B's.
-    let wait = std::time::Duration::from_secs(10);
-    let note = events_a
-        .recv_timeout(wait)
-        .expect("list_changed on A's stream");
+    let srv = HttpServer::start(&ws, &[], &[]);
+    let (mut a, mut b) = (srv.session(), srv.session());
+    let (mut events_a, mut events_b) = (event_stream(&srv, &a.id), event_stream(&srv, &b.id));
+    let r = a.ok("rw_toolsets", json!({"enable": ["undo"]}));
+    assert_eq!(r["enabled_now"], json!(["undo"]));
+    // The notification answers no request: it comes on A's event stream, and not on B's.
+    let (_, note) = events_a.next();
     assert!(note.contains("notifications/tools/list_changed"), "{note}");
     let quiet = std::time::Duration::from_millis(300);
+    events_b
+        .reader
+        .get_ref()
+        .set_read_timeout(Some(quiet))
+        .unwrap();
+    let mut byte = [0u8; 1];
     assert!(
-        events_b.recv_timeout(quiet).is_err(),
+        events_b.buffer.is_empty() && events_b.reader.read(&mut byte).is_err(),
         "B was told of A's change"
     );
-    let (in_a, in_b) = (srv.listed(&a), srv.listed(&b));
+    let listed = |s: &mut common::http::Session| names(&s.request("tools/list", json!({})));
+    let (in_a, in_b) = (listed(&mut a), listed(&mut b));
     assert!(in_a.contains(&"rw_history".to_string()), "{in_a:?}");
     assert!(!in_b.contains(&"rw_history".to_string()), "{in_b:?}");
     assert_eq!(in_b.len(), ORIGINAL.len() + 1);
     // A new session starts from the default again.
-    assert_eq!(srv.listed(&srv.session()).len(), ORIGINAL.len() + 1);
+    assert_eq!(listed(&mut srv.session()).len(), ORIGINAL.len() + 1);
 }
