@@ -5,7 +5,7 @@
 //! to.
 
 use crate::tools;
-pub use crate::tools::{ToolNames, ToolProfile};
+pub use crate::tools::{ToolListing, ToolNames, ToolProfile};
 use resilient_write_core::envelope::{Envelope, ErrorKind, Failure};
 use resilient_write_core::retry::RetryBudgets;
 use resilient_write_core::startup;
@@ -22,8 +22,9 @@ pub use resilient_write_core::store::{DEFAULT_MAX_WRITE_BYTES, STATE_DIR_NAME};
 pub struct Config {
     pub store: store::Config,
     pub tool_names: ToolNames,
-    /// The tools listed and accepted (`serve --tools`, `--read-only`; default all).
-    pub tools: ToolProfile,
+    /// The tools listed and accepted (`serve --tools`, `--read-only`; default: the original's
+    /// listed, the rest in toolsets, all accepted).
+    pub tools: ToolListing,
 }
 
 impl Config {
@@ -32,7 +33,7 @@ impl Config {
         Config {
             store: store::Config::new(cwd),
             tool_names: ToolNames::default(),
-            tools: ToolProfile::all(),
+            tools: ToolListing::default(),
         }
     }
 }
@@ -42,7 +43,7 @@ pub struct Service {
     store: Arc<Store>,
     budgets: RetryBudgets,
     tool_names: ToolNames,
-    tools: ToolProfile,
+    tools: ToolListing,
     recovery: Option<RecoveryReport>,
 }
 
@@ -97,21 +98,33 @@ impl Service {
     }
 
     /// The tools this service lists and accepts.
-    pub fn tools(&self) -> &ToolProfile {
+    pub fn tools(&self) -> &ToolListing {
         &self.tools
     }
 
     /// Run tool `name` (either spelling) with `args`. Failures become the envelope, with the
-    /// retry budget counted here. A tool outside the profile is refused, never run.
+    /// retry budget counted here. A tool outside a fixed profile is refused, never run.
     pub fn call(&self, name: &str, args: Value) -> std::result::Result<Value, Envelope> {
         let Some(spec) = tools::find(name) else {
             return Err(Failure::UnknownTool { name: name.into() }.envelope(name, 0));
         };
+        self.call_with(spec, args, |args| (spec.run)(&self.store, args))
+    }
+
+    /// Run `spec` as [`Service::call`] does (profile, retry budget, a panic caught), with
+    /// `run` doing the work: for a tool whose state is a front end's rather than the store's
+    /// (`toolsets` and an MCP session's tool list).
+    pub fn call_with(
+        &self,
+        spec: &'static tools::ToolSpec,
+        args: Value,
+        run: impl FnOnce(Value) -> resilient_write_core::envelope::Result<Value>,
+    ) -> std::result::Result<Value, Envelope> {
         let shown = tools::listed_name(spec.name, self.tool_names);
-        if !self.tools.allows(spec.name) {
+        if !self.tools.accepts(spec.name) {
             let enabled = self
                 .tools
-                .names()
+                .fixed_names()
                 .iter()
                 .map(|n| tools::listed_name(n, self.tool_names))
                 .collect();
@@ -162,17 +175,15 @@ impl Service {
                 "call"
             );
         }
-        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            (spec.run)(&self.store, args)
-        }))
-        .unwrap_or_else(|panic| {
-            let msg = panic
-                .downcast_ref::<&str>()
-                .map(|s| s.to_string())
-                .or_else(|| panic.downcast_ref::<String>().cloned())
-                .unwrap_or_else(|| "panic".into());
-            Err(Failure::Internal(msg))
-        });
+        let outcome = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| run(args)))
+            .unwrap_or_else(|panic| {
+                let msg = panic
+                    .downcast_ref::<&str>()
+                    .map(|s| s.to_string())
+                    .or_else(|| panic.downcast_ref::<String>().cloned())
+                    .unwrap_or_else(|| "panic".into());
+                Err(Failure::Internal(msg))
+            });
         let ms = started.elapsed().as_secs_f64() * 1e3;
         match outcome {
             Ok(v) => {

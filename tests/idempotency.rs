@@ -24,8 +24,8 @@ fn call_and_retry(s: &mut Server, tool: &str, args: Value, key: &str) -> Value {
     assert_eq!(again["idempotent_replay"], true, "{tool}: {again}");
     assert_eq!(without_replay(&again), without_replay(&first), "{tool}");
     // The replay is a result like any other: it matches the published output schema.
-    let tools = s.request("tools/list", json!({}))["result"]["tools"].clone();
-    let listed = tools.as_array().unwrap().iter().find(|t| t["name"] == tool);
+    let tools = s.list_every_tool();
+    let listed = tools.iter().find(|t| t["name"] == tool);
     let schema = jsonschema::validator_for(&listed.unwrap()["outputSchema"]).unwrap();
     for v in [&first, &again] {
         let errors: Vec<String> = schema.iter_errors(v).map(|e| e.to_string()).collect();

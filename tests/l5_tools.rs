@@ -899,10 +899,7 @@ fn cli_analytics_prints_a_table_and_json() {
 fn results_of_the_new_tools_match_their_output_schemas() {
     let ws = Workspace::new();
     let mut s = ws.server();
-    let tools = s.request("tools/list", json!({}))["result"]["tools"]
-        .as_array()
-        .unwrap()
-        .clone();
+    let tools = s.list_every_tool();
     let e = envelope(&ws);
     let mut results = vec![
         ("rw_validate", s.ok("rw_validate", json!({"content": "{}"}))),

@@ -9,7 +9,7 @@
 
 mod common;
 
-use common::{Server, Workspace, sha256};
+use common::{Server, Workspace, model_visible, sha256};
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -318,6 +318,44 @@ fn we_read_the_originals_journal_rows_by_relative_and_absolute_path() {
     assert_eq!(versions.len(), 3, "{h}");
     assert_eq!(versions[0]["sha256"], json!(sha256(b"three\n")));
     assert_eq!(versions[0]["stored"], true);
+}
+
+/// The default listing's budget against the original's (issue 46): what a model is sent of
+/// our definitions on every turn, at most this many times what it was sent of the original's.
+const LISTING_RATIO: f64 = 1.35;
+
+#[test]
+fn the_default_listing_is_the_originals_tools_within_1_35x_of_its_definitions() {
+    let Some(wheel) = wheel() else { return };
+    let ws = Workspace::new();
+    let theirs = original(&wheel, &ws.root, &["listing"])["tools"].clone();
+    let theirs = theirs.as_array().expect("tools");
+    let mut s = ws.server();
+    let ours = s.request("tools/list", json!({}))["result"]["tools"].clone();
+    let ours = ours.as_array().expect("tools");
+    // The same 21 tools (theirs spelled `rw.x`), and rw_toolsets for the rest of ours.
+    let mut their_names: Vec<String> = theirs
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().replacen("rw.", "rw_", 1))
+        .collect();
+    their_names.push("rw_toolsets".into());
+    let mut our_names: Vec<String> = ours
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_string())
+        .collect();
+    their_names.sort();
+    our_names.sort();
+    assert_eq!(their_names.len(), 22);
+    assert_eq!(our_names, their_names);
+    // Measured the same way: name, description and input schema, compact JSON, UTF-8.
+    let (o, t) = (model_visible(ours).len(), model_visible(theirs).len());
+    let ratio = o as f64 / t as f64;
+    println!("model-visible definitions: ours {o} bytes, the original's {t} bytes, {ratio:.3}x");
+    assert!(
+        ratio <= LISTING_RATIO,
+        "the default listing costs {ratio:.3}x the original's ({o} / {t} bytes), over \
+         {LISTING_RATIO}x"
+    );
 }
 
 /// Drafts whose scores spread over [0, 1]: nothing, an address (pii), a long line, both,

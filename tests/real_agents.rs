@@ -177,6 +177,28 @@ fn restore_to(agent: Agent, v: usize) -> (Call, impl Fn(&ToolResult) + 'static) 
     )
 }
 
+/// The `undo` toolset enabled through the client, so that `rw_restore` is listed from then
+/// on: the client must take the new list within the session (our server sends
+/// `notifications/tools/list_changed`); none of these clients lets the model call a tool its
+/// list lacks. Claude Code defers MCP tools, so its model then loads the new one with
+/// ToolSearch.
+fn enable_undo(agent: Agent, scenario: Scenario) -> Scenario {
+    let s = scenario.expect(
+        agent.mcp("rw_toolsets", json!({"enable": ["undo"]})),
+        |r: &ToolResult| {
+            let v = ok_json(r);
+            assert_eq!(v["enabled_now"], json!(["undo"]), "{v}");
+        },
+    );
+    match agent {
+        Agent::ClaudeCode => s.call(Call::new(
+            "ToolSearch",
+            json!({"query": format!("select:{}", agent.mcp("rw_restore", json!({})).name)}),
+        )),
+        Agent::GeminiCli | Agent::Codex => s,
+    }
+}
+
 /// A client's own file tools: write, edit, read.
 fn native_tools(agent: Agent) -> [&'static str; 3] {
     match agent {
@@ -203,7 +225,7 @@ fn native_calls(agent: Agent, scenario: Scenario, project: &Project, token: &str
     let (restore_v1, check_v1) = restore_to(agent, 1);
     let (restore_v0, check_v0) = restore_to(agent, 0);
     let token = token.to_string();
-    scenario
+    let edited = scenario
         .expect(
             Call::new(
                 write,
@@ -222,7 +244,8 @@ fn native_calls(agent: Agent, scenario: Scenario, project: &Project, token: &str
             fine,
         )
         .expect(Call::new(edit, edit_args("draft", "review")), fine)
-        .expect(Call::new(edit, edit_args("nobody", "team")), fine)
+        .expect(Call::new(edit, edit_args("nobody", "team")), fine);
+    enable_undo(agent, edited)
         .expect(restore_v1, check_v1)
         .expect(
             Call::new(read, json!({"file_path": abs("notes.md")})),
@@ -323,9 +346,23 @@ fn codex_runs_our_tools_from_the_global_config_init_writes() {
     project.init(&["--client", "codex", "--write-global"]);
     assert!(project.home.join(".codex/config.toml").is_file());
     let token = github_token(4103);
-    let (restore, check) = restore_to(agent, 0);
-    let s = mcp_calls(agent, Scenario::new(), &token)
-        .expect(
+    mcp_calls(agent, Scenario::new(), &token).run(agent, &client, &project);
+    assert_mcp_files(&project);
+}
+
+/// Codex CLI 0.171.0 takes our tool list once per session: after `rw_toolsets` enables a
+/// toolset (and our server sends `tools/list_changed`), it still refuses the new tools, so a
+/// Codex user names them in a fixed list (`--tools original,undo`), which works. When this
+/// test fails because the call succeeds, Codex honours the notification: update the README's
+/// "Tool listings" and this test.
+#[test]
+fn codex_takes_no_toolset_enabled_within_a_session_so_a_fixed_list_names_it() {
+    let agent = Agent::Codex;
+    let Some(client) = client_or_skip(agent) else {
+        return;
+    };
+    let write = |s: Scenario| {
+        s.expect(
             agent.mcp(
                 "rw_safe_write",
                 json!({"path": "notes.md", "content": NOTES[0]}),
@@ -343,9 +380,29 @@ fn codex_runs_our_tools_from_the_global_config_init_writes() {
                 ok_json(r);
             },
         )
-        .expect(restore, check);
-    s.run(agent, &client, &project);
-    assert_mcp_files(&project);
+    };
+    // The default listing: enabling works on our side, Codex does not list the new tools.
+    let project = Project::new();
+    project.init(&["--client", "codex", "--write-global"]);
+    let (restore, _) = restore_to(agent, 0);
+    enable_undo(agent, write(Scenario::new()))
+        .expect(restore, |r| {
+            // Codex answers its model with this text, not with a call of ours.
+            assert!(r.text.contains("unsupported call"), "{}", r.text);
+        })
+        .run(agent, &client, &project);
+    assert!(
+        std::fs::read_to_string(project.path("notes.md"))
+            .unwrap()
+            .contains("review")
+    );
+    // A fixed list with the undo toolset: restore is there from the start.
+    let project = project_with_profile(&["--tools", "original,undo"]);
+    project.init(&["--client", "codex", "--write-global"]);
+    let (restore, check) = restore_to(agent, 0);
+    write(Scenario::new())
+        .expect(restore, check)
+        .run(agent, &client, &project);
     assert_eq!(
         std::fs::read_to_string(project.path("notes.md")).unwrap(),
         NOTES[0]
@@ -415,6 +472,65 @@ fn presents_exactly_our_tools(agent: Agent, profile: &[&str]) {
         offered,
         listed,
         "{} with {profile:?}: our tools the model was offered, against those we list",
+        agent.label()
+    );
+    if profile.is_empty() && agent != Agent::ClaudeCode {
+        assert_sends_within_budget(agent, &out.model);
+    }
+}
+
+/// What a client that does not defer MCP tools sends its model of ours with every request,
+/// under the default listing: our entries of the first request as sent (Gemini's function
+/// declarations, Codex's namespace, whose description is our `initialize` instructions),
+/// compact JSON, within the budget `tests/tool_tokens.rs` holds our model-visible definitions
+/// to (14 KB). Gemini CLI 0.61.0 adds a `wait_for_previous` parameter of its own (about 260
+/// bytes) to every tool of every server; that part is printed, not counted.
+fn assert_sends_within_budget(agent: Agent, model: &agents::ScriptedModel) {
+    const BUDGET: usize = 14 * 1024;
+    const GEMINIS_OWN: &str = "wait_for_previous";
+    let turn = model.turns().into_iter().next().expect("a main turn");
+    let tools = turn.body["tools"].as_array().cloned().unwrap_or_default();
+    let mut ours: Vec<Value> = match agent {
+        Agent::GeminiCli => tools
+            .iter()
+            .filter_map(|t| t["functionDeclarations"].as_array())
+            .flatten()
+            .filter(|d| {
+                d["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with(&agent.mcp("", Value::Null).name))
+            })
+            .cloned()
+            .collect(),
+        Agent::Codex => tools
+            .iter()
+            .filter(|t| t["type"] == "namespace" && t["name"] == agent.namespace().as_str())
+            .cloned()
+            .collect(),
+        Agent::ClaudeCode => unreachable!("Claude Code defers MCP tools"),
+    };
+    assert!(!ours.is_empty(), "none of our tools in {}", turn.body);
+    let as_sent = serde_json::to_string(&ours).unwrap().len();
+    for d in &mut ours {
+        for key in ["parametersJsonSchema", "parameters"] {
+            if let Some(props) = d
+                .get_mut(key)
+                .and_then(|p| p.get_mut("properties"))
+                .and_then(Value::as_object_mut)
+            {
+                props.remove(GEMINIS_OWN);
+            }
+        }
+    }
+    let sent = serde_json::to_string(&ours).unwrap().len();
+    println!(
+        "{} sends {as_sent} bytes of our definitions per request, {sent} without the client's \
+         own additions",
+        agent.label()
+    );
+    assert!(
+        sent <= BUDGET,
+        "{} sends {sent} bytes of our definitions, over {BUDGET}",
         agent.label()
     );
 }

@@ -1,7 +1,7 @@
 //! `resilient-write [serve]`: the MCP server over stdio (the default) or HTTP, with the drain
 //! that lets requests in flight finish on SIGINT/SIGTERM.
 
-use crate::dispatch::{Config, Service, ToolProfile};
+use crate::dispatch::{Config, Service, ToolListing};
 use crate::mcp::McpServer;
 use crate::transport::http::HttpOptions;
 use crate::transport::http::guard::Token;
@@ -66,12 +66,17 @@ pub struct ServeArgs {
     /// server exits.
     #[arg(long, value_name = "SECS", default_value_t = crate::transport::shutdown::DEFAULT_GRACE.as_secs())]
     pub shutdown_grace_secs: u64,
-    /// Which tools to list and accept: all (default), core (safe_write, safe_replace,
-    /// risk_score, redact, read, history, restore), or a comma-separated list of tool names
-    /// (may include core). A call to a tool left out gets an envelope (tool_not_enabled).
-    #[arg(long, env = "RW_TOOLS", value_name = "all|core|NAME,...", default_value = "all", value_parser = ToolProfile::parse)]
-    pub tools: ToolProfile,
-    /// Expose only the tools annotated read-only (with --tools: those of its tools).
+    /// Which tools to list: default (the original's 21 and rw_toolsets, which enables the
+    /// toolsets files, redaction, transactions and undo per session; every tool answers by
+    /// name), or a fixed list: all, core (safe_write, safe_replace, risk_score, redact, read,
+    /// history, restore), or a comma-separated list of tools and toolsets (may include core,
+    /// and original: the original's 21). A fixed list answers only its tools; a call to
+    /// another gets an envelope (tool_not_enabled). For a client that does not take a changed
+    /// tool list within a session (Codex CLI 0.171), e.g. original,undo.
+    #[arg(long, env = "RW_TOOLS", value_name = "default|all|core|NAME,...", default_value = "default", value_parser = ToolListing::parse)]
+    pub tools: ToolListing,
+    /// Expose only the tools annotated read-only, as a fixed list (with --tools: those of its
+    /// tools).
     #[arg(long, env = "RW_READ_ONLY", action = clap::ArgAction::SetTrue, value_parser = clap::builder::BoolishValueParser::new())]
     pub read_only: bool,
 }
@@ -96,7 +101,7 @@ impl Default for ServeArgs {
             session_idle_secs: SESSION_IDLE.as_secs(),
             max_sessions: SESSION_MAX,
             shutdown_grace_secs: crate::transport::shutdown::DEFAULT_GRACE.as_secs(),
-            tools: ToolProfile::all(),
+            tools: ToolListing::default(),
             read_only: false,
         }
     }
@@ -161,18 +166,18 @@ fn load_token(args: &ServeArgs) -> Result<Option<Token>, String> {
 }
 
 /// The tools `--tools` and `--read-only` leave; none is an error.
-pub fn profile(args: &ServeArgs) -> Result<ToolProfile, String> {
-    let mut p = args.tools.clone();
-    if args.read_only {
-        p = p.read_only();
+pub fn profile(args: &ServeArgs) -> Result<ToolListing, String> {
+    if !args.read_only {
+        return Ok(args.tools.clone());
     }
+    let p = args.tools.clone().read_only();
     if p.is_empty() {
         return Err(format!(
             "--read-only leaves no tool of --tools {}: none of them is read-only",
-            args.tools.names().join(",")
+            args.tools.fixed_names().join(",")
         ));
     }
-    Ok(p)
+    Ok(ToolListing::Fixed(p))
 }
 
 pub fn run(mut config: Config, args: ServeArgs) -> ExitCode {

@@ -11,12 +11,14 @@
 //! [`crate::session::Session`].
 //!
 //! The handler here is thin: client roots live in `roots`, log forwarding in `logging`,
-//! resources in `resources` and the `resume` prompt in `prompts`.
+//! resources in `resources`, the `resume` prompt in `prompts` and the session's tool list
+//! (toolsets) in `toolsets`.
 
 mod logging;
 mod prompts;
 mod resources;
 mod roots;
+mod toolsets;
 
 pub use resources::{CHECKPOINT_URI_PREFIX, HANDOFF_URI, JOURNAL_TAIL_URI};
 
@@ -42,36 +44,36 @@ use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 use tokio::sync::{mpsc, watch};
 
-/// What agents are told at `initialize`.
-pub const INSTRUCTIONS: &str = "resilient-write gives you a durable write surface. Prefer its \
-tools over raw file writes: rw_safe_write (create/overwrite/append, atomic, verified, journaled; \
-pass expected_prev_sha256 when you edit a file you read), rw_safe_replace (exact-match edits, \
-dry_run diffs, several edits at once). rw_read returns a file, or a range of its lines, with \
-the sha256 to pass as expected_prev_sha256. Every failure returns a typed envelope: branch on \
-`error` and `suggested_action`, and do not repeat an identical call once retry_budget is 0. \
-rw_journal_tail shows what was written. Large files: write them in pieces with rw_chunk_append \
-(or rw_chunk_write with an index), check with rw_chunk_status or rw_chunk_preview, then \
-rw_chunk_compose into the target. Material that must not enter the workspace (credentials, \
-PII, binaries): rw_scratch_put, then refer to it by sha256. \
-Before writing a draft that may hold credentials, \
-keys or personal data, call rw_risk_score (or pass classify=true to the write); if it finds \
-something, rw_redact returns the draft with typed {REDACTED:<rule>} placeholders in one call. A \
-content_filter refusal is never worth retrying unchanged: redact or ask the user. \
-Before you stop, or when you are blocked, record where \
-the task stands with rw_handoff_write (HANDOFF.md); a fresh agent starts with rw_handoff_read or \
-the `resume` prompt. Keep intermediate data in rw_checkpoint; check a draft's syntax with \
-rw_validate before writing it. \
-To change several files together, rw_tx_begin, stage with rw_tx_write / rw_tx_replace, then \
-rw_tx_commit (all or nothing, also across a crash) or rw_tx_rollback. Every overwrite keeps the \
-previous content: rw_history lists a file's versions and rw_restore puts one back (or undoes a \
-whole transaction with tx_id).";
+/// What agents are told at `initialize`. Clients send it with every request (Codex as the
+/// description of our tool namespace, others in the system prompt), so it says what to use
+/// when in few words and leaves the rest to the tools' descriptions. One sentence a tool
+/// family: [`instructions_for`] drops the sentences naming a tool a fixed profile hides.
+pub const INSTRUCTIONS: &str = "resilient-write: prefer its tools over raw file writes. \
+rw_safe_write creates, overwrites or appends and rw_safe_replace edits, atomically and journaled. \
+rw_read returns a file with the sha256 to pass as expected_prev_sha256 when you change it. \
+A failure is a typed envelope: follow its suggested_action, and never repeat a call unchanged \
+after a content_filter refusal or once retry_budget is 0. \
+Large files: rw_chunk_append each part, then rw_chunk_compose. \
+A draft that may hold secrets or PII: rw_risk_score first; rw_redact replaces what it finds. \
+Material that must not enter the workspace: rw_scratch_put. \
+Before you stop or when blocked, record the task with rw_handoff_write; a fresh agent starts \
+with rw_handoff_read. \
+Keep intermediate data with rw_checkpoint; check syntax with rw_validate. \
+Several files all or nothing: rw_tx_begin, rw_tx_write or rw_tx_replace, rw_tx_commit. \
+Undo: rw_history lists a file's versions, rw_restore puts one back.";
 
-/// [`INSTRUCTIONS`] for the tools a server exposes: a sentence naming a tool the profile
-/// hides is left out, so an agent is never pointed at a tool it cannot call.
-pub fn instructions_for(profile: &tools::ToolProfile) -> String {
-    if profile.is_all() {
-        return INSTRUCTIONS.to_string();
-    }
+/// [`INSTRUCTIONS`] for the tools a server exposes. Under the default listing every tool is
+/// there, those not listed yet one `rw_toolsets` call away, which a last sentence says; under
+/// a fixed profile a sentence naming a tool the profile hides is left out, so an agent is
+/// never pointed at a tool it cannot call.
+pub fn instructions_for(listing: &tools::ToolListing) -> String {
+    let profile = match listing {
+        tools::ToolListing::Toolsets => {
+            return format!("{INSTRUCTIONS} {}", toolsets_sentence());
+        }
+        tools::ToolListing::Fixed(p) if p.is_all() => return INSTRUCTIONS.to_string(),
+        tools::ToolListing::Fixed(p) => p,
+    };
     let mut out = Vec::new();
     for sentence in INSTRUCTIONS.split_inclusive(". ") {
         let hidden = sentence
@@ -85,11 +87,31 @@ pub fn instructions_for(profile: &tools::ToolProfile) -> String {
     out.concat().trim_end().to_string()
 }
 
+/// The sentence of the instructions that names the toolsets and their tools.
+fn toolsets_sentence() -> String {
+    let sets: Vec<String> = tools::toolsets::SETS
+        .iter()
+        .map(|s| {
+            let names: Vec<String> = s
+                .tools
+                .iter()
+                .map(|t| listed_name(t, tools::ToolNames::Underscore))
+                .collect();
+            format!("{} ({})", s.name, names.join(", "))
+        })
+        .collect();
+    format!(
+        "Listed once rw_toolsets enables their toolset (or \"all\"): {}.",
+        sets.join(", ")
+    )
+}
+
 /// The MCP server: one per client session.
 #[derive(Clone)]
 pub struct McpServer {
     service: Arc<Service>,
-    tools: Arc<Vec<Tool>>,
+    /// Every tool a session may be shown, with its bare name ([`tools::ToolListing::listable`]).
+    tools: Arc<Vec<(&'static str, Tool)>>,
     client: Arc<ClientState>,
     /// The transport's count of requests not yet answered, where a small call may run on
     /// the runtime's own thread when it is the only one ([`McpServer::inline_when_alone`]).
@@ -133,6 +155,8 @@ struct ClientState {
     log_events: OnceLock<mpsc::UnboundedSender<LogEvent>>,
     /// This session's notice sink; the service holds it weakly, so it lives as long as we do.
     notice_sink: OnceLock<Sink>,
+    /// The toolsets this client enabled.
+    toolsets: toolsets::EnabledToolsets,
 }
 
 impl ClientState {
@@ -143,6 +167,7 @@ impl ClientState {
             log_level: Arc::new(AtomicU8::new(DEFAULT_LOG_LEVEL)),
             log_events: OnceLock::new(),
             notice_sink: OnceLock::new(),
+            toolsets: toolsets::EnabledToolsets::default(),
         }
     }
 }
@@ -157,14 +182,19 @@ fn as_object(v: Value) -> Map<String, Value> {
 impl McpServer {
     pub fn new(service: Arc<Service>) -> McpServer {
         let style = service.tool_names();
-        // Every tool publishes its output schema (SPEC section 4). `--tools all` (the default)
-        // publishes it whole; a narrowed profile is chosen to save an agent's context, so its
-        // output schemas keep the fields' names, types and enums (`schema::terse`): every
-        // result still validates, in about a third of the tokens.
-        let full_output_schemas = service.tools().is_all();
+        // Every tool publishes its output schema (SPEC section 4). The default listing and
+        // `--tools all` publish it whole (a client keeps it; the model is sent name,
+        // description and input schema); a narrowed fixed profile is chosen to save an agent's
+        // context, so its output schemas keep the fields' names, types and enums
+        // (`schema::terse`): every result still validates, in about a third of the tokens.
+        let full_output_schemas = match service.tools() {
+            tools::ToolListing::Toolsets => true,
+            tools::ToolListing::Fixed(p) => p.is_all(),
+        };
         let tools = service
             .tools()
-            .tools()
+            .listable()
+            .into_iter()
             .map(|t| {
                 let tool = Tool::new(
                     listed_name(t.name, style),
@@ -177,7 +207,7 @@ impl McpServer {
                     crate::tools::schema::terse(&mut output);
                 }
                 let tool = tool.with_raw_output_schema(Arc::new(as_object(output)));
-                tool
+                let tool = tool
                     // The title once, on the tool (MCP: it wins over the annotations' title).
                     .with_annotations(
                         ToolAnnotations::new()
@@ -185,7 +215,8 @@ impl McpServer {
                             .destructive(t.destructive)
                             .idempotent(t.idempotent)
                             .open_world(false),
-                    )
+                    );
+                (t.name, tool)
             })
             .collect();
         McpServer {
@@ -267,20 +298,25 @@ impl ServerHandler for McpServer {
             instructions.push_str("\nNote: ");
             instructions.push_str(note);
         }
-        InitializeResult::new(
-            ServerCapabilities::builder()
-                .enable_tools()
-                .enable_prompts()
-                .enable_resources()
-                .enable_logging()
-                .enable_completions()
-                .build(),
-        )
-        .with_server_info(
-            Implementation::new("resilient-write", env!("CARGO_PKG_VERSION"))
-                .with_title("Resilient Write"),
-        )
-        .with_instructions(instructions)
+        let mut capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_prompts()
+            .enable_resources()
+            .enable_logging()
+            .enable_completions()
+            .build();
+        // Only the default listing changes (a session enabling toolsets); a fixed one never.
+        if *self.service.tools() == tools::ToolListing::Toolsets
+            && let Some(t) = capabilities.tools.as_mut()
+        {
+            t.list_changed = Some(true);
+        }
+        InitializeResult::new(capabilities)
+            .with_server_info(
+                Implementation::new("resilient-write", env!("CARGO_PKG_VERSION"))
+                    .with_title("Resilient Write"),
+            )
+            .with_instructions(instructions)
     }
 
     async fn initialize(
@@ -335,7 +371,7 @@ impl ServerHandler for McpServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, McpError> {
-        Ok(ListToolsResult::with_all_items((*self.tools).clone()))
+        Ok(ListToolsResult::with_all_items(self.listed_tools()))
     }
 
     async fn call_tool(
@@ -344,6 +380,10 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
+        if tools::bare_name(&name) == tools::toolsets::TOOLSETS.name {
+            let args = Value::Object(request.arguments.unwrap_or_default());
+            return Ok(call_result(self.call_toolsets(args, &context).await).into());
+        }
         let Some(spec) = tools::find(&name) else {
             return Err(McpError::invalid_params(
                 format!("unknown tool: {name}"),
@@ -394,10 +434,7 @@ impl ServerHandler for McpServer {
             let _ = f.await;
         }
         let result = match joined {
-            Ok(Ok(value)) => CallToolResult::structured(value),
-            Ok(Err(envelope)) => CallToolResult::structured_error(
-                serde_json::to_value(envelope).unwrap_or(Value::Null),
-            ),
+            Ok(outcome) => call_result(outcome),
             Err(e) => CallToolResult::structured_error(
                 serde_json::to_value(
                     crate::envelope::Failure::Internal(format!("tool task failed: {e}"))
@@ -458,6 +495,17 @@ impl ServerHandler for McpServer {
         _context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, McpError> {
         Err(unparsed_request_error(&request.method, request.params))
+    }
+}
+
+/// A tool's answer: the result, or the envelope with `isError`, as `structuredContent` and the
+/// same JSON as text.
+fn call_result(outcome: Result<Value, crate::envelope::Envelope>) -> CallToolResult {
+    match outcome {
+        Ok(value) => CallToolResult::structured(value),
+        Err(envelope) => {
+            CallToolResult::structured_error(serde_json::to_value(envelope).unwrap_or(Value::Null))
+        }
     }
 }
 

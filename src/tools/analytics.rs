@@ -14,10 +14,10 @@ use serde_json::Value;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct AnalyticsArgs {
-    /// Only rows at or after this time (RFC 3339, e.g. 2026-04-12T10:00:00Z, or a date).
+    /// Only rows from this time on (RFC 3339 or a date).
     #[serde(default)]
     pub since: Option<String>,
-    /// Only this chunk session in `sessions` (the other counters see every row).
+    /// Only this chunk session in `sessions`.
     #[serde(default)]
     pub session_filter: Option<String>,
 }
@@ -33,12 +33,8 @@ pub struct AnalyticsResult {
 pub const ANALYTICS: ToolSpec = ToolSpec {
     name: "analytics",
     title: "Journal analytics",
-    description: "Summarise the write journal in one pass: total_writes, unique_paths, \
-        total_bytes_written, by_mode, by_caller, timeline (last 50 writes), hot_paths (top \
-        5), chunk sessions, write_velocity (writes per minute, average bytes, peak minute), \
-        period, and corrupt_lines (skipped, not fatal). Paths are workspace-relative (rows \
-        of one file count as one path, also those older versions wrote absolute). Filter \
-        with since (RFC 3339) and session_filter. Read-only.",
+    description: "Statistics of the write journal: writes, paths, bytes, modes, callers, timeline, hot \
+        paths, chunk sessions, velocity.",
     read_only: true,
     destructive: false,
     idempotent: true,

@@ -2,7 +2,7 @@
 //! and result shapes only; the store (find, read, list, TTL cleanup, the write plan and the
 //! journaled removal) is [`crate::checkpoint::store`].
 
-use super::{ToolSpec, is_false, keyed_description, parse_args, result_schema, schema, to_value};
+use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use crate::checkpoint::Format;
 use crate::checkpoint::store;
 pub use crate::checkpoint::store::{CheckpointEntry, CorruptEntry, Removed};
@@ -25,19 +25,17 @@ fn yes() -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointArgs {
-    /// `^[A-Za-z0-9_-]{1,64}$`; saving again under the same name replaces it.
+    /// ^[A-Za-z0-9_-]{1,64}$
     pub name: String,
-    /// Any JSON value (json, yaml); a string for markdown.
+    /// Any JSON value; a string for markdown.
     pub data: Value,
-    /// json (default), yaml or markdown.
     #[serde(default)]
     pub format: Format,
-    /// session (default: removed by cleanup with include_session), permanent (never
-    /// removed), or an ISO-8601 duration since the last update (PT30M, P1D, P1W, P1DT12H).
+    /// session (removed by checkpoint_cleanup), permanent, or an ISO-8601 duration since
+    /// the last save (PT30M, P1D).
     #[serde(default = "session")]
     pub ttl: String,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -58,12 +56,9 @@ pub struct CheckpointListArgs {}
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CheckpointCleanupArgs {
-    /// Also remove ttl=session checkpoints (default true). Expired ones always go;
-    /// permanent ones never do.
     #[serde(default = "yes")]
     pub include_session: bool,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -132,14 +127,8 @@ pub struct CheckpointCleanupResult {
 pub const CHECKPOINT: ToolSpec = ToolSpec {
     name: "checkpoint",
     title: "Save a checkpoint",
-    description: keyed_description!(
-        "Save intermediate data under a name (^[A-Za-z0-9_-]{1,64}$) in \
-        .resilient_write/checkpoints/<name>.json|yaml|md, atomically and journaled; saving \
-        again replaces it (created_at is kept). format: json (default), yaml, markdown (data \
-        must be a string). ttl: session (default, removed by checkpoint_cleanup), permanent, \
-        or an ISO-8601 duration such as PT30M or P1D. Over 1 MB the file is streamed \
-        (chunked: true)."
-    ),
+    description: "Save intermediate data under a name (atomic, journaled) so it survives context \
+        compaction; saving again replaces it.",
     read_only: false,
     destructive: true,
     idempotent: false,
@@ -151,8 +140,7 @@ pub const CHECKPOINT: ToolSpec = ToolSpec {
 pub const CHECKPOINT_READ: ToolSpec = ToolSpec {
     name: "checkpoint_read",
     title: "Read a checkpoint",
-    description: "Read a checkpoint saved with rw_checkpoint: data, format, ttl, created_at, \
-        updated_at, sha256, bytes. A corrupt file is a write_corruption envelope. Read-only.",
+    description: "A checkpoint's data and metadata, by name.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -164,8 +152,7 @@ pub const CHECKPOINT_READ: ToolSpec = ToolSpec {
 pub const CHECKPOINT_LIST: ToolSpec = ToolSpec {
     name: "checkpoint_list",
     title: "List checkpoints",
-    description: "List saved checkpoints, sorted by name: name, format, ttl, bytes, \
-        created_at, updated_at, sha256 (corrupt files are flagged). Read-only.",
+    description: "The saved checkpoints (name, format, ttl, bytes, times), without data.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -177,11 +164,8 @@ pub const CHECKPOINT_LIST: ToolSpec = ToolSpec {
 pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
     name: "checkpoint_cleanup",
     title: "Remove expired checkpoints",
-    description: keyed_description!(
-        "Delete checkpoints by TTL: expired durations always, ttl=session ones when \
-        include_session (default true), permanent ones never. Corrupt files are reported in \
-        `corrupt` and kept. Returns removed[{name, ttl, reason}] and kept."
-    ),
+    description: "Delete expired checkpoints: durations past, session ones with include_session, never \
+        permanent ones.",
     read_only: false,
     destructive: true,
     idempotent: true,

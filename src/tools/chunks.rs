@@ -3,10 +3,7 @@
 //! is [`crate::chunks`].
 
 use super::write::{ContentEncoding, WriteMode, decode_content, idempotency_extra, row_str};
-use super::{
-    ToolSpec, is_false, keyed_description, parse_args, parse_expected_hash, result_schema, schema,
-    to_value,
-};
+use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::chunks::{self, ComposeOptions, ModifiedChunk};
 use crate::envelope::{Failure, Result};
 use crate::journal::paths::row_fields;
@@ -46,30 +43,22 @@ fn index_arg(session: &str, field: &str, v: Option<i64>) -> Result<Option<u64>> 
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChunkWriteArgs {
-    /// Session name: ^[A-Za-z0-9_-]{1,64}$.
+    /// ^[A-Za-z0-9_-]{1,64}$
     pub session: String,
-    /// Chunk index, from 1. Rewriting an index replaces that chunk (safe to retry).
     #[schemars(range(min = 1))]
     pub index: i64,
-    /// The chunk's content, written byte for byte.
     pub content: String,
-    /// How many chunks the document will have; compose refuses until exactly that many exist.
+    /// Chunks the document will have; compose refuses until all exist.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub total_expected: Option<i64>,
-    /// utf-8 (default) or base64 for binary content.
     #[serde(default)]
     pub encoding: ContentEncoding,
-    /// Run the L0 classifier on the chunk first and refuse with blocked/content_filter at
-    /// `classify_reject_at`; nothing is written then. (A secret split across chunks is caught
-    /// by chunk_compose with classify=true.)
     #[serde(default)]
     pub classify: bool,
-    /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -78,27 +67,19 @@ pub struct ChunkWriteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ChunkAppendArgs {
-    /// Session name: ^[A-Za-z0-9_-]{1,64}$.
+    /// ^[A-Za-z0-9_-]{1,64}$
     pub session: String,
-    /// The chunk's content; it becomes chunk (highest present + 1).
     pub content: String,
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub total_expected: Option<i64>,
-    /// utf-8 (default) or base64 for binary content.
     #[serde(default)]
     pub encoding: ContentEncoding,
-    /// Run the L0 classifier on the chunk first and refuse with blocked/content_filter at
-    /// `classify_reject_at`; nothing is written then. (A secret split across chunks is caught
-    /// by chunk_compose with classify=true.)
     #[serde(default)]
     pub classify: bool,
-    /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A retried append with the same key and arguments returns the first result without
-    /// appending again (so a lost response never duplicates a chunk); the same key with
-    /// other arguments is refused.
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -129,31 +110,25 @@ pub struct ChunkWriteResult {
 #[serde(deny_unknown_fields)]
 pub struct ChunkComposeArgs {
     pub session: String,
-    /// File to write the composed document to (beneath a workspace root).
     pub output_path: String,
-    /// Inserted between chunks (not after the last).
+    /// Between chunks.
     #[serde(default)]
     pub separator: String,
     /// Remove the session after a successful compose.
     #[serde(default)]
     pub cleanup: bool,
-    /// Absent: create, or overwrite an existing file (the original's behaviour). create
-    /// refuses an existing file; overwrite replaces; append adds after the current content.
+    /// As in safe_write; absent: create, or overwrite an existing file.
     #[serde(default)]
     pub mode: Option<WriteMode>,
-    /// Optimistic lock on the output file: the SHA-256 it must have now.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
-    /// A retried compose with the same key and arguments returns the first result without
-    /// writing again; the same key with other arguments is refused.
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
-    /// Score the composed document (streamed, chunk boundaries included) with the L0
-    /// classifier and refuse with blocked/content_filter at `classify_reject_at`; nothing is
-    /// written then and the session is kept.
+    /// Score the whole document, across chunk boundaries; refuse (blocked/content_filter) at
+    /// classify_reject_at, keeping the session.
     #[serde(default)]
     pub classify: bool,
-    /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
 }
@@ -212,8 +187,7 @@ pub struct ChunkPreviewResult {
 #[serde(deny_unknown_fields)]
 pub struct ChunkResetArgs {
     pub session: String,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -223,8 +197,7 @@ pub struct ChunkResetArgs {
 #[serde(deny_unknown_fields)]
 pub struct ChunkStatusArgs {
     pub session: String,
-    /// Re-hash every chunk (default false: a chunk whose file is unchanged since its hash was
-    /// recorded, same inode, change time and size, is not read again).
+    /// Re-hash chunks unchanged on disk too.
     #[serde(default)]
     pub verify: bool,
 }
@@ -273,12 +246,8 @@ pub struct ChunkResetResult {
 pub const CHUNK_WRITE: ToolSpec = ToolSpec {
     name: "chunk_write",
     title: "Write one chunk of a large document",
-    description: keyed_description!(
-        "Write chunk `index` (from 1) of a chunk session to \
-        .resilient_write/chunks/<session>/part-NNN.txt, atomically and journaled. Rewriting an \
-        index replaces it, so a failed chunk is simply retried. total_expected records how many \
-        chunks the document has. Then rw_chunk_compose writes the whole file."
-    ),
+    description: "Use for a large file: write chunk index (from 1) of a session; rewriting an index \
+        replaces it, so a failed chunk is retried alone. Then rw_chunk_compose.",
     read_only: false,
     // Rewriting an index replaces that chunk's content.
     destructive: true,
@@ -291,12 +260,8 @@ pub const CHUNK_WRITE: ToolSpec = ToolSpec {
 pub const CHUNK_APPEND: ToolSpec = ToolSpec {
     name: "chunk_append",
     title: "Append the next chunk",
-    description: keyed_description!(
-        "Write the next chunk of a session (highest index present + 1), so you need \
-        not track indices. Safe with several agents appending to one session at once: each \
-        gets its own index and no chunk is lost. Pass an idempotency_key to make a retry (after \
-        a lost response) return the first result instead of appending the chunk twice."
-    ),
+    description: "Write the next chunk of a session (highest index + 1), so you need not track \
+        indices; safe with several agents appending at once.",
     read_only: false,
     destructive: false,
     idempotent: false,
@@ -308,16 +273,9 @@ pub const CHUNK_APPEND: ToolSpec = ToolSpec {
 pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {
     name: "chunk_compose",
     title: "Compose a chunk session into a file",
-    description: keyed_description!(
-        "Concatenate a session's chunks in index order (with `separator` between \
-        them) into output_path through the durable write pipeline, streaming (any size). \
-        Refuses a gap (naming the missing indices), a count that differs from total_expected, \
-        foreign part files, and chunks edited since they were written. Without `mode` it \
-        creates or overwrites; mode=create|overwrite|append and expected_prev_sha256 work \
-        as in rw_safe_write. classify=true scores the whole document as it \
-        streams (a secret split across chunks included) and refuses at classify_reject_at, \
-        keeping the session. cleanup=true removes the session afterwards."
-    ),
+    description: "Concatenate a session's chunks in index order into output_path through safe_write's \
+        pipeline (any size). Refuses a gap (naming the missing indices), a count other than \
+        total_expected, and chunks edited since written.",
     read_only: false,
     destructive: true,
     idempotent: false,
@@ -329,8 +287,7 @@ pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {
 pub const CHUNK_PREVIEW: ToolSpec = ToolSpec {
     name: "chunk_preview",
     title: "Preview a compose",
-    description: "Dry-run compose: run every check of rw_chunk_compose and return the \
-        composed content instead of writing it (UTF-8 sessions up to the write size limit).",
+    description: "Dry-run rw_chunk_compose: every check, and the composed text instead of a write.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -342,10 +299,8 @@ pub const CHUNK_PREVIEW: ToolSpec = ToolSpec {
 pub const CHUNK_STATUS: ToolSpec = ToolSpec {
     name: "chunk_status",
     title: "Inspect a chunk session",
-    description: "Report a session's present and missing indices, total_expected, chunks \
-        edited since they were written, foreign files, and whether compose would accept it. \
-        A chunk unchanged on disk since it was written (same inode, change time and size) is \
-        not re-hashed unless verify=true; compose trusts it the same way. Writes nothing.",
+    description: "A session's present and missing indices, total_expected, chunks edited since \
+        written, and whether compose would accept it. Use to resume after an interruption.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -357,10 +312,7 @@ pub const CHUNK_STATUS: ToolSpec = ToolSpec {
 pub const CHUNK_RESET: ToolSpec = ToolSpec {
     name: "chunk_reset",
     title: "Delete a chunk session",
-    description: keyed_description!(
-        "Delete a chunk session and all its chunks (use before starting a new \
-        attempt under the same session name)."
-    ),
+    description: "Delete a chunk session and its chunks, to start over under the same name.",
     read_only: false,
     destructive: true,
     idempotent: true,

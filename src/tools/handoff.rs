@@ -1,7 +1,7 @@
 //! `handoff_write` and `handoff_read` (L5): argument parsing and result shapes only; the
 //! store (drift, archive, load, the write through the pipeline) is [`crate::handoff::store`].
 
-use super::{ToolSpec, is_false, keyed_description, parse_args, result_schema, schema, to_value};
+use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use crate::envelope::Result;
 use crate::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, store};
 use crate::store::Store;
@@ -20,23 +20,19 @@ fn default_path() -> String {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffWriteArgs {
-    /// The front-matter: task_id, status (complete|partial|blocked|handed_off), agent,
-    /// summary, next_steps, last_good_state[{path, sha256?, bytes?}] are required;
-    /// started_at, context_hints, open_questions, blockers, artifacts[{kind, path, sha256}],
-    /// checkpoint_refs, dependency_graph[{id, depends_on, description, done}] are optional;
-    /// other keys are kept. updated_at is set by the server.
+    /// Required: task_id, status (complete|partial|blocked|handed_off), agent, summary,
+    /// next_steps, last_good_state[{path, sha256?, bytes?}]. Optional: started_at,
+    /// context_hints, open_questions, blockers, artifacts, checkpoint_refs,
+    /// dependency_graph[{id, depends_on, description, done}] (no cycles). Other keys are kept.
     pub envelope: Value,
-    /// Markdown after the front-matter.
     #[serde(default)]
     pub body: String,
-    /// Where to write (default HANDOFF.md).
     #[serde(default = "default_path")]
     pub path: String,
-    /// Keep the envelope being replaced in .resilient_write/handoffs/<ts>_<task_id>.md.
+    /// Keep the replaced handoff under .resilient_write/handoffs/.
     #[serde(default)]
     pub archive: bool,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -45,7 +41,6 @@ pub struct HandoffWriteArgs {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HandoffReadArgs {
-    /// The envelope to read (default HANDOFF.md).
     #[serde(default = "default_path")]
     pub path: String,
 }
@@ -100,16 +95,9 @@ pub struct HandoffReadResult {
 pub const HANDOFF_WRITE: ToolSpec = ToolSpec {
     name: "handoff_write",
     title: "Write a task handoff",
-    description: keyed_description!(
-        "Write a task-continuity envelope (HANDOFF.md: YAML front-matter + Markdown \
-        body) so a fresh agent can resume. Required: task_id, status \
-        (complete|partial|blocked|handed_off), agent, summary, next_steps, \
-        last_good_state[{path, sha256?, bytes?}] (missing hashes are taken from disk; paths \
-        must be inside the workspace). Optional dependency_graph[{id, depends_on, \
-        description, done}] is checked for cycles and unknown ids. Free text is screened by \
-        the L0 classifier: a secret refuses the write (blocked/content_filter). archive: true \
-        keeps the replaced envelope under .resilient_write/handoffs/. Atomic and journaled."
-    ),
+    description: "Use before you stop or when blocked: record where the task stands in HANDOFF.md \
+        (YAML front-matter, Markdown body) so a fresh agent can resume. A secret in it is \
+        refused (blocked/content_filter).",
     read_only: false,
     destructive: true,
     idempotent: false,
@@ -121,9 +109,8 @@ pub const HANDOFF_WRITE: ToolSpec = ToolSpec {
 pub const HANDOFF_READ: ToolSpec = ToolSpec {
     name: "handoff_read",
     title: "Read the task handoff",
-    description: "Read a handoff envelope (default HANDOFF.md): envelope, body, drift \
-        warnings for last_good_state files that changed or are missing since (warnings, not \
-        errors), and the dependency-graph steps ready now. Read-only.",
+    description: "Use at the start of a session to resume: the handoff's envelope, body, drift \
+        warnings for files changed since, and the dependency steps ready now.",
     read_only: true,
     destructive: false,
     idempotent: true,

@@ -2,10 +2,7 @@
 //! a path, or every file of a transaction, back to an earlier version. The logic is
 //! [`crate::history`].
 
-use super::{
-    ToolSpec, is_false, keyed_description, parse_args, parse_expected_hash, result_schema, schema,
-    to_value,
-};
+use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::history::{self, RestoreTo, Skipped, Version};
 use crate::pipeline::read_existing;
@@ -21,7 +18,7 @@ use serde_json::Value;
 pub struct HistoryArgs {
     /// The file whose versions to list.
     pub path: String,
-    /// Most versions to return, newest first (default 100, at most 10000).
+    /// Most versions to return, newest first; at most 10000.
     #[serde(default = "default_limit")]
     pub limit: usize,
 }
@@ -70,8 +67,7 @@ pub struct RestoreArgs {
     /// Return the unified diff from the current content to the version; write nothing.
     #[serde(default)]
     pub dry_run: bool,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -138,13 +134,9 @@ pub const HISTORY: ToolSpec = ToolSpec {
 pub const RESTORE: ToolSpec = ToolSpec {
     name: "restore",
     title: "Restore an earlier version",
-    description: keyed_description!(
-        "Put a file back to an earlier version (path with to_sha256 or journal_id \
-        from history) through the durable write pipeline; journaled as mode=restore and itself \
-        undoable; files[{path, sha256, prev_sha256, journal_id, unchanged}]. With tx_id instead, every file that transaction changed is put back to its \
-        previous content in one new transaction (all or nothing; files it created are listed \
-        in skipped[{path, reason}])."
-    ),
+    description: "Put a file back to an earlier version (path with to_sha256 or journal_id from \
+        history) through the write pipeline, itself undoable; or with tx_id, every file that \
+        transaction changed, in one new transaction.",
     read_only: false,
     destructive: true,
     idempotent: false,

@@ -19,14 +19,12 @@ fn twenty() -> usize {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct JournalTailArgs {
-    /// How many rows (newest last); default 20, at most 10000.
     #[serde(default = "twenty")]
     pub n: usize,
-    /// Only rows for this file: its path relative to the workspace root (as rows show it),
-    /// relative to the working directory, or absolute.
+    /// Only rows of this file (relative or absolute path).
     #[serde(default)]
     pub filter_path: Option<String>,
-    /// Only rows with this mode (create, overwrite, append, replace, ...).
+    /// create, overwrite, append, replace, ...
     #[serde(default)]
     pub filter_mode: Option<String>,
 }
@@ -47,10 +45,8 @@ pub struct JournalTailResult {
 pub const JOURNAL_TAIL: ToolSpec = ToolSpec {
     name: "journal_tail",
     title: "Recent writes",
-    description: "The newest rows of the write journal (.resilient_write/journal.jsonl): \
-        journal_id, ts, path (relative to the workspace root, / separators; root when the \
-        server has several roots), sha256, prev_sha256, bytes, mode, caller, tool. Filter by \
-        path (relative or absolute) and mode. Newest last. Read-only.",
+    description: "The newest rows of the write journal, newest last: what was written, when, by which \
+        tool, with hashes.",
     read_only: true,
     destructive: false,
     idempotent: true,

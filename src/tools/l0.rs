@@ -6,7 +6,7 @@
 //! `redact` with `deposit: true` hands the originals to a [`Depository`]: the L4 scratchpad,
 //! which stores each as an owner-only content-addressed blob and returns its hash.
 
-use super::{ToolSpec, is_false, keyed_description, parse_args, result_schema, schema, to_value};
+use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use crate::classify::{Original, RiskReport, redact};
 use crate::envelope::Result;
 use crate::store::Store;
@@ -19,12 +19,11 @@ use serde_json::Value;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RiskScoreArgs {
-    /// The draft to score.
     pub content: String,
-    /// The original's argument: accepted, ignored.
+    // The original's arguments, accepted and ignored (no description: none is worth a
+    // model's tokens).
     #[serde(default)]
     pub language_hint: Option<String>,
-    /// The original's argument: accepted, ignored.
     #[serde(default)]
     pub target_path: Option<String>,
 }
@@ -41,14 +40,12 @@ pub struct RiskScoreResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RedactArgs {
-    /// The draft to redact.
     pub content: String,
-    /// Store each original in the scratchpad and return its hash (when a scratchpad is
-    /// available; otherwise `note` says so and nothing is stored).
+    /// Keep each original in the scratchpad; each replacement then gives its sha256 (for
+    /// scratch_get).
     #[serde(default)]
     pub deposit: bool,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -111,12 +108,10 @@ fn depository(svc: &Store) -> Option<Box<dyn Depository + '_>> {
 pub const RISK_SCORE: ToolSpec = ToolSpec {
     name: "risk_score",
     title: "Pre-flight risk score",
-    description: "Score a draft BEFORE writing it for what content filters and secret scanners \
-        reject: API keys and tokens of 100+ formats, private keys, passwords, connection strings, \
-        JWTs, redacted vendor prefixes such as `sk-ant-...{REDACTED}`, PII, binary blobs, and \
-        size. Returns score (0..1), verdict (safe|low|medium|high), detected_patterns[{kind, \
-        pattern, match (<= 16 chars, never the whole secret), line}] and \
-        suggested_actions[{action, reason, targets}]. Writes nothing. One live credential is at least medium; a private key is high.",
+    description: "Use before writing a draft that may hold secrets or PII: scores what content filters \
+        and secret scanners reject (keys and tokens of 100+ formats, private keys, \
+        passwords, PII, binary, size). Returns score 0..1, verdict safe|low|medium|high, \
+        detected_patterns[{kind, pattern, match, line}], suggested_actions. Writes nothing.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -128,12 +123,9 @@ pub const RISK_SCORE: ToolSpec = ToolSpec {
 pub const REDACT: ToolSpec = ToolSpec {
     name: "redact",
     title: "Redact secrets from a draft",
-    description: keyed_description!(
-        "Return the draft with every finding of risk_score replaced by a typed \
-        placeholder `{REDACTED:<rule>}`, and replacements[{rule, line, placeholder}]. Redacting a redacted draft changes nothing. Writes no workspace file. deposit=true stores \
-        each original in the scratchpad (.resilient_write/scratch/, owner-only) and returns its \
-        sha256 per replacement, retrievable with rw_scratch_get."
-    ),
+    description: "Return the draft with each finding of risk_score replaced by a typed placeholder \
+        {REDACTED:<rule>}, and replacements[{rule, line, placeholder}]; writes no workspace \
+        file. Use when a write was refused for content_filter.",
     read_only: false,
     destructive: false,
     idempotent: true,

@@ -21,11 +21,12 @@ pub mod profile;
 pub mod read;
 pub mod schema;
 pub mod scratch;
+pub mod toolsets;
 pub mod tx;
 pub mod validate;
 pub mod write;
 
-pub use profile::ToolProfile;
+pub use profile::{ToolListing, ToolProfile};
 pub use schema::{result_schema, schema};
 
 /// One tool.
@@ -41,18 +42,6 @@ pub struct ToolSpec {
     pub output_schema: fn() -> Value,
     pub run: fn(&Store, Value) -> Result<Value>,
 }
-
-/// A writing tool's description, ending with what its `idempotency_key` does: the same words
-/// for every writing tool.
-macro_rules! keyed_description {
-    ($text:literal) => {
-        concat!(
-            $text,
-            " Retry-safe with idempotency_key (see that argument)."
-        )
-    };
-}
-pub(crate) use keyed_description;
 
 /// `skip_serializing_if` for flags that are usually false (`idempotent_replay`).
 pub(crate) fn is_false(b: &bool) -> bool {
@@ -98,13 +87,18 @@ pub fn catalog() -> &'static [ToolSpec] {
     CATALOG
 }
 
-/// The tool called `name`: `rw_x`, `rw.x` or bare `x`.
+/// The catalogue's tool called `name`: `rw_x`, `rw.x` or bare `x`. (The `toolsets` tool acts
+/// on an MCP session, not the store: it is [`toolsets::TOOLSETS`], not in the catalogue.)
 pub fn find(name: &str) -> Option<&'static ToolSpec> {
-    let bare = name
-        .strip_prefix("rw_")
-        .or_else(|| name.strip_prefix("rw."))
-        .unwrap_or(name);
+    let bare = bare_name(name);
     catalog().iter().find(|t| t.name == bare)
+}
+
+/// `name` without its `rw_` or `rw.` prefix.
+pub fn bare_name(name: &str) -> &str {
+    name.strip_prefix("rw_")
+        .or_else(|| name.strip_prefix("rw."))
+        .unwrap_or(name)
 }
 
 /// How tools are listed (SPEC section 2); calls accept both spellings whatever is listed.
@@ -257,6 +251,42 @@ mod tests {
         assert_eq!(bad_unicode_field(&json!({"content": "\u{0}"}), ""), None);
     }
 
+    /// Arguments many tools share read the same in every tool that describes them (issue 46:
+    /// one short wording, learnt once), and an argument a description explains is not
+    /// explained again by the tool's description.
+    #[test]
+    fn shared_arguments_are_described_the_same_short_way_everywhere() {
+        let mut wording: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> =
+            Default::default();
+        for t in catalog() {
+            let input = (t.input_schema)();
+            for arg in [
+                "idempotency_key",
+                "expected_prev_sha256",
+                "encoding",
+                "classify_reject_at",
+            ] {
+                if let Some(d) = input["properties"][arg]["description"].as_str() {
+                    wording.entry(arg).or_default().insert(d.to_string());
+                }
+            }
+        }
+        for (arg, texts) in &wording {
+            assert_eq!(texts.len(), 1, "{arg}: {texts:?}");
+            let text = texts.iter().next().unwrap();
+            assert!(text.len() <= 64, "{arg}: {text}");
+        }
+        // Enumerated and boolean arguments say their values and defaults in the schema
+        // (`enum`, `default`), never again as "(default ...)" in prose.
+        for t in catalog() {
+            let input = (t.input_schema)();
+            for (arg, schema) in input["properties"].as_object().into_iter().flatten() {
+                let d = schema["description"].as_str().unwrap_or("");
+                assert!(!d.contains("(default"), "{}.{arg}: {d}", t.name);
+            }
+        }
+    }
+
     #[test]
     fn both_spellings_and_bare_names_find_a_tool() {
         assert_eq!(find("rw_safe_write").map(|t| t.name), Some("safe_write"));
@@ -356,6 +386,7 @@ mod tests {
             let input = (t.input_schema)();
             let key = &input["properties"]["idempotency_key"];
             assert_eq!(key["type"], "string", "{}: {input}", t.name);
+            // The argument says what it does; the tool's description does not say it again.
             assert!(
                 key["description"]
                     .as_str()
@@ -364,7 +395,7 @@ mod tests {
                 t.name
             );
             assert!(
-                t.description.contains("idempotency_key"),
+                !t.description.contains("idempotency_key"),
                 "{}: {}",
                 t.name,
                 t.description

@@ -1,11 +1,92 @@
-//! Tool profiles (`serve --tools core|all|NAME,...` and `--read-only`): which tools a server
-//! lists and accepts. Every tool definition an agent is shown costs it context tokens before it
-//! writes a byte; an agent that only needs the write path can be shown just that.
+//! Which tools a server lists and which calls it accepts ([`ToolListing`]). Every tool
+//! definition an agent is shown costs it context tokens on every turn, so by default a session
+//! is shown the original's tools and enables the rest in toolsets ([`super::toolsets`]) as it
+//! needs them; every tool answers when called by name all the same (listing is not permission).
 //!
-//! A hidden tool is not listed, and a call to it is refused with an envelope
+//! A fixed profile (`serve --tools core|all|NAME,...`, `--read-only`) is a [`ToolProfile`]: only
+//! its tools are listed, and a call to any other is refused with an envelope
 //! ([`crate::envelope::Failure::ToolNotEnabled`]), never run.
 
-use super::{ToolSpec, catalog};
+use super::{ToolSpec, catalog, toolsets};
+
+/// What a server lists and accepts.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ToolListing {
+    /// The default: [`toolsets::ORIGINAL`] and the `toolsets` tool are listed, each session
+    /// enables more with it; every tool answers when called by name.
+    #[default]
+    Toolsets,
+    /// `--tools all|core|LIST` or `--read-only`: only these tools are listed and answered.
+    Fixed(ToolProfile),
+}
+
+impl ToolListing {
+    /// Parse `--tools`: `default` (the toolsets listing), or what [`ToolProfile::parse`] takes.
+    pub fn parse(spec: &str) -> Result<ToolListing, String> {
+        if spec.trim() == "default" {
+            return Ok(ToolListing::Toolsets);
+        }
+        if spec.split(',').any(|item| item.trim() == "default") {
+            return Err(
+                "`default` (the original's tools, the rest in toolsets) stands alone; a fixed \
+                list names all, core, toolsets or tools"
+                    .into(),
+            );
+        }
+        ToolProfile::parse(spec).map(ToolListing::Fixed)
+    }
+
+    /// The listing `--read-only` leaves: the read-only tools of a fixed profile, or of every
+    /// tool for the default (a read-only server is a fixed list).
+    pub fn read_only(self) -> ToolProfile {
+        match self {
+            ToolListing::Toolsets => ToolProfile::all().read_only(),
+            ToolListing::Fixed(p) => p.read_only(),
+        }
+    }
+
+    /// Whether a call to the tool with this bare name is answered.
+    pub fn accepts(&self, name: &str) -> bool {
+        match self {
+            ToolListing::Toolsets => true,
+            ToolListing::Fixed(p) => p.allows(name),
+        }
+    }
+
+    /// Whether the tool with this bare name is listed to a session that enabled `enabled`
+    /// (toolset names).
+    pub fn lists(&self, name: &str, enabled: &[&str]) -> bool {
+        match self {
+            ToolListing::Toolsets => toolsets::listed(name, enabled),
+            ToolListing::Fixed(p) => p.allows(name),
+        }
+    }
+
+    /// Whether every tool is listed from the start (`--tools all` without `--read-only`).
+    pub fn is_all(&self) -> bool {
+        matches!(self, ToolListing::Fixed(p) if p.is_all())
+    }
+
+    /// The tools a session may ever be shown, in listing order: the catalogue and the
+    /// `toolsets` tool for the default, the profile's tools for a fixed list.
+    pub fn listable(&self) -> Vec<&'static ToolSpec> {
+        match self {
+            ToolListing::Toolsets => catalog()
+                .iter()
+                .chain(std::iter::once(&toolsets::TOOLSETS))
+                .collect(),
+            ToolListing::Fixed(p) => p.tools().collect(),
+        }
+    }
+
+    /// The names of the tools a fixed profile answers (for the envelope refusing another).
+    pub fn fixed_names(&self) -> &[&'static str] {
+        match self {
+            ToolListing::Toolsets => &[],
+            ToolListing::Fixed(p) => p.names(),
+        }
+    }
+}
 
 /// The `core` profile: the write path (write, edit, L0, read, undo).
 pub const CORE: &[&str] = &[
@@ -54,9 +135,11 @@ impl ToolProfile {
         }
     }
 
-    /// Parse `--tools`: `all`, `core`, or a comma-separated list of tool names (bare, `rw_x`
-    /// or `rw.x`) that may also name `core`. An unknown name is an error listing the valid
-    /// ones.
+    /// Parse a fixed `--tools`: `all`, `core`, or a comma-separated list of tool names (bare,
+    /// `rw_x` or `rw.x`) that may also name `core`, `original` (the original's 21 tools, the
+    /// default listing as a fixed list) and toolsets (`transactions`). An unknown name is an
+    /// error listing the valid ones. The `toolsets` tool is no member of a fixed
+    /// list: what a fixed list shows never changes.
     pub fn parse(spec: &str) -> Result<ToolProfile, String> {
         let mut names: Vec<&'static str> = Vec::new();
         let mut unknown = Vec::new();
@@ -64,17 +147,22 @@ impl ToolProfile {
             match item {
                 "all" => names.extend(catalog().iter().map(|t| t.name)),
                 "core" => names.extend(CORE.iter().copied()),
-                _ => match super::find(item) {
-                    Some(t) => names.push(t.name),
-                    None => unknown.push(item),
+                "original" => names.extend(toolsets::ORIGINAL.iter().copied()),
+                _ => match (toolsets::named(item), super::find(item)) {
+                    (Some(set), _) => names.extend(set.tools.iter().copied()),
+                    (None, Some(t)) => names.push(t.name),
+                    _ => unknown.push(item),
                 },
             }
         }
         if !unknown.is_empty() {
             let valid: Vec<&str> = catalog().iter().map(|t| t.name).collect();
+            let sets: Vec<&str> = toolsets::SETS.iter().map(|s| s.name).collect();
             return Err(format!(
-                "unknown tool name(s): {}; use all, core, or a comma-separated list of: {}",
+                "unknown tool name(s): {}; use default, all, core, or a comma-separated list of \
+                 original, toolsets ({}) and tools: {}",
                 unknown.join(", "),
+                sets.join(", "),
                 valid.join(", ")
             ));
         }
@@ -147,6 +235,16 @@ mod tests {
         assert_eq!(p.names(), ["safe_write", "stat", "chunk_write"]);
         let p = ToolProfile::parse("core,stat").unwrap();
         assert_eq!(p.names().len(), CORE.len() + 1);
+    }
+
+    #[test]
+    fn original_and_toolsets_name_their_tools_in_a_fixed_list() {
+        let p = ToolProfile::parse("original,undo").unwrap();
+        assert_eq!(p.names().len(), 23);
+        assert!(p.allows("chunk_compose") && p.allows("restore") && !p.allows("read"));
+        assert!(ToolProfile::parse("toolsets").is_err());
+        assert!(ToolListing::parse("default,stat").is_err());
+        assert_eq!(ToolListing::parse(" default "), Ok(ToolListing::Toolsets));
     }
 
     #[test]

@@ -17,16 +17,15 @@ use serde_json::Value;
 pub struct ReadArgs {
     /// Relative to the working directory, or absolute beneath a workspace root.
     pub path: String,
-    /// First line to return (1-based; default 1).
+    /// First line to return, from 1.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub start_line: Option<u64>,
-    /// Last line to return, inclusive (default: the last line).
+    /// Last line to return, inclusive; absent: the last line.
     #[serde(default)]
     #[schemars(range(min = 1))]
     pub end_line: Option<u64>,
-    /// utf-8 (default; a file that is not UTF-8 is refused with reason_hint=encoding) or
-    /// base64 (any bytes).
+    /// base64 for content that is not UTF-8 (utf-8 refuses it).
     #[serde(default)]
     pub encoding: ContentEncoding,
 }
@@ -75,9 +74,8 @@ pub struct StatResult {
 pub const READ: ToolSpec = ToolSpec {
     name: "read",
     title: "Read a file",
-    description: "Read a workspace file, or lines start_line..=end_line of it, with the SHA-256 \
-        of the whole file (pass it as expected_prev_sha256 when you edit), its bytes and line \
-        count; slice says whether content is partial. A missing file is stale_precondition.",
+    description: "Read a file, or lines start_line..=end_line of it, with the SHA-256 of the whole \
+        file to pass as expected_prev_sha256 when you edit it.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -89,8 +87,8 @@ pub const READ: ToolSpec = ToolSpec {
 pub const STAT: ToolSpec = ToolSpec {
     name: "stat",
     title: "Describe a file",
-    description: "A workspace file's SHA-256 (for expected_prev_sha256), bytes, lines, mtime, \
-        and how many versions history holds (history_versions) and can restore. No content.",
+    description: "A file's SHA-256 (for expected_prev_sha256), bytes, lines, mtime and the versions \
+        history holds; no content.",
     read_only: true,
     destructive: false,
     idempotent: true,

@@ -42,18 +42,21 @@ pub const STANDARD_FORMATS: &[&str] = &[
     "regex",
 ];
 
-/// The published input schema of `T` (how it is deserialised).
+/// The published input schema of `T` (how it is deserialised). A model is sent it on every
+/// turn, so an argument says only its own words: the doc comment of the argument's type
+/// (`RejectAt`: "The verdict at which ...") is left out, the field's own description or the
+/// tool's says what matters.
 pub fn schema<T: JsonSchema>() -> Value {
-    published::<T>(SchemaSettings::draft2020_12())
+    published::<T>(SchemaSettings::draft2020_12(), false)
 }
 
 /// The published output schema of `T` (how it is serialised: a field always written is
 /// required, one skipped when empty is not).
 pub fn result_schema<T: JsonSchema>() -> Value {
-    published::<T>(SchemaSettings::draft2020_12().for_serialize())
+    published::<T>(SchemaSettings::draft2020_12().for_serialize(), true)
 }
 
-fn published<T: JsonSchema>(settings: SchemaSettings) -> Value {
+fn published<T: JsonSchema>(settings: SchemaSettings, type_docs: bool) -> Value {
     #[cfg(test)]
     if tests::AS_GENERATED.get() {
         return settings
@@ -69,6 +72,12 @@ fn published<T: JsonSchema>(settings: SchemaSettings) -> Value {
     if let Value::Object(m) = &mut v {
         // Some clients reject a `$schema` they do not know; the dialect is 2020-12 either way.
         m.remove("$schema");
+        if !type_docs && let Some(Value::Object(defs)) = m.get_mut("$defs") {
+            for def in defs.values_mut().filter_map(Value::as_object_mut) {
+                def.remove("description");
+                def.remove("title");
+            }
+        }
     }
     objects_for_boolean_subschemas(&mut v);
     compact(&mut v);

@@ -2,7 +2,7 @@
 //! shapes only; the store is [`crate::scratch`].
 
 use super::write::{ContentEncoding, decode_content, idempotency_extra};
-use super::{ToolSpec, keyed_description, parse_args, result_schema, schema, to_value};
+use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::pipeline::Caller;
 use crate::scratch::{self, Meta, SkippedLine};
@@ -16,20 +16,17 @@ use serde_json::{Map, Value};
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScratchPutArgs {
-    /// The material to store (base64 with encoding=base64 for binary).
     pub content: String,
-    /// A name to find it by later (several labels may alias one blob).
+    /// A name to find it by with scratch_ref.
     #[serde(default)]
     pub label: Option<String>,
     #[serde(default)]
     pub content_type: Option<String>,
     #[serde(default)]
     pub notes: Option<String>,
-    /// utf-8 (default) or base64.
     #[serde(default)]
     pub encoding: ContentEncoding,
-    /// A retried deposit with the same key and arguments returns the first result without
-    /// adding another index row; the same key with other arguments is refused.
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -67,10 +64,9 @@ pub struct ScratchPutResult {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScratchRefArgs {
-    /// Content address (64 hex digits).
     #[serde(default)]
     pub sha256: Option<String>,
-    /// A label given at deposit; the latest deposit with it wins.
+    /// The latest deposit with this label.
     #[serde(default)]
     pub label: Option<String>,
 }
@@ -116,7 +112,7 @@ pub struct ScratchRefResult {
 #[serde(deny_unknown_fields)]
 pub struct ScratchGetArgs {
     pub sha256: String,
-    /// utf-8 (default; fails on binary content) or base64.
+    /// base64 for content that is not UTF-8 (utf-8 refuses it).
     #[serde(default)]
     pub encoding: ContentEncoding,
 }
@@ -142,12 +138,8 @@ pub struct ScratchGetResult {
 pub const SCRATCH_PUT: ToolSpec = ToolSpec {
     name: "scratch_put",
     title: "Deposit material out of the workspace",
-    description: keyed_description!(
-        "Store content that must not go into the workspace (credentials, PII, \
-        binaries) in .resilient_write/scratch/<sha256>.bin (owner-only permissions), \
-        deduplicated by SHA-256, with an index row for label, content_type and notes. \
-        encoding=base64 for binary. Returns the sha256 to refer to it later."
-    ),
+    description: "Keep material that must not enter the workspace (credentials, PII, binaries) in the \
+        owner-only scratchpad, deduplicated by SHA-256; refer to it by the sha256 returned.",
     read_only: false,
     destructive: false,
     idempotent: false,
@@ -159,9 +151,7 @@ pub const SCRATCH_PUT: ToolSpec = ToolSpec {
 pub const SCRATCH_REF: ToolSpec = ToolSpec {
     name: "scratch_ref",
     title: "Look up a scratchpad entry",
-    description: "Look up a scratchpad deposit by sha256 or label without returning its \
-        content: label(s), created_at, bytes, content_type, notes. Torn or corrupt index \
-        lines are skipped and reported.",
+    description: "Look up a scratchpad deposit by sha256 or label, without its content.",
     read_only: true,
     destructive: false,
     idempotent: true,
@@ -173,9 +163,8 @@ pub const SCRATCH_REF: ToolSpec = ToolSpec {
 pub const SCRATCH_GET: ToolSpec = ToolSpec {
     name: "scratch_get",
     title: "Read scratchpad content",
-    description: "Return a scratchpad blob's content by sha256 (encoding=base64 for binary). \
-        The blob is re-hashed on read: a mismatch is write_corruption. Refused with \
-        policy_violation when the server runs with RW_SCRATCH_DISABLE_GET.",
+    description: "A scratchpad deposit's content by sha256, re-hashed on read (mismatch: \
+        write_corruption); refused when RW_SCRATCH_DISABLE_GET is set.",
     read_only: true,
     destructive: false,
     idempotent: true,

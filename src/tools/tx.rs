@@ -4,10 +4,7 @@
 //! [`crate::tx`].
 
 use super::write::{ContentEncoding, EditArg, WriteMode, decode_content, edits_from, one, row_str};
-use super::{
-    ToolSpec, is_false, keyed_description, parse_args, parse_expected_hash, result_schema, schema,
-    to_value,
-};
+use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
 use crate::journal::paths::{JournalPaths, row_fields};
 use crate::preflight::RejectAt;
@@ -25,11 +22,11 @@ pub struct TxBeginArgs {
     /// A name for people reading `tx_status` and the WAL.
     #[serde(default)]
     pub label: Option<String>,
-    /// Seconds before an uncommitted transaction is discarded (default 3600, at most 604800).
+    /// Seconds before an uncommitted transaction is discarded: 3600 when absent, at most
+    /// 604800.
     #[serde(default)]
     pub timeout: Option<u64>,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -55,28 +52,23 @@ pub struct TxBeginResult {
 pub struct TxWriteArgs {
     /// The transaction (from tx_begin).
     pub tx_id: String,
-    /// File to write, as for safe_write.
     pub path: String,
-    /// The full content (or, with mode=append, the content to add).
+    /// The whole file, or with append what to add.
     pub content: String,
-    /// create (default: the file must not exist), overwrite, or append.
+    /// create refuses an existing file.
     #[serde(default)]
     pub mode: WriteMode,
-    /// The SHA-256 the file must have now, else stale_precondition at once.
+    /// The SHA-256 the file must have now, else stale_precondition.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
-    /// utf-8 (default) or base64.
     #[serde(default)]
     pub encoding: ContentEncoding,
-    /// Run the L0 classifier on the content first and refuse with blocked/content_filter at
-    /// `classify_reject_at`; nothing is staged then.
+    /// Score it with risk_score first; refuse (blocked/content_filter) at classify_reject_at.
     #[serde(default)]
     pub classify: bool,
-    /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -92,23 +84,21 @@ pub struct TxReplaceArgs {
     pub old_string: Option<String>,
     #[serde(default)]
     pub new_string: Option<String>,
-    /// 1 (default): exactly one match; -1: every match; N > 1: exactly N matches.
+    /// Matches required: 1 exactly one, -1 all, N exactly N.
     #[serde(default = "one")]
     pub count: i64,
-    /// Several replacements applied in order, all or nothing.
+    /// Instead of old_string/new_string/count: several, applied in order, all or nothing.
     #[serde(default)]
     pub edits: Option<Vec<EditArg>>,
+    /// The SHA-256 the file must have now, else stale_precondition.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
-    /// Run the L0 classifier on what the edit introduces and refuse with blocked/content_filter at
-    /// `classify_reject_at`; nothing is staged then.
+    /// Score what the edit adds; refuse (blocked/content_filter) at classify_reject_at.
     #[serde(default)]
     pub classify: bool,
-    /// high (default), medium or low: the verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -157,8 +147,7 @@ pub struct TxIdArgs {
 #[serde(deny_unknown_fields)]
 pub struct TxKeyedArgs {
     pub tx_id: String,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -245,12 +234,9 @@ fn shown(op: &StagedOp) -> StagedFile {
 pub const TX_BEGIN: ToolSpec = ToolSpec {
     name: "tx_begin",
     title: "Begin a cross-file transaction",
-    description: keyed_description!(
-        "Start a transaction: stage writes to several files with tx_write / \
-        tx_replace, then tx_commit applies them all or none (also across a crash: a committed \
-        transaction is finished on restart, an uncommitted one leaves no trace). Returns tx_id. \
-        timeout (seconds, default 3600): an uncommitted transaction is discarded after it."
-    ),
+    description: "Start a transaction: stage writes to several files with tx_write / tx_replace, then \
+        tx_commit applies them all or none (also across a crash), or tx_rollback discards \
+        them. Returns tx_id.",
     read_only: false,
     destructive: false,
     idempotent: false,
@@ -262,13 +248,10 @@ pub const TX_BEGIN: ToolSpec = ToolSpec {
 pub const TX_WRITE: ToolSpec = ToolSpec {
     name: "tx_write",
     title: "Stage a file write in a transaction",
-    description: keyed_description!(
-        "Stage a write (same arguments as safe_write: mode create/overwrite/append, \
-        expected_prev_sha256, encoding, classify) in transaction tx_id. Nothing is written to the file \
-        until tx_commit. The file's current hash is recorded: if it changes before the commit, \
-        the commit fails with stale_precondition and writes nothing. Staging the same path \
-        again builds on the staged content."
-    ),
+    description: "Stage a write (the arguments of safe_write) in transaction tx_id; nothing is written \
+        until tx_commit. If the file changes before the commit, the commit fails with \
+        stale_precondition and writes nothing. Staging a path again builds on the staged \
+        content.",
     read_only: false,
     destructive: false,
     idempotent: false,
@@ -280,12 +263,9 @@ pub const TX_WRITE: ToolSpec = ToolSpec {
 pub const TX_REPLACE: ToolSpec = ToolSpec {
     name: "tx_replace",
     title: "Stage an exact-match edit in a transaction",
-    description: keyed_description!(
-        "Stage a replacement (same arguments as safe_replace: old_string/new_string/\
-        count or an edits list, expected_prev_sha256, classify) in transaction tx_id, applied to the file \
-        as staged so far in the transaction or as it is on disk. Match errors are reported now; \
-        nothing is written until tx_commit."
-    ),
+    description: "Stage an edit (the arguments of safe_replace) in transaction tx_id, applied to the \
+        file as staged so far or as on disk. Match errors are reported now; nothing is \
+        written until tx_commit.",
     read_only: false,
     destructive: false,
     idempotent: false,
@@ -310,14 +290,10 @@ pub const TX_STATUS: ToolSpec = ToolSpec {
 pub const TX_COMMIT: ToolSpec = ToolSpec {
     name: "tx_commit",
     title: "Commit a transaction",
-    description: keyed_description!(
-        "Apply every staged file of tx_id, all or nothing: every target must still \
-        have the hash it had when staged (else stale_precondition with context.conflicts naming \
-        each changed file, nothing written, the transaction stays open for tx_rollback). Each \
-        file is journaled with tx_id and its previous content kept for restore. Safe to retry: \
-        a transaction that already committed (a lost response, a crash after the commit \
-        point) answers with what it wrote, idempotent_replay=true."
-    ),
+    description: "Apply every staged file of tx_id, all or nothing: each target must still have the \
+        hash it had when staged, else stale_precondition with context.conflicts, nothing \
+        written, the transaction left open. A committed transaction asked again answers with \
+        what it wrote.",
     read_only: false,
     destructive: true,
     // A retry of a committed transaction answers from the journal and writes nothing.
@@ -330,9 +306,7 @@ pub const TX_COMMIT: ToolSpec = ToolSpec {
 pub const TX_ROLLBACK: ToolSpec = ToolSpec {
     name: "tx_rollback",
     title: "Discard a transaction",
-    description: keyed_description!(
-        "Discard an open transaction and its staged files; no file is touched."
-    ),
+    description: "Discard an open transaction and its staged files; no file is touched.",
     read_only: false,
     destructive: false,
     idempotent: false,

@@ -18,16 +18,13 @@ use serde_json::Value;
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ValidateArgs {
-    /// The draft to check.
     pub content: String,
-    /// json, jsonl, yaml, toml, python, latex, markdown, xml, html (aliases like yml, py, tex,
-    /// md accepted). Else the target_path extension decides, else the content.
+    /// A format (or alias: yml, py, tex, md); else target_path's extension, else the content
+    /// decides.
     #[serde(default)]
     pub format_hint: Option<String>,
-    /// The path the draft is meant for (its extension picks the format).
     #[serde(default)]
     pub target_path: Option<String>,
-    /// utf-8 (default) or base64 (to check bytes that may not be UTF-8).
     #[serde(default)]
     pub encoding: ContentEncoding,
 }
@@ -44,12 +41,9 @@ pub struct ValidateResult {
 pub const VALIDATE: ToolSpec = ToolSpec {
     name: "validate",
     title: "Check a draft's syntax",
-    description: "Check a draft before writing it: json, jsonl, yaml, toml, python (a real \
-        parser), latex (braces, environments, document structure, common typos), markdown \
-        (front-matter, fences), xml and html. Format from format_hint, else target_path's \
-        extension, else the content. Returns valid, format, errors[{line, col, message, \
-        severity}] and a summary; ok is always true (valid carries pass/fail). Writes \
-        nothing.",
+    description: "Check a draft's syntax before writing it: json, jsonl, yaml, toml, python, latex, \
+        markdown, xml, html. Returns valid and errors[{line, col, message, severity}]; ok is \
+        always true.",
     read_only: true,
     destructive: false,
     idempotent: true,

@@ -2,10 +2,7 @@
 //! beneath a workspace, decide under the pipeline's lock (mode, `expected_prev_sha256`,
 //! idempotency key, edits) and let [`crate::pipeline::Pipeline::commit`] do the durable part.
 
-use super::{
-    ToolSpec, is_false, keyed_description, parse_args, parse_expected_hash, result_schema, schema,
-    to_value,
-};
+use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::edit::Edit;
 use crate::envelope::{Failure, Result};
 use crate::pipeline::{Caller, Outcome};
@@ -35,39 +32,35 @@ pub enum ContentEncoding {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SafeWriteArgs {
-    /// Relative to the working directory, or absolute beneath a workspace root.
+    /// Relative to the working directory, or absolute inside a workspace.
     pub path: String,
-    /// The full content (or, with mode=append, the content to add). Written byte for byte.
+    /// The whole file, or with append what to add.
     pub content: String,
-    /// create (default: refuse if the file exists), overwrite, or append.
+    /// create refuses an existing file.
     #[serde(default)]
     pub mode: WriteMode,
-    /// Optimistic lock: the SHA-256 the file must have now, else stale_precondition.
+    /// The SHA-256 the file must have now, else stale_precondition.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
-    /// utf-8 (default) or base64 for binary content.
     #[serde(default)]
     pub encoding: ContentEncoding,
-    /// Run risk_score first; refuse with blocked/content_filter at `classify_reject_at`,
-    /// writing nothing.
+    /// Score it with risk_score first; refuse (blocked/content_filter) at classify_reject_at.
     #[serde(default)]
     pub classify: bool,
-    /// The verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
 
-/// One edit of `safe_replace`'s `edits` list.
+// One edit of `safe_replace`'s `edits` list (no doc comment: it would be published as the
+// items' description, which `edits` already gives).
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct EditArg {
     pub old_string: String,
     pub new_string: String,
-    /// Matches this edit needs, as for the top-level `count`.
     #[serde(default = "one")]
     pub count: i64,
 }
@@ -80,36 +73,29 @@ pub(crate) fn one() -> i64 {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SafeReplaceArgs {
-    /// Existing file to edit.
     pub path: String,
-    /// Exact text to find (byte for byte, whitespace included). Omit when giving `edits`.
+    /// Exact text to find, whitespace included.
     #[serde(default)]
     pub old_string: Option<String>,
-    /// Replacement text. Omit when giving `edits`.
     #[serde(default)]
     pub new_string: Option<String>,
-    /// 1 (default): exactly one match; -1: every match; N > 1: exactly N matches.
+    /// Matches required: 1 exactly one, -1 all, N exactly N.
     #[serde(default = "one")]
     pub count: i64,
-    /// Several replacements applied in order, all or nothing, in one write.
+    /// Instead of old_string/new_string/count: several, applied in order, all or nothing.
     #[serde(default)]
     pub edits: Option<Vec<EditArg>>,
-    /// Optimistic lock: the SHA-256 the file must have now, else stale_precondition.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
-    /// Return the unified diff of what would change; write nothing.
+    /// Return the unified diff; write nothing.
     #[serde(default)]
     pub dry_run: bool,
-    /// Run risk_score on what the edit introduces (findings the file did not have) and
-    /// refuse with blocked/content_filter at `classify_reject_at`, writing nothing (also on
-    /// a dry run).
+    /// Score only what the edit adds.
     #[serde(default)]
     pub classify: bool,
-    /// The verdict at which `classify` refuses.
     #[serde(default)]
     pub classify_reject_at: RejectAt,
-    /// A repeat with the same key and arguments returns the first result, doing nothing
-    /// twice; the same key with other arguments is refused (stale_precondition).
+    /// Retry-safe: same key, same result, applied once.
     #[serde(default)]
     pub idempotency_key: Option<String>,
 }
@@ -189,11 +175,10 @@ fn is_zero(n: &u64) -> bool {
 pub const SAFE_WRITE: ToolSpec = ToolSpec {
     name: "safe_write",
     title: "Durable file write",
-    description: keyed_description!(
-        "Write a file atomically and durably: temp file, fsync, read-back SHA-256 \
-        check, rename, directory fsync, journal row. Failures return a typed envelope {error, \
-        reason_hint, suggested_action, retry_budget, context}; the old file is intact."
-    ),
+    description: "Create, overwrite or append to a file instead of a raw write: atomic (temp, fsync, \
+        SHA-256 read-back, rename), journaled. A failure leaves the file intact and returns \
+        an envelope {error, reason_hint, suggested_action, retry_budget, context} to branch \
+        on.",
     read_only: false,
     destructive: true,
     idempotent: false,
@@ -205,12 +190,9 @@ pub const SAFE_WRITE: ToolSpec = ToolSpec {
 pub const SAFE_REPLACE: ToolSpec = ToolSpec {
     name: "safe_replace",
     title: "Durable exact-match edit",
-    description: keyed_description!(
-        "Replace old_string with new_string in an existing file, atomically \
-        (same pipeline as safe_write), or apply `edits` all or nothing. On a miss the \
-        envelope's context.nearest gives the closest region (line, similarity, diff) so you \
-        can fix old_string without re-reading the file."
-    ),
+    description: "Edit an existing file: replace old_string with new_string (or apply edits, all or \
+        nothing) through safe_write's pipeline. A miss returns context.nearest (line, \
+        similarity, diff) so you can fix old_string without re-reading the file.",
     read_only: false,
     destructive: true,
     idempotent: false,

@@ -240,6 +240,16 @@ impl Server {
         self.read_response(id)
     }
 
+    /// Every tool this (default-listing) server has: it enables every toolset, then returns
+    /// the `tools/list` tools (the catalogue and `rw_toolsets`).
+    pub fn list_every_tool(&mut self) -> Vec<Value> {
+        self.ok("rw_toolsets", json!({"enable": ["all"]}));
+        self.request("tools/list", json!({}))["result"]["tools"]
+            .as_array()
+            .expect("tools array")
+            .clone()
+    }
+
     /// `tools/call`; returns the CallToolResult.
     pub fn call_raw(&mut self, tool: &str, args: Value) -> Value {
         let r = self.request("tools/call", json!({"name": tool, "arguments": args}));
@@ -289,6 +299,17 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The part of a `tools/list` a client sends its model with every request: each tool's name,
+/// description and input schema, as one compact JSON array (output schemas, titles and
+/// annotations stay with the client).
+pub fn model_visible(tools: &[Value]) -> String {
+    let visible: Vec<Value> = tools
+        .iter()
+        .map(|t| json!({"name": t["name"], "description": t["description"], "inputSchema": t["inputSchema"]}))
+        .collect();
+    serde_json::to_string(&visible).expect("JSON")
 }
 
 /// Lowercase hex SHA-256.

@@ -3,18 +3,22 @@ directory, for tests/original_compat.rs.
 
     python3 original_compat.py <wheel> <root> read|write|journal_read|journal_write
     python3 original_compat.py <wheel> <root> verdicts '[0.1, 0.35, ...]'
+    python3 original_compat.py <wheel> <root> listing
 
 `read` reads what this server wrote (chunk session "ours", the scratchpad, the journal) with
 the original's functions; `write` writes state with them for this server to read.
 `journal_read` reads this server's journal with the original's `journal_tail` filter and
 `analytics`; `journal_write` journals writes of workspace files, chunks and a checkpoint with
 the original's functions; `verdicts` loads the root's policy file with the original's loader
-and gives each score its verdict. Each prints one JSON object of the results. The wheel is
+and gives each score its verdict; `listing` gives the name, description and input schema of
+each tool the original's server lists, read from its source (the server module imports the
+`mcp` package, which is not installed). Each prints one JSON object of the results. The wheel is
 extracted to a temporary directory and imported
 from there: it declares Python >= 3.12, so pip will not install it on older interpreters, but
 the modules used here run on 3.11.
 """
 
+import ast
 import atexit
 import json
 import os
@@ -119,9 +123,34 @@ def verdicts(root: Path, scores: list) -> dict:
     }
 
 
+def listing(wheel: str) -> dict:
+    """The original's tool definitions: its server module's `_TOOL_DEFINITIONS`, each a
+    `Tool(name=..., description=..., inputSchema=_X_SCHEMA)` of literals."""
+    with zipfile.ZipFile(wheel) as z:
+        tree = ast.parse(z.read("resilient_write/server.py").decode())
+    schemas, tools = {}, []
+    for node in tree.body:
+        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
+            continue
+        if node.target.id.endswith("_SCHEMA"):
+            schemas[node.target.id] = ast.literal_eval(node.value)
+        elif node.target.id == "_TOOL_DEFINITIONS":
+            for call in node.value.elts:
+                kw = {k.arg: k.value for k in call.keywords}
+                tools.append({
+                    "name": ast.literal_eval(kw["name"]),
+                    "description": ast.literal_eval(kw["description"]),
+                    "inputSchema": schemas[kw["inputSchema"].id],
+                })
+    return {"tools": tools}
+
+
 def main() -> None:
     wheel, root, phase = sys.argv[1], Path(sys.argv[2]), sys.argv[3]
     os.chdir(root)
+    if phase == "listing":
+        print(json.dumps(listing(wheel)))
+        return
     if phase == "verdicts":
         load(wheel)
         print(json.dumps(verdicts(root, json.loads(sys.argv[4]))))

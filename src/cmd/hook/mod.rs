@@ -366,9 +366,10 @@ fn deny_reason(
         "resilient-write blocked this {tool} of {path}: the resulting file would hold a secret: \
          {found} (verdict {verdict}, score {score:.2}; this workspace refuses {level} and above). \
          Nothing was written. Take the secret out of the content (read it from the environment \
-         or a config file outside the repository), or replace it with a placeholder: the `redact` \
-         tool of the resilient-write MCP server returns the content with each secret replaced \
-         by {{REDACTED:<rule>}}. Then retry the {tool}.",
+         or a config file outside the repository), or replace it with a placeholder: the \
+         resilient-write MCP server's `rw_redact` (listed once `rw_toolsets` enables \
+         \"redaction\") returns the content with each secret replaced by {{REDACTED:<rule>}}. \
+         Then retry the {tool}.",
         tool = write.tool,
         path = write.file_path,
         found = found.join(", "),

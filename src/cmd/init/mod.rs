@@ -146,8 +146,18 @@ impl PlannedFile {
     }
 }
 
-/// The agent instructions: the paper's decision table (section 7.2) in our tool names.
+/// The agent instructions: the paper's decision table (section 7.2) in our tool names, and
+/// the toolsets that list our tools beyond the original's (named from the table the server
+/// uses, so the two cannot drift).
 pub fn instruction_block() -> String {
+    let toolsets: Vec<String> = crate::tools::toolsets::SETS
+        .iter()
+        .map(|s| {
+            let tools: Vec<String> = s.tools.iter().map(|t| format!("`rw_{t}`")).collect();
+            format!("- `{}`: {}", s.name, tools.join(", "))
+        })
+        .collect();
+    let toolsets = toolsets.join("\n");
     format!(
         "{BLOCK_BEGIN}
 ## Writing files: use resilient-write
@@ -177,6 +187,10 @@ When a tool fails, branch on the envelope: follow `suggested_action` (`redact`, 
 Chunked writing: split at section boundaries; write chunks 1..N with `total_expected: N`;
 after an interruption call `rw_chunk_status` and write only the `missing_indices`; then
 `rw_chunk_compose` (`cleanup: true` once the output is verified).
+
+Tools beyond the original's are listed once their toolset is enabled: one `rw_toolsets` call
+with `enable: [\"<toolset>\"]` (or `[\"all\"]`) adds them for the session.
+{toolsets}
 {BLOCK_END}"
     )
 }
@@ -553,6 +567,22 @@ mod tests {
         let edited = first.replace("| create a file |", "| old row |");
         let fixed = with_block(&format!("{edited}\nAfter.\n"), &block).unwrap();
         assert_eq!(fixed, format!("{first}\nAfter.\n"));
+    }
+
+    #[test]
+    fn the_block_names_every_toolset_and_its_tools() {
+        let block = instruction_block();
+        assert!(block.contains("`rw_toolsets`"), "{block}");
+        for set in crate::tools::toolsets::SETS {
+            assert!(
+                block.contains(&format!("- `{}`: ", set.name)),
+                "{}",
+                set.name
+            );
+            for t in set.tools {
+                assert!(block.contains(&format!("`rw_{t}`")), "{t}");
+            }
+        }
     }
 
     #[test]
