@@ -351,12 +351,13 @@ fn codex_runs_our_tools_from_the_global_config_init_writes() {
 }
 
 /// Codex CLI 0.171.0 takes our tool list once per session: after `rw_toolsets` enables a
-/// toolset (and our server sends `tools/list_changed`), it still refuses the new tools, so a
-/// Codex user names them in a fixed list (`--tools original,undo`), which works. When this
-/// test fails because the call succeeds, Codex honours the notification: update the README's
-/// "Tool listings" and this test.
+/// toolset (and our server sends `tools/list_changed`), it still refuses the new tools. Its
+/// model reaches them through `rw_toolsets` itself (`call`, with the definitions the enabling
+/// call returned), in the same session; a Codex user may also name them in a fixed list
+/// (`--tools original,undo`). When the direct call succeeds, Codex honours the notification:
+/// update the README's "Tool listings" and this test.
 #[test]
-fn codex_takes_no_toolset_enabled_within_a_session_so_a_fixed_list_names_it() {
+fn codex_keeps_its_first_tool_list_and_reaches_an_enabled_toolset_through_rw_toolsets() {
     let agent = Agent::Codex;
     let Some(client) = client_or_skip(agent) else {
         return;
@@ -381,20 +382,26 @@ fn codex_takes_no_toolset_enabled_within_a_session_so_a_fixed_list_names_it() {
             },
         )
     };
-    // The default listing: enabling works on our side, Codex does not list the new tools.
+    // The default listing: enabling works on our side, Codex does not list the new tools,
+    // and the same session restores through rw_toolsets.
     let project = Project::new();
     project.init(&["--client", "codex", "--write-global"]);
-    let (restore, _) = restore_to(agent, 0);
+    let (restore, check) = restore_to(agent, 0);
+    let through = agent.mcp(
+        "rw_toolsets",
+        json!({"call": "rw_restore", "arguments": {"path": "notes.md",
+               "to_sha256": sha256(NOTES[0].as_bytes())}}),
+    );
     enable_undo(agent, write(Scenario::new()))
         .expect(restore, |r| {
             // Codex answers its model with this text, not with a call of ours.
             assert!(r.text.contains("unsupported call"), "{}", r.text);
         })
+        .expect(through, check)
         .run(agent, &client, &project);
-    assert!(
-        std::fs::read_to_string(project.path("notes.md"))
-            .unwrap()
-            .contains("review")
+    assert_eq!(
+        std::fs::read_to_string(project.path("notes.md")).unwrap(),
+        NOTES[0]
     );
     // A fixed list with the undo toolset: restore is there from the start.
     let project = project_with_profile(&["--tools", "original,undo"]);

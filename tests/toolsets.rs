@@ -209,6 +209,58 @@ fn a_tool_not_listed_answers_when_called_by_name() {
     assert_eq!(names(&s.request("tools/list", json!({}))), listed);
 }
 
+/// A client that keeps the tool list it first received (Codex CLI 0.171 does) reaches every
+/// tool through `rw_toolsets`: enabling a toolset returns its tools' definitions, and `call`
+/// runs one with its arguments, as a call by name would; a bad `call` is an envelope.
+#[test]
+fn a_client_that_keeps_its_first_list_calls_through_rw_toolsets() {
+    let ws = Workspace::new();
+    std::fs::write(ws.path("a.txt"), "one\n").unwrap();
+    let mut s = ws.server();
+    let (r, _) = toolsets(&mut s, json!({"enable": ["undo"]}));
+    let defs = &r["result"]["structuredContent"]["definitions"];
+    let restore = defs
+        .as_array()
+        .and_then(|d| d.iter().find(|d| d["name"] == "rw_restore"))
+        .unwrap_or_else(|| panic!("rw_restore defined: {r}"));
+    assert!(
+        restore["inputSchema"]["properties"]
+            .get("to_sha256")
+            .is_some(),
+        "{restore}"
+    );
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "a.txt", "content": "two\n", "mode": "overwrite"}),
+    );
+    let h = s.ok(
+        "rw_toolsets",
+        json!({"call": "rw_history", "arguments": {"path": "a.txt"}}),
+    );
+    assert_eq!(h["versions"][0]["mode"], "overwrite", "{h}");
+    assert_eq!(h["current_sha256"], sha256(b"two\n"), "{h}");
+    s.ok(
+        "rw_toolsets",
+        json!({"call": "rw_restore", "arguments": {"path": "a.txt", "to_sha256": sha256(b"one\n")}}),
+    );
+    assert_eq!(std::fs::read(ws.path("a.txt")).unwrap(), b"one\n");
+    // The called tool's own failures are its envelopes.
+    let e = s.err(
+        "rw_toolsets",
+        json!({"call": "rw_read", "arguments": {"path": "missing.txt"}}),
+    );
+    assert_eq!(e["context"]["tool"], "rw_read", "{e}");
+    for bad in [
+        json!({"call": "rw_nope"}),
+        json!({"call": "rw_history", "arguments": "a.txt"}),
+        json!({"call": "rw_history", "enable": ["undo"]}),
+    ] {
+        let e = s.err("rw_toolsets", bad.clone());
+        assert_eq!(e["error"], "policy_violation", "{bad}: {e}");
+        assert_eq!(e["context"]["tool"], "rw_toolsets", "{bad}: {e}");
+    }
+}
+
 #[test]
 fn a_fixed_list_refuses_other_tools_and_has_no_toolsets_tool() {
     let ws = Workspace::new();
@@ -233,6 +285,11 @@ fn a_fixed_list_refuses_other_tools_and_has_no_toolsets_tool() {
         s.init
     );
     let e = s.err("rw_toolsets", json!({"enable": ["files"]}));
+    assert_eq!(e["context"]["reason"], "tool_not_enabled", "{e}");
+    let e = s.err(
+        "rw_toolsets",
+        json!({"call": "rw_read", "arguments": {"path": "a.txt"}}),
+    );
     assert_eq!(e["context"]["reason"], "tool_not_enabled", "{e}");
     let e = s.err("rw_read", json!({"path": "a.txt"}));
     assert_eq!(e["context"]["reason"], "tool_not_enabled", "{e}");

@@ -87,21 +87,31 @@ pub fn instructions_for(listing: &tools::ToolListing) -> String {
     out.concat().trim_end().to_string()
 }
 
-/// The sentence of the instructions that names the toolsets and their tools.
+/// The sentence of the instructions that names the toolsets and their tools (a set whose
+/// tools share a prefix as `rw_tx_*`).
 fn toolsets_sentence() -> String {
     let sets: Vec<String> = tools::toolsets::SETS
         .iter()
         .map(|s| {
-            let names: Vec<String> = s
-                .tools
-                .iter()
-                .map(|t| listed_name(t, tools::ToolNames::Underscore))
-                .collect();
-            format!("{} ({})", s.name, names.join(", "))
+            let prefix = s.tools[0].split_inclusive('_').next().unwrap_or("");
+            let shared = s.tools.len() > 2
+                && prefix.ends_with('_')
+                && s.tools.iter().all(|t| t.starts_with(prefix));
+            let names = if shared {
+                format!("{}*", listed_name(prefix, tools::ToolNames::Underscore))
+            } else {
+                s.tools
+                    .iter()
+                    .map(|t| listed_name(t, tools::ToolNames::Underscore))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            };
+            format!("{} ({names})", s.name)
         })
         .collect();
     format!(
-        "Listed once rw_toolsets enables their toolset (or \"all\"): {}.",
+        "Toolsets, listed once rw_toolsets enables them, or run by rw_toolsets {{call, \
+         arguments}}: {}.",
         sets.join(", ")
     )
 }
@@ -380,70 +390,26 @@ impl ServerHandler for McpServer {
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, McpError> {
         let name = request.name.to_string();
-        if tools::bare_name(&name) == tools::toolsets::TOOLSETS.name {
-            let args = Value::Object(request.arguments.unwrap_or_default());
-            return Ok(call_result(self.call_toolsets(args, &context).await).into());
-        }
-        let Some(spec) = tools::find(&name) else {
-            return Err(McpError::invalid_params(
-                format!("unknown tool: {name}"),
-                None,
-            ));
-        };
         let args = Value::Object(request.arguments.unwrap_or_default());
-        let session = self.session(&context).await;
-        let service = self.service.clone();
-        // Progress (long composes): when the client sent a progressToken, the tool reports
-        // through a channel drained by one task, so notifications keep their order and all
-        // precede the response.
-        let (progress, forwarder) = match context.meta.get_progress_token() {
-            None => (None, None),
-            Some(token) => {
-                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
-                let peer = context.peer.clone();
-                let forwarder = tokio::spawn(async move {
-                    while let Some((done, total)) = rx.recv().await {
-                        let param =
-                            rmcp::model::ProgressNotificationParam::new(token.clone(), done as f64)
-                                .with_total(total as f64);
-                        let _ = peer.notify_progress(param).await;
-                    }
-                });
-                let report: crate::progress::Progress = Arc::new(move |done, total| {
-                    let _ = tx.send((done, total));
-                });
-                (Some(report), Some(forwarder))
-            }
-        };
-        let inline = self.inline(spec.name, &args, progress.is_some());
-        let run = move || {
-            with_session(Some(session), || {
-                crate::progress::with_progress(progress, || service.call(&name, args))
-            })
-        };
-        let joined = if inline {
-            // `Service::call` catches a tool's panic itself; this catches one of the wrappers.
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
-                .map_err(|_| "the call panicked".to_string())
-        } else {
-            tokio::task::spawn_blocking(run)
-                .await
-                .map_err(|e| e.to_string())
-        };
-        if let Some(f) = forwarder {
-            let _ = f.await;
+        if tools::bare_name(&name) == tools::toolsets::TOOLSETS.name {
+            // `call`: another tool, run as if called by name (for a client that keeps its
+            // first tool list); refused with the toolsets tool under a fixed list.
+            let toolsets = &tools::toolsets::TOOLSETS;
+            let inner = if self.service.tools().accepts(toolsets.name) {
+                tools::toolsets::pass_through(&args)
+            } else {
+                Ok(None)
+            };
+            return match inner {
+                Ok(Some((inner, inner_args))) => self.run_tool(inner, inner_args, context).await,
+                Ok(None) => Ok(call_result(self.call_toolsets(args, &context).await).into()),
+                Err(f) => {
+                    let refused = self.service.call_with(toolsets, args, |_| Err(f));
+                    Ok(call_result(refused).into())
+                }
+            };
         }
-        let result = match joined {
-            Ok(outcome) => call_result(outcome),
-            Err(e) => CallToolResult::structured_error(
-                serde_json::to_value(
-                    crate::envelope::Failure::Internal(format!("tool task failed: {e}"))
-                        .envelope(&request.name, 0),
-                )
-                .unwrap_or(Value::Null),
-            ),
-        };
-        Ok(result.into())
+        self.run_tool(name, args, context).await
     }
 
     async fn list_prompts(
@@ -541,6 +507,78 @@ fn unparsed_request_error(method: &str, params: Option<Value>) -> McpError {
         }
     };
     McpError::invalid_params(format!("invalid params for {method}: {why}"), None)
+}
+
+impl McpServer {
+    /// A tool call by `name` with `args`: in the client's session (roots, caller), with
+    /// progress when the client asked for it, on a blocking thread unless it runs inline.
+    async fn run_tool(
+        &self,
+        name: String,
+        args: Value,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, McpError> {
+        let Some(spec) = tools::find(&name) else {
+            return Err(McpError::invalid_params(
+                format!("unknown tool: {name}"),
+                None,
+            ));
+        };
+        let session = self.session(&context).await;
+        let service = self.service.clone();
+        // Progress (long composes): when the client sent a progressToken, the tool reports
+        // through a channel drained by one task, so notifications keep their order and all
+        // precede the response.
+        let (progress, forwarder) = match context.meta.get_progress_token() {
+            None => (None, None),
+            Some(token) => {
+                let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<(u64, u64)>();
+                let peer = context.peer.clone();
+                let forwarder = tokio::spawn(async move {
+                    while let Some((done, total)) = rx.recv().await {
+                        let param =
+                            rmcp::model::ProgressNotificationParam::new(token.clone(), done as f64)
+                                .with_total(total as f64);
+                        let _ = peer.notify_progress(param).await;
+                    }
+                });
+                let report: crate::progress::Progress = Arc::new(move |done, total| {
+                    let _ = tx.send((done, total));
+                });
+                (Some(report), Some(forwarder))
+            }
+        };
+        let inline = self.inline(spec.name, &args, progress.is_some());
+        let shown = name.clone();
+        let run = move || {
+            with_session(Some(session), || {
+                crate::progress::with_progress(progress, || service.call(&name, args))
+            })
+        };
+        let joined = if inline {
+            // `Service::call` catches a tool's panic itself; this catches one of the wrappers.
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(run))
+                .map_err(|_| "the call panicked".to_string())
+        } else {
+            tokio::task::spawn_blocking(run)
+                .await
+                .map_err(|e| e.to_string())
+        };
+        if let Some(f) = forwarder {
+            let _ = f.await;
+        }
+        let result = match joined {
+            Ok(outcome) => call_result(outcome),
+            Err(e) => CallToolResult::structured_error(
+                serde_json::to_value(
+                    crate::envelope::Failure::Internal(format!("tool task failed: {e}"))
+                        .envelope(&shown, 0),
+                )
+                .unwrap_or(Value::Null),
+            ),
+        };
+        Ok(result.into())
+    }
 }
 
 #[cfg(test)]

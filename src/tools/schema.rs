@@ -182,13 +182,30 @@ pub fn compact(v: &mut Value) {
         kept_done.insert(name, def);
     }
     enums_for_const_unions(v);
+    drop_open_object_markers(v);
     for def in kept_done.values_mut() {
         enums_for_const_unions(def);
+        drop_open_object_markers(def);
     }
     if let Value::Object(root) = v
         && !kept_done.is_empty()
     {
         root.insert("$defs".into(), Value::Object(kept_done));
+    }
+}
+
+/// `"additionalProperties": true` says what an object schema means without it (any other
+/// key is allowed): it goes, wherever it stands.
+fn drop_open_object_markers(v: &mut Value) {
+    match v {
+        Value::Object(m) => {
+            if m.get("additionalProperties") == Some(&Value::Bool(true)) {
+                m.remove("additionalProperties");
+            }
+            m.values_mut().for_each(drop_open_object_markers);
+        }
+        Value::Array(a) => a.iter_mut().for_each(drop_open_object_markers),
+        _ => {}
     }
 }
 
@@ -505,6 +522,30 @@ pub(super) mod tests {
                     "list": {"type": "array", "items": {"type": "object"}},
                     "names": {"type": "array", "items": {"type": "string"}},
                     "inner": {"type": "object", "properties": {"k": {"enum": ["a"]}}}
+                }
+            })
+        );
+    }
+
+    #[test]
+    fn compact_drops_additional_properties_true_and_keeps_false() {
+        let mut v = json!({
+            "type": "object",
+            "additionalProperties": false,
+            "properties": {
+                "arguments": {"type": "object", "additionalProperties": true},
+                "additionalProperties": {"type": "string"},
+            }
+        });
+        compact(&mut v);
+        assert_eq!(
+            v,
+            json!({
+                "type": "object",
+                "additionalProperties": false,
+                "properties": {
+                    "arguments": {"type": "object"},
+                    "additionalProperties": {"type": "string"},
                 }
             })
         );

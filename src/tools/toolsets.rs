@@ -107,9 +107,56 @@ pub fn listed(tool: &str, enabled: &[&str]) -> bool {
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolsetsArgs {
-    // No description: the tool's says it.
+    // No descriptions: the tool's says it.
     #[serde(default)]
     pub enable: Vec<String>,
+    #[serde(default)]
+    pub call: Option<String>,
+    #[serde(default)]
+    pub arguments: Option<serde_json::Map<String, Value>>,
+}
+
+/// A tool of a toolset just enabled, as `toolsets` describes it: what a client that keeps
+/// the tool list it first received needs to call it through `toolsets` (`call`).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct ToolDefinition {
+    pub name: String,
+    pub description: String,
+    #[serde(rename = "inputSchema")]
+    pub input_schema: Value,
+}
+
+/// A `toolsets` call that runs another tool (`call`, `arguments`): its name and arguments.
+/// `None`: the call enables or lists toolsets.
+pub fn pass_through(args: &Value) -> Result<Option<(String, Value)>> {
+    let Some(name) = args.get("call") else {
+        return Ok(None);
+    };
+    let keys_ok = args
+        .as_object()
+        .is_some_and(|o| o.keys().all(|k| k == "call" || k == "arguments"));
+    let (Some(name), true) = (name.as_str(), keys_ok) else {
+        return Err(Failure::InvalidArguments {
+            message: "call takes a tool's name, with its arguments in arguments (an object), \
+                      and nothing else"
+                .into(),
+        });
+    };
+    if super::find(name).is_none() || super::bare_name(name) == TOOLSETS.name {
+        return Err(Failure::InvalidArguments {
+            message: format!("call: no tool {name:?} to run through toolsets"),
+        });
+    }
+    let arguments = match args.get("arguments") {
+        None => Value::Object(Default::default()),
+        Some(a @ Value::Object(_)) => a.clone(),
+        Some(_) => {
+            return Err(Failure::InvalidArguments {
+                message: "arguments must be an object of the called tool's arguments".into(),
+            });
+        }
+    };
+    Ok(Some((name.to_string(), arguments)))
 }
 
 /// One toolset as `toolsets` reports it.
@@ -132,15 +179,18 @@ pub struct ToolsetsResult {
     /// next tools/list.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub enabled_now: Vec<String>,
+    /// The definitions of the tools just enabled, for a client that keeps its first tool
+    /// list: such a one calls them through `toolsets` (`call`, `arguments`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub definitions: Vec<ToolDefinition>,
 }
 
 pub const TOOLSETS: ToolSpec = ToolSpec {
     name: "toolsets",
     title: "More tools",
-    description: "Enable more tools for this session, listed from then on: files (read, stat), \
-        redaction (redact), transactions (tx_begin, tx_write, tx_replace, tx_status, \
-        tx_commit, tx_rollback), undo (history, restore), or all. Without enable, lists the \
-        toolsets.",
+    description: "Enable tools for this session: files (read, stat), redaction (redact), \
+        transactions (tx_begin/write/replace/status/commit/rollback), undo (history, restore) \
+        or all. Listed from then on; if not, call one with arguments. No arguments: lists them.",
     read_only: false,
     destructive: false,
     idempotent: true,
@@ -153,6 +203,11 @@ pub const TOOLSETS: ToolSpec = ToolSpec {
 /// every toolset. All or nothing: an unknown name enables none and names the valid ones.
 pub fn apply(enabled: &mut Vec<&'static str>, args: Value, style: ToolNames) -> Result<Value> {
     let args: ToolsetsArgs = parse_args(args)?;
+    if args.call.is_some() || args.arguments.is_some() {
+        return Err(Failure::InvalidArguments {
+            message: "call (with arguments) runs one tool; enable is a separate call".into(),
+        });
+    }
     let mut wanted: Vec<&'static str> = Vec::new();
     let mut unknown = Vec::new();
     for name in &args.enable {
@@ -184,7 +239,19 @@ pub fn apply(enabled: &mut Vec<&'static str>, args: Value, style: ToolNames) -> 
 }
 
 fn report(enabled: &[&str], enabled_now: Vec<String>, style: ToolNames) -> ToolsetsResult {
+    let definitions = SETS
+        .iter()
+        .filter(|s| enabled_now.iter().any(|n| n == s.name))
+        .flat_map(|s| s.tools.iter())
+        .filter_map(|t| super::find(t))
+        .map(|t| ToolDefinition {
+            name: listed_name(t.name, style),
+            description: t.description.to_string(),
+            input_schema: (t.input_schema)(),
+        })
+        .collect();
     ToolsetsResult {
+        definitions,
         ok: true,
         toolsets: SETS
             .iter()
@@ -203,6 +270,11 @@ fn report(enabled: &[&str], enabled_now: Vec<String>, style: ToolNames) -> Tools
 /// and refuses to enable any.
 fn run_without_session(_: &Store, args: Value) -> Result<Value> {
     let args: ToolsetsArgs = parse_args(args)?;
+    if args.call.is_some() {
+        return Err(Failure::InvalidArguments {
+            message: "outside an MCP session, call the tool itself".into(),
+        });
+    }
     if !args.enable.is_empty() {
         return Err(Failure::InvalidArguments {
             message: "toolsets are enabled per MCP session, and this call has none".into(),
@@ -266,6 +338,65 @@ mod tests {
         )
         .unwrap();
         assert_eq!(enabled.len(), SETS.len());
+    }
+
+    #[test]
+    fn enabling_describes_the_tools_it_adds_for_clients_that_keep_their_list() {
+        let mut enabled = Vec::new();
+        let r = apply(
+            &mut enabled,
+            json!({"enable": ["undo"]}),
+            ToolNames::Underscore,
+        )
+        .unwrap();
+        let names: Vec<&str> = r["definitions"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|d| d["name"].as_str())
+            .collect();
+        assert_eq!(names, ["rw_history", "rw_restore"]);
+        assert_eq!(r["definitions"][0]["inputSchema"]["type"], "object");
+        let r = apply(
+            &mut enabled,
+            json!({"enable": ["undo"]}),
+            ToolNames::Underscore,
+        )
+        .unwrap();
+        assert!(
+            r.get("definitions").is_none(),
+            "only what this call enabled: {r}"
+        );
+    }
+
+    #[test]
+    fn call_names_a_tool_and_its_arguments_or_is_refused() {
+        let ok = pass_through(&json!({"call": "rw_tx_begin", "arguments": {"label": "x"}}));
+        assert_eq!(
+            ok.unwrap(),
+            Some(("rw_tx_begin".to_string(), json!({"label": "x"})))
+        );
+        assert_eq!(
+            pass_through(&json!({"call": "history"})).unwrap(),
+            Some(("history".to_string(), json!({})))
+        );
+        assert_eq!(pass_through(&json!({"enable": ["undo"]})).unwrap(), None);
+        for bad in [
+            json!({"call": "nope"}),
+            json!({"call": "rw_toolsets"}),
+            json!({"call": 3}),
+            json!({"call": "history", "arguments": [1]}),
+            json!({"call": "history", "enable": ["undo"]}),
+        ] {
+            assert!(pass_through(&bad).is_err(), "{bad}");
+        }
+        let mut enabled = Vec::new();
+        let e = apply(
+            &mut enabled,
+            json!({"call": "history"}),
+            ToolNames::Underscore,
+        );
+        assert!(e.is_err());
     }
 
     #[test]

@@ -189,7 +189,8 @@ after an interruption call `rw_chunk_status` and write only the `missing_indices
 `rw_chunk_compose` (`cleanup: true` once the output is verified).
 
 Tools beyond the original's are listed once their toolset is enabled: one `rw_toolsets` call
-with `enable: [\"<toolset>\"]` (or `[\"all\"]`) adds them for the session.
+with `enable: [\"<toolset>\"]` (or `[\"all\"]`) adds them for the session. If your tool list
+does not change (Codex), `rw_toolsets` with `call` and `arguments` runs one.
 {toolsets}
 {BLOCK_END}"
     )
