@@ -90,13 +90,8 @@ impl McpServer {
             let args = journal_tail_args(rest.trim_start_matches('?'))?;
             let tail = self
                 .blocking(&context, move |service| {
-                    let q = crate::journal::tail::TailQuery::new(
-                        &service.workspaces(),
-                        args.n,
-                        args.filter_path.as_deref(),
-                        args.filter_mode,
-                    )?;
-                    crate::journal::tail::tail(service.pipeline().journal(), &q)
+                    service
+                        .journal_tail(args.n, args.filter_path.as_deref(), args.filter_mode)
                         .map(tools::journal_tail::JournalTailResult::from)
                 })
                 .await?

@@ -3,7 +3,7 @@
 
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::envelope::Result;
-use crate::journal::tail::{Tail, TailQuery, tail};
+use crate::journal::tail::Tail;
 use crate::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -68,14 +68,6 @@ impl From<Tail> for JournalTailResult {
 
 fn run_journal_tail(svc: &Store, raw: Value) -> Result<Value> {
     let args: JournalTailArgs = parse_args(raw)?;
-    let q = TailQuery::new(
-        &svc.workspaces(),
-        args.n,
-        args.filter_path.as_deref(),
-        args.filter_mode,
-    )?;
-    to_value(&JournalTailResult::from(tail(
-        svc.pipeline().journal(),
-        &q,
-    )?))
+    let t = svc.journal_tail(args.n, args.filter_path.as_deref(), args.filter_mode)?;
+    to_value(&JournalTailResult::from(t))
 }

@@ -368,6 +368,14 @@ impl DiskFull {
     }
 }
 
+/// Whether `e` says a filesystem ran out of room (`ENOSPC`, `EDQUOT`).
+pub fn is_no_space(e: &io::Error) -> bool {
+    e.raw_os_error().is_some_and(|c| {
+        let e = rustix::io::Errno::from_raw_os_error(c);
+        e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT
+    })
+}
+
 /// The context of a failed system call: what, where, and the error number and its text.
 fn io_details(op: &str, path: &str, source: &io::Error, put: &mut impl FnMut(&str, Value)) {
     put("path", json!(path));
@@ -392,7 +400,7 @@ impl Failure {
     /// Whether a filesystem ran out of room (`ENOSPC`, `EDQUOT`): what history can help with.
     pub fn is_no_space(&self) -> bool {
         match self {
-            Failure::Io { source, .. } => crate::util::sys::is_no_space(source),
+            Failure::Io { source, .. } => is_no_space(source),
             Failure::DiskFull { .. } => true,
             _ => false,
         }

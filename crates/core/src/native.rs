@@ -348,7 +348,7 @@ impl NativeWorkspace {
     /// step runs once more. Pre-images are a cache; the journal row is a record.
     fn with_room<T>(&self, need: u64, mut step: impl FnMut() -> io::Result<T>) -> io::Result<T> {
         match step() {
-            Err(e) if crate::util::sys::is_no_space(&e) => {
+            Err(e) if crate::envelope::is_no_space(&e) => {
                 let dropped = self
                     .objects
                     .drop_oldest(need.saturating_add(crate::pipeline::room::SLACK))?;

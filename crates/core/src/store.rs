@@ -354,6 +354,28 @@ impl Store {
         &self.state_dir
     }
 
+    /// The newest `n` journal rows (at most [`crate::journal::tail::MAX_TAIL`]), for the file
+    /// `path` names (relative to the working directory, or absolute) and with `mode` when
+    /// given: what `journal_tail` and the journal-tail resource serve.
+    pub fn journal_tail(
+        &self,
+        n: usize,
+        path: Option<&str>,
+        mode: Option<String>,
+    ) -> Result<crate::journal::tail::Tail> {
+        use crate::journal::tail::{PathFilter, TailQuery, tail};
+        let ws = self.workspaces();
+        let path = match path {
+            Some(p) => Some(PathFilter {
+                raw: p.to_string(),
+                abs: ws.absolute(p)?,
+            }),
+            None => None,
+        };
+        let q = TailQuery::new(ws.journal_paths(), n, path, mode)?;
+        tail(self.pipeline.journal(), &q)
+    }
+
     /// Start-up notes worth telling the agent (e.g. state not git-ignored).
     pub fn notes(&self) -> &[String] {
         &self.notes

@@ -8,14 +8,13 @@
 use super::paths::{JournalPaths, row_fields};
 use super::{Journal, Row, json_string_forms};
 use crate::envelope::{Failure, Result};
-use crate::workspace::Workspaces;
 use serde_json::Value;
 use std::path::PathBuf;
 
 /// Most rows one tail returns.
 pub const MAX_TAIL: usize = 10_000;
 
-/// What to tail: built by [`TailQuery::new`], which checks `n` and resolves the path.
+/// What to tail: built by [`TailQuery::new`], which checks `n`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TailQuery {
     /// How many rows (newest last), at most [`MAX_TAIL`].
@@ -46,12 +45,13 @@ pub struct Tail {
 }
 
 impl TailQuery {
-    /// A query for the newest `n` rows (refused over [`MAX_TAIL`]), for `path` (relative to
-    /// the working directory of `workspaces`, or absolute) and `mode` when given.
+    /// A query for the newest `n` rows (refused over [`MAX_TAIL`]), for the file `path`
+    /// names when given (the caller resolved it: [`crate::store::Store::journal_tail`]) and
+    /// `mode` when given; `paths` maps row paths to files.
     pub fn new(
-        workspaces: &Workspaces,
+        paths: JournalPaths,
         n: usize,
-        path: Option<&str>,
+        path: Option<PathFilter>,
         mode: Option<String>,
     ) -> Result<TailQuery> {
         if n > MAX_TAIL {
@@ -59,18 +59,11 @@ impl TailQuery {
                 message: format!("n must be at most {MAX_TAIL}"),
             });
         }
-        let path = match path {
-            Some(p) => Some(PathFilter {
-                raw: p.to_string(),
-                abs: workspaces.absolute(p)?,
-            }),
-            None => None,
-        };
         Ok(TailQuery {
             n,
             path,
             mode,
-            paths: workspaces.journal_paths(),
+            paths,
         })
     }
 }

@@ -53,14 +53,6 @@ pub fn lower_this_threads_priority() -> io::Result<()> {
     rustix::process::setpriority_process(Some(tid), BACKGROUND_NICE).map_err(errno_io)
 }
 
-/// Whether `e` says a filesystem ran out of room (`ENOSPC`, `EDQUOT`).
-pub fn is_no_space(e: &io::Error) -> bool {
-    e.raw_os_error().is_some_and(|c| {
-        let e = rustix::io::Errno::from_raw_os_error(c);
-        e == rustix::io::Errno::NOSPC || e == rustix::io::Errno::DQUOT
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

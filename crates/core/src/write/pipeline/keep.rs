@@ -270,7 +270,7 @@ impl super::Pipeline {
         pruned: &mut crate::objects::Dropped,
     ) -> io::Result<(Option<Linked>, bool)> {
         match keep(store, target, old) {
-            Err(e) if crate::util::sys::is_no_space(&e) => {
+            Err(e) if crate::envelope::is_no_space(&e) => {
                 let more = self.yield_room(old.size);
                 if more.is_empty() {
                     return Err(e);

@@ -63,11 +63,12 @@
 
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
-use crate::journal::group::{Apply, CommitError, DirSyncs, OnWritten};
+use crate::journal::group::{Apply, CommitError, OnWritten};
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
+use dirsync::DirSyncs;
 use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
 use serde_json::Value;
@@ -76,6 +77,7 @@ use std::fs::File;
 use std::io::{self, Read, Write};
 use std::path::PathBuf;
 
+mod dirsync;
 mod keep;
 mod many;
 mod readback;
