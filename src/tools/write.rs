@@ -5,14 +5,15 @@
 use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use crate::edit::Edit;
 use crate::envelope::{Failure, Result};
+use crate::files;
 use crate::pipeline::{Caller, Outcome};
 use crate::preflight::RejectAt;
 use crate::store::Store;
 use crate::workspace::Target;
+use crate::write::idempotency::Keyed;
 pub use crate::write::idempotency::idempotency_extra;
 use crate::write::intent;
 pub use crate::write::intent::WriteMode;
-use crate::write::ops;
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -289,24 +290,24 @@ fn run_safe_write(svc: &Store, raw: Value) -> Result<Value> {
     svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
     let target = svc.workspaces().resolve(&args.path, true)?;
     let path = args.path.as_str();
-    let written = ops::put(
+    let written = files::put(
         svc,
         &caller(svc, "safe_write"),
-        ops::Put {
+        files::Put {
             shown: path,
             target: &target,
             bytes,
             mode: args.mode,
             expected_prev_sha256: expected.as_deref(),
-            keyed: ops::Keyed {
+            keyed: Keyed {
                 key: args.idempotency_key.as_deref(),
                 request_sha256: &request_sha256,
             },
         },
     )?;
     to_value(&match written {
-        ops::Written::Applied(o) => write_result(&target, o, None),
-        ops::Written::Replayed(row) => replayed_write(&target, &row),
+        files::Written::Applied(o) => write_result(&target, o, None),
+        files::Written::Replayed(row) => replayed_write(&target, &row),
     })
 }
 
@@ -351,10 +352,10 @@ fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
     )?;
     let target = svc.workspaces().resolve(&args.path, false)?;
     let path = args.path.as_str();
-    let replaced = ops::replace(
+    let replaced = files::replace(
         svc,
         &caller(svc, "safe_replace"),
-        ops::Replace {
+        files::Replace {
             shown: path,
             target: &target,
             edits: &edits,
@@ -362,13 +363,13 @@ fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
             classify: args.classify,
             reject_at: args.classify_reject_at,
             dry_run: args.dry_run,
-            keyed: ops::Keyed {
+            keyed: Keyed {
                 key: args.idempotency_key.as_deref(),
                 request_sha256: &request_sha256,
             },
         },
     )?;
-    let edited = |e: ops::Edited, dry_run: bool| ReplaceResult {
+    let edited = |e: files::Edited, dry_run: bool| ReplaceResult {
         ok: true,
         path: target.row_path.path.clone(),
         abs_path: target.abs_path.display().to_string(),
@@ -386,7 +387,7 @@ fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
         warnings: Vec::new(),
     };
     let result = match replaced {
-        ops::Replaced::Applied(e, o) => ReplaceResult {
+        files::Replaced::Applied(e, o) => ReplaceResult {
             sha256: o.sha256,
             bytes: o.bytes,
             journal_id: Some(o.journal_id),
@@ -395,11 +396,11 @@ fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
             warnings: o.warnings,
             ..edited(e, false)
         },
-        ops::Replaced::DryRun(e, diff) => ReplaceResult {
+        files::Replaced::DryRun(e, diff) => ReplaceResult {
             diff: Some(diff),
             ..edited(e, true)
         },
-        ops::Replaced::Replayed(row) => {
+        files::Replaced::Replayed(row) => {
             let w = replayed_write(&target, &row);
             ReplaceResult {
                 ok: true,

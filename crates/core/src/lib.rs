@@ -14,6 +14,7 @@ pub mod chunks;
 pub mod classify;
 pub mod edit;
 pub mod envelope;
+pub mod files;
 pub mod handoff;
 pub mod hash;
 pub mod history;

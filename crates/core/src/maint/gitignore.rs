@@ -1,14 +1,15 @@
 //! Keeping the state directory out of git: the `.gitignore` line that ignores it, and writing
-//! a text file as `safe_write` does, through [`ops::put`] (used by the `.gitignore`
+//! a text file as `safe_write` does, through [`files::put`] (used by the `.gitignore`
 //! repair and by `resilient-write init`). Whether the state directory is ignored is decided
 //! in `store` (which notes it at start): [`gitignore_mentions_state`],
 //! [`state_dir_git_ignored`], [`gitignore_note`], re-exported here.
 
+use crate::files;
 use crate::hash::sha256_hex;
 use crate::pipeline::Caller;
 use crate::store::{STATE_DIR_NAME, Store};
+use crate::write::idempotency::Keyed;
 use crate::write::intent::{self, WriteMode};
-use crate::write::ops;
 use std::path::Path;
 
 pub use crate::store::{gitignore_mentions_state, gitignore_note, state_dir_git_ignored};
@@ -77,16 +78,16 @@ fn write_text_as_safe_write(
         caller: svc.caller(),
         tool: "safe_write".into(),
     };
-    ops::put(
+    files::put(
         svc,
         &who,
-        ops::Put {
+        files::Put {
             shown: &shown,
             target: &target,
             bytes,
             mode,
             expected_prev_sha256: expected.as_deref(),
-            keyed: ops::Keyed {
+            keyed: Keyed {
                 key: None,
                 request_sha256: "",
             },

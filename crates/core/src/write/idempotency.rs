@@ -95,6 +95,14 @@ impl IdempotencyIndex {
     }
 }
 
+/// An idempotency key with the hash of the request's other arguments: what a keyed call is
+/// known by.
+#[derive(Debug, Clone, Copy)]
+pub struct Keyed<'a> {
+    pub key: Option<&'a str>,
+    pub request_sha256: &'a str,
+}
+
 /// Hash of a request's arguments without its idempotency key, for idempotent replays. Empty
 /// when the call carries no key: nothing can replay it then, and hashing the canonical JSON
 /// of every argument (a megabyte of content) was a fifth of a 1 MB write's CPU.

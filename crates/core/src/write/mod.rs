@@ -1,15 +1,14 @@
-//! L1 write semantics: what a write means before the pipeline makes it durable.
+//! L1 write semantics: what a write means before the pipeline makes it durable. Everything
+//! here sits below the [`crate::store::Store`]; the writes agents ask for by name, which act
+//! on the store, are [`crate::files`].
 //!
 //! - [`intent`]: the one home of write preconditions (mode, existing file, expected hash,
 //!   size limit). Every writing tool, compose, restore and transaction staging decides here.
 //! - [`idempotency`]: idempotency keys, found again in the journal, so a retried call is
 //!   answered from its first result instead of applied twice.
-//! - [`ops`]: `put` and `replace`, the two writes agents ask for by name, decided through the
-//!   two modules above and made durable by [`pipeline`].
 //! - [`pipeline`]: the durable protocol every byte written goes through.
 //! - [`results`]: the log of first results no journal row holds, and its compaction.
 pub mod idempotency;
 pub mod intent;
-pub mod ops;
 pub mod pipeline;
 pub mod results;

@@ -1,26 +1,22 @@
-//! The two writes an agent asks for by name (L1): [`put`] (`safe_write`: create, overwrite or
-//! append a whole content) and [`replace`] (`safe_replace`: exact-match edits of a text file).
-//! Each decides under the pipeline's lock, in this order: an idempotent replay
-//! ([`Store::recorded`]), the preconditions ([`crate::write::intent`]), the L0 check of what an
-//! edit introduces, the size limit; then the pipeline makes the write durable. The adapters
-//! around them (MCP tools, `init`) only parse arguments and shape results.
+//! The two writes of workspace files an agent asks for by name (L1): [`put`] (`safe_write`:
+//! create, overwrite or append a whole content) and [`replace`] (`safe_replace`: exact-match
+//! edits of a text file). Each decides under the pipeline's lock, in this order: an idempotent
+//! replay ([`Store::recorded`]), the preconditions ([`crate::write::intent`]), the L0 check of
+//! what an edit introduces, the size limit; then the pipeline makes the write durable. The
+//! adapters around them (MCP tools, `init`) only parse arguments and shape results.
+//!
+//! They sit above the [`Store`] they act on, beside the other layers' entry points (chunks,
+//! scratchpad, transactions); `write/` below holds what a write means before the store.
 
 use crate::edit::{Edit, apply_edits, unified_diff};
 use crate::envelope::{Failure, Result};
-use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::preflight::RejectAt;
 use crate::store::Store;
 use crate::workspace::Target;
-use crate::write::idempotency::idempotency_extra;
+use crate::write::idempotency::{Keyed, idempotency_extra};
 use crate::write::intent::{self, Order, Precondition, WriteMode};
+use crate::write::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use serde_json::{Map, Value, json};
-
-/// An idempotency key with the hash of the request's other arguments.
-#[derive(Debug, Clone, Copy)]
-pub struct Keyed<'a> {
-    pub key: Option<&'a str>,
-    pub request_sha256: &'a str,
-}
 
 /// What [`put`] writes.
 pub struct Put<'a> {
