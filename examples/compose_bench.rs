@@ -146,7 +146,7 @@ fn main() {
                 .and_then(|mut f| f.write_all(&block))
                 .expect("write chunk");
         } else {
-            chunks::write_chunk(
+            let done = chunks::write_chunk(
                 &svc,
                 &writer,
                 "bench",
@@ -155,8 +155,8 @@ fn main() {
                 None,
                 Default::default(),
             )
-            .expect("chunk_write")
-            .expect("no idempotency key: never a replay");
+            .expect("chunk_write");
+            assert!(!done.replayed(), "no idempotency key: never a replay");
         }
     }
     drop(block);
@@ -197,7 +197,7 @@ fn main() {
         let reset = reset_peak_rss();
         let cpu0 = cpu_secs();
         let t = Instant::now();
-        let done = chunks::compose(
+        let done = chunks::compose_with(
             &svc,
             &who,
             "bench",

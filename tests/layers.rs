@@ -19,6 +19,7 @@ const CORE: &[&str] = &[
     "classify",
     "edit",
     "envelope",
+    "files",
     "handoff",
     "hash",
     "history",

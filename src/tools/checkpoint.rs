@@ -2,13 +2,13 @@
 //! and result shapes only; the store (find, read, list, TTL cleanup, the write plan and the
 //! journaled removal) is [`crate::checkpoint::store`].
 
+use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use crate::checkpoint::Format;
 use crate::checkpoint::store;
 pub use crate::checkpoint::store::{CheckpointEntry, CorruptEntry, Removed};
 use crate::envelope::Result;
 use crate::store::Store;
-use crate::write::idempotency::request_hash;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -35,9 +35,8 @@ pub struct CheckpointArgs {
     /// the last save (PT30M, P1D).
     #[serde(default = "session")]
     pub ttl: String,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// Arguments of `checkpoint_read`.
@@ -58,9 +57,8 @@ pub struct CheckpointListArgs {}
 pub struct CheckpointCleanupArgs {
     #[serde(default = "yes")]
     pub include_session: bool,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// Result of `checkpoint`.
@@ -175,10 +173,8 @@ pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
 };
 
 fn run_checkpoint(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("checkpoint", &raw);
-    let args: CheckpointArgs = parse_args(raw)?;
-    let key = args.idempotency_key.as_deref();
-    svc.once("checkpoint", key, &request_sha256, true, || {
+    let (args, request) = parse_keyed::<CheckpointArgs>("checkpoint", raw)?;
+    request.once(svc, || {
         let saved = store::save(svc, &args.name, args.format, args.data, &args.ttl)?;
         to_value(&CheckpointResult {
             ok: true,
@@ -226,10 +222,8 @@ fn run_checkpoint_list(svc: &Store, raw: Value) -> Result<Value> {
 }
 
 fn run_checkpoint_cleanup(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("checkpoint_cleanup", &raw);
-    let args: CheckpointCleanupArgs = parse_args(raw)?;
-    let key = args.idempotency_key.as_deref();
-    svc.once("checkpoint_cleanup", key, &request_sha256, true, || {
+    let (args, request) = parse_keyed::<CheckpointCleanupArgs>("checkpoint_cleanup", raw)?;
+    request.once(svc, || {
         let c = store::cleanup(svc, args.include_session)?;
         to_value(&CheckpointCleanupResult {
             ok: true,

@@ -1,11 +1,11 @@
 //! `handoff_write` and `handoff_read` (L5): argument parsing and result shapes only; the
 //! store (drift, archive, load, the write through the pipeline) is [`crate::handoff::store`].
 
+use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use crate::envelope::Result;
 use crate::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, store};
 use crate::store::Store;
-use crate::write::idempotency::request_hash;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -32,9 +32,8 @@ pub struct HandoffWriteArgs {
     /// Keep the replaced handoff under .resilient_write/handoffs/.
     #[serde(default)]
     pub archive: bool,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// Arguments of `handoff_read`.
@@ -120,10 +119,8 @@ pub const HANDOFF_READ: ToolSpec = ToolSpec {
 };
 
 fn run_handoff_write(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("handoff_write", &raw);
-    let args: HandoffWriteArgs = parse_args(raw)?;
-    let key = args.idempotency_key.as_deref();
-    svc.once("handoff_write", key, &request_sha256, true, || {
+    let (args, request) = parse_keyed::<HandoffWriteArgs>("handoff_write", raw)?;
+    request.once(svc, || {
         let w = store::write(svc, args.envelope, args.body, &args.path, args.archive)?;
         to_value(&HandoffWriteResult {
             ok: true,

@@ -6,11 +6,11 @@
 //! `redact` with `deposit: true` hands the originals to a [`Depository`]: the L4 scratchpad,
 //! which stores each as an owner-only content-addressed blob and returns its hash.
 
+use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use crate::classify::{Original, RiskReport, redact};
 use crate::envelope::Result;
 use crate::store::Store;
-use crate::write::idempotency::request_hash;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -45,9 +45,8 @@ pub struct RedactArgs {
     /// scratch_get).
     #[serde(default)]
     pub deposit: bool,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// One replaced finding.
@@ -141,13 +140,11 @@ fn run_risk_score(svc: &Store, raw: Value) -> Result<Value> {
 }
 
 fn run_redact(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("redact", &raw);
-    let args: RedactArgs = parse_args(raw)?;
+    let (args, request) = parse_keyed::<RedactArgs>("redact", raw)?;
     let r = redact(&args.content, svc.classifier()?);
-    let key = args.idempotency_key.as_deref();
     // What is kept under a key is the result without the redacted draft (drafts stay out of
     // the state directory); the draft is redacted again for every answer, to the same text.
-    let mut result = svc.once("redact", key, &request_sha256, true, || {
+    let mut result = request.once(svc, || {
         let store = if args.deposit { depository(svc) } else { None };
         let mut replacements = Vec::with_capacity(r.replacements.len());
         for rep in &r.replacements {

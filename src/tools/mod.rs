@@ -16,6 +16,7 @@ pub mod chunks;
 pub mod handoff;
 pub mod history;
 pub mod journal_tail;
+pub mod keyed;
 pub mod l0;
 pub mod profile;
 pub mod read;

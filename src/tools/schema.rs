@@ -56,6 +56,21 @@ pub fn result_schema<T: JsonSchema>() -> Value {
     published::<T>(SchemaSettings::draft2020_12().for_serialize(), true)
 }
 
+/// A container transform (`#[schemars(transform = describe(..))]`) that describes `property`
+/// in a tool's own words: for an argument a flattened struct owns (`classify`, `content`),
+/// whose meaning differs from tool to tool.
+pub fn describe(property: &'static str, text: &'static str) -> impl FnMut(&mut Schema) {
+    move |schema: &mut Schema| {
+        let found = schema
+            .get_mut("properties")
+            .and_then(|p| p.get_mut(property))
+            .and_then(Value::as_object_mut);
+        if let Some(p) = found {
+            p.insert("description".into(), text.into());
+        }
+    }
+}
+
 fn published<T: JsonSchema>(settings: SchemaSettings, type_docs: bool) -> Value {
     #[cfg(test)]
     if tests::AS_GENERATED.get() {

@@ -1,22 +1,24 @@
 //! The L4 tools: `scratch_put`, `scratch_ref`, `scratch_get`. Argument parsing and result
 //! shapes only; the store is [`crate::scratch`].
 
-use super::write::{ContentEncoding, decode_content, idempotency_extra};
+use super::keyed::{IdempotencyKey, parse_keyed};
+use super::write::{Content, ContentEncoding};
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use crate::envelope::{Failure, Result};
-use crate::pipeline::Caller;
-use crate::scratch::{self, Meta, SkippedLine};
+use crate::scratch::{self, Blob, Deposit, Found, SkippedLine};
 use crate::store::Store;
+use crate::write::idempotency::Answer;
 use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Arguments of `scratch_put`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ScratchPutArgs {
-    pub content: String,
+    #[serde(flatten)]
+    pub content: Content,
     /// A name to find it by with scratch_ref.
     #[serde(default)]
     pub label: Option<String>,
@@ -24,11 +26,8 @@ pub struct ScratchPutArgs {
     pub content_type: Option<String>,
     #[serde(default)]
     pub notes: Option<String>,
-    #[serde(default)]
-    pub encoding: ContentEncoding,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// A non-fatal note on a scratchpad result.
@@ -42,18 +41,10 @@ pub struct ScratchWarning {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ScratchPutResult {
     pub ok: bool,
-    /// The content address.
-    pub sha256: String,
-    /// `.resilient_write/scratch/<sha256>.bin`
-    pub scratch_path: String,
-    pub bytes: u64,
-    /// True when the same bytes were already stored (only an index row was added).
-    pub dedup: bool,
+    #[serde(flatten)]
+    pub blob: Blob,
     /// The original's name for `dedup`.
     pub deduped: bool,
-    /// Journal id of the blob write (absent when deduplicated).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub journal_id: Option<String>,
     /// True when answered from the first call with the same idempotency_key.
     #[serde(default)]
     pub idempotent_replay: bool,
@@ -75,36 +66,8 @@ pub struct ScratchRefArgs {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct ScratchRefResult {
     pub ok: bool,
-    pub sha256: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub label: Option<String>,
-    /// Every distinct label deposited for this blob, in the order of each label's latest
-    /// deposit (oldest first).
-    pub labels: Vec<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub created_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub bytes: Option<u64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub content_type: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub notes: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub encoding: Option<String>,
-    /// The index row itself (the latest deposit; `deposits` counts the deposits of this
-    /// sha256 and label when there were several).
-    pub entry: Map<String, Value>,
-    pub scratch_path: String,
-    /// Whether the blob file is present.
-    pub bin_exists: bool,
-    /// Index rows matching the query (as the original counts them: by label, the deposits
-    /// that carried that label, whichever blob).
-    pub alias_count: u64,
-    /// Deposits of this blob, under any label.
-    pub deposits: u64,
-    /// index.jsonl lines skipped as torn or corrupt.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub skipped_lines: Vec<SkippedLine>,
+    #[serde(flatten)]
+    pub found: Found,
 }
 
 /// Arguments of `scratch_get`.
@@ -186,80 +149,40 @@ fn gitignore_warnings(svc: &Store) -> Vec<ScratchWarning> {
         .collect()
 }
 
-/// The first result of a deposit, from its index row's journal row.
-fn replayed_put(svc: &Store, row: &Map<String, Value>) -> Result<Value> {
-    let sha256 = field(row, "blob_sha256").unwrap_or_default();
-    let dedup = row.get("dedup").and_then(Value::as_bool).unwrap_or(false);
-    to_value(&ScratchPutResult {
-        ok: true,
-        scratch_path: scratch::blob_path(&sha256),
-        sha256,
-        bytes: row.get("blob_bytes").and_then(Value::as_u64).unwrap_or(0),
-        dedup,
-        deduped: dedup,
-        journal_id: field(row, "blob_journal_id"),
-        idempotent_replay: true,
-        warnings: gitignore_warnings(svc),
-    })
-}
-
-fn run_scratch_put(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = crate::write::idempotency::request_hash("scratch_put", &raw);
-    let args: ScratchPutArgs = parse_args(raw)?;
-    let key = args.idempotency_key.as_deref();
-    if let Some(row) = svc.recorded(key, &request_sha256)? {
-        return replayed_put(svc, &row);
+impl ScratchPutResult {
+    /// A deposit's result, warned about a state directory git would commit.
+    fn new(store: &Store, answer: Answer<Deposit>) -> Self {
+        let idempotent_replay = answer.replayed();
+        let d = answer.into_inner();
+        let mut warnings = gitignore_warnings(store);
+        warnings.extend(d.warnings.into_iter().map(|w| ScratchWarning {
+            reason: "scratch".into(),
+            hint: w,
+        }));
+        ScratchPutResult {
+            ok: true,
+            deduped: d.blob.dedup,
+            blob: d.blob,
+            idempotent_replay,
+            warnings,
+        }
     }
-    let encoding = match args.encoding {
-        ContentEncoding::Utf8 => "utf-8",
-        ContentEncoding::Base64 => "base64",
-    };
-    let bytes = decode_content(svc, args.content, args.encoding)?;
-    let who = Caller {
-        caller: svc.caller(),
-        tool: "scratch_put".into(),
-    };
-    let replay = || svc.recorded(key, &request_sha256);
-    let done = scratch::deposit_keyed(
-        svc,
-        &who,
-        &bytes,
-        &Meta {
-            label: args.label.as_deref(),
-            content_type: args.content_type.as_deref(),
-            notes: args.notes.as_deref(),
-            encoding,
-        },
-        idempotency_extra(key, &request_sha256),
-        &replay,
-    )?;
-    let d = match done {
-        Ok(d) => d,
-        Err(row) => return replayed_put(svc, &row),
-    };
-    let mut warnings = gitignore_warnings(svc);
-    warnings.extend(d.warnings.into_iter().map(|w| ScratchWarning {
-        reason: "scratch".into(),
-        hint: w,
-    }));
-    to_value(&ScratchPutResult {
-        ok: true,
-        sha256: d.sha256,
-        scratch_path: d.scratch_path,
-        bytes: d.bytes,
-        dedup: d.dedup,
-        deduped: d.dedup,
-        journal_id: d.journal_id,
-        idempotent_replay: false,
-        warnings,
-    })
 }
 
-fn field(row: &Map<String, Value>, k: &str) -> Option<String> {
-    row.get(k).and_then(Value::as_str).map(str::to_string)
+fn run_scratch_put(store: &Store, raw: Value) -> Result<Value> {
+    let (args, request) = parse_keyed::<ScratchPutArgs>("scratch_put", raw)?;
+    let put = scratch::Put {
+        content: args.content,
+        label: args.label.as_deref(),
+        content_type: args.content_type.as_deref(),
+        notes: args.notes.as_deref(),
+        keyed: request.keyed(),
+    };
+    let deposited = scratch::put(store, &request.caller(store), put)?;
+    to_value(&ScratchPutResult::new(store, deposited))
 }
 
-fn run_scratch_ref(svc: &Store, raw: Value) -> Result<Value> {
+fn run_scratch_ref(store: &Store, raw: Value) -> Result<Value> {
     let args: ScratchRefArgs = parse_args(raw)?;
     let sha = args
         .sha256
@@ -271,64 +194,19 @@ fn run_scratch_ref(svc: &Store, raw: Value) -> Result<Value> {
             message: "give sha256 or label".into(),
         });
     }
-    let (rows, skipped) = scratch::read_index(svc)?;
-    // The live view: the same answers before and after `doctor --fix` compacts the index.
-    let rows = scratch::live_index(&rows);
-    let matching = |r: &Map<String, Value>| {
-        sha.as_deref()
-            .is_none_or(|h| r.get("sha256").and_then(Value::as_str) == Some(h))
-            && args
-                .label
-                .as_deref()
-                .is_none_or(|l| r.get("label").and_then(Value::as_str) == Some(l))
-    };
-    let matches: u64 = rows
-        .iter()
-        .filter(|r| matching(r))
-        .map(scratch::row_deposits)
-        .sum();
-    let Some(latest) = rows.iter().rev().find(|r| matching(r)).cloned() else {
-        return Err(Failure::ScratchNotFound {
-            sha256: sha,
-            label: args.label,
-        });
-    };
-    let address = field(&latest, "sha256").unwrap_or_default();
-    let aliases: Vec<&Map<String, Value>> = rows
-        .iter()
-        .filter(|r| r.get("sha256").and_then(Value::as_str) == Some(address.as_str()))
-        .collect();
-    // One live row per label: in the order of each label's latest deposit.
-    let labels: Vec<String> = aliases.iter().filter_map(|r| field(r, "label")).collect();
-    let deposits: u64 = aliases.iter().map(|r| scratch::row_deposits(r)).sum();
-    to_value(&ScratchRefResult {
-        ok: true,
-        scratch_path: scratch::blob_path(&address),
-        bin_exists: scratch::blob_exists(svc, &address),
-        sha256: address,
-        label: field(&latest, "label"),
-        labels,
-        created_at: field(&latest, "created_at"),
-        bytes: latest.get("bytes").and_then(Value::as_u64),
-        content_type: field(&latest, "content_type"),
-        notes: field(&latest, "notes"),
-        encoding: field(&latest, "encoding"),
-        alias_count: matches,
-        deposits,
-        entry: latest,
-        skipped_lines: skipped,
-    })
+    let found = scratch::find(store, sha, args.label)?;
+    to_value(&ScratchRefResult { ok: true, found })
 }
 
-fn run_scratch_get(svc: &Store, raw: Value) -> Result<Value> {
+fn run_scratch_get(store: &Store, raw: Value) -> Result<Value> {
     // The switch is checked before anything else: a write-only scratchpad says so even to a
     // malformed request.
-    if svc.config().scratch_get_disabled {
+    if store.config().scratch_get_disabled {
         return Err(Failure::ScratchGetDisabled);
     }
     let args: ScratchGetArgs = parse_args(raw)?;
     let sha = scratch::parse_sha256(&args.sha256)?;
-    let bytes = scratch::get(svc, &sha)?;
+    let bytes = scratch::get(store, &sha)?;
     let (content, encoding) = match args.encoding {
         ContentEncoding::Base64 => (
             base64::engine::general_purpose::STANDARD.encode(&bytes),
@@ -345,20 +223,15 @@ fn run_scratch_get(svc: &Store, raw: Value) -> Result<Value> {
             "utf-8",
         ),
     };
-    // The content is verified: an unreadable index costs only the label.
-    let (rows, skipped) = scratch::read_index(svc).unwrap_or_default();
-    let meta = rows
-        .iter()
-        .rev()
-        .find(|r| r.get("sha256").and_then(Value::as_str) == Some(sha.as_str()));
+    let described = scratch::describe(store, &sha);
     to_value(&ScratchGetResult {
         ok: true,
         content,
         encoding: encoding.into(),
         bytes: bytes.len() as u64,
-        content_type: meta.and_then(|m| field(m, "content_type")),
-        label: meta.and_then(|m| field(m, "label")),
+        content_type: described.content_type,
+        label: described.label,
         sha256: sha,
-        skipped_lines: skipped,
+        skipped_lines: described.skipped_lines,
     })
 }

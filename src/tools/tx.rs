@@ -3,17 +3,18 @@
 //! (same decoding, size cap, `expected_prev_sha256` and edit semantics); the durable part is
 //! [`crate::tx`].
 
-use super::write::{ContentEncoding, EditArg, WriteMode, decode_content, edits_from, one, row_str};
+use super::keyed::{IdempotencyKey, parse_keyed};
+use super::schema::describe;
+use super::write::{CLASSIFY_CONTENT, Content, EditArg, WHOLE_CONTENT, WriteMode, edits_from, one};
 use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
-use crate::envelope::{Failure, Result};
-use crate::journal::paths::{JournalPaths, row_fields};
-use crate::preflight::RejectAt;
+use crate::envelope::Result;
+use crate::preflight::Classify;
 use crate::store::Store;
-use crate::tx::{self, StagedOp};
-use crate::write::idempotency::request_hash;
+use crate::tx::{self, CommitReport, CommittedFile, StagedOp};
+use crate::write::idempotency::Answer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 /// Arguments of `tx_begin`.
 #[derive(Debug, Deserialize, JsonSchema)]
@@ -26,9 +27,8 @@ pub struct TxBeginArgs {
     /// 604800.
     #[serde(default)]
     pub timeout: Option<u64>,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// Result of `tx_begin`.
@@ -49,33 +49,33 @@ pub struct TxBeginResult {
 /// Arguments of `tx_write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = describe("content", WHOLE_CONTENT))]
+#[schemars(transform = describe("classify", CLASSIFY_CONTENT))]
 pub struct TxWriteArgs {
     /// The transaction (from tx_begin).
     pub tx_id: String,
     pub path: String,
-    /// The whole file, or with append what to add.
-    pub content: String,
+    #[serde(flatten)]
+    pub content: Content,
     /// create refuses an existing file.
     #[serde(default)]
     pub mode: WriteMode,
     /// The SHA-256 the file must have now, else stale_precondition.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
-    #[serde(default)]
-    pub encoding: ContentEncoding,
-    /// Score it with risk_score first; refuse (blocked/content_filter) at classify_reject_at.
-    #[serde(default)]
-    pub classify: bool,
-    #[serde(default)]
-    pub classify_reject_at: RejectAt,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub classify: Classify,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// Arguments of `tx_replace`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = describe(
+    "classify",
+    "Score what the edit adds; refuse (blocked/content_filter) at classify_reject_at."
+))]
 pub struct TxReplaceArgs {
     pub tx_id: String,
     /// Existing file (or a file staged earlier in this transaction) to edit.
@@ -93,14 +93,10 @@ pub struct TxReplaceArgs {
     /// The SHA-256 the file must have now, else stale_precondition.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
-    /// Score what the edit adds; refuse (blocked/content_filter) at classify_reject_at.
-    #[serde(default)]
-    pub classify: bool,
-    #[serde(default)]
-    pub classify_reject_at: RejectAt,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub classify: Classify,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// One staged file, as `tx_write`, `tx_replace` and `tx_status` report it.
@@ -147,9 +143,8 @@ pub struct TxIdArgs {
 #[serde(deny_unknown_fields)]
 pub struct TxKeyedArgs {
     pub tx_id: String,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// A staged file and the state of its target now.
@@ -178,21 +173,6 @@ pub struct TxStatusResult {
     pub files: Vec<StatusFile>,
 }
 
-/// One file written by `tx_commit`.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-pub struct CommittedFile {
-    pub path: String,
-    pub abs_path: String,
-    pub sha256: String,
-    pub bytes: u64,
-    pub mode_applied: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub prev_sha256: Option<String>,
-    pub journal_id: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub warnings: Vec<String>,
-}
-
 /// Result of `tx_commit`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct TxCommitResult {
@@ -219,15 +199,31 @@ pub struct TxRollbackResult {
     pub idempotent_replay: bool,
 }
 
-fn shown(op: &StagedOp) -> StagedFile {
-    StagedFile {
-        path: op.path.clone(),
-        abs_path: op.abs_path.clone(),
-        mode: op.mode.clone(),
-        sha256: op.sha256.clone(),
-        bytes: op.bytes,
-        base_sha256: op.base_sha256.clone(),
-        replacements: op.replacements,
+impl From<&StagedOp> for StagedFile {
+    fn from(op: &StagedOp) -> Self {
+        StagedFile {
+            path: op.path.clone(),
+            abs_path: op.abs_path.clone(),
+            mode: op.mode.clone(),
+            sha256: op.sha256.clone(),
+            bytes: op.bytes,
+            base_sha256: op.base_sha256.clone(),
+            replacements: op.replacements,
+        }
+    }
+}
+
+impl From<Answer<CommitReport>> for TxCommitResult {
+    fn from(answer: Answer<CommitReport>) -> Self {
+        let idempotent_replay = answer.replayed();
+        let c = answer.into_inner();
+        TxCommitResult {
+            ok: true,
+            tx_id: c.tx_id,
+            committed_at: c.committed_at,
+            files: c.files,
+            idempotent_replay,
+        }
     }
 }
 
@@ -315,12 +311,10 @@ pub const TX_ROLLBACK: ToolSpec = ToolSpec {
     run: run_tx_rollback,
 };
 
-fn run_tx_begin(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("tx_begin", &raw);
-    let args: TxBeginArgs = parse_args(raw)?;
-    let key = args.idempotency_key.as_deref();
-    svc.once("tx_begin", key, &request_sha256, true, || {
-        let m = tx::begin(svc, args.label.clone(), args.timeout)?;
+fn run_tx_begin(store: &Store, raw: Value) -> Result<Value> {
+    let (args, request) = parse_keyed::<TxBeginArgs>("tx_begin", raw)?;
+    request.once(store, || {
+        let m = tx::begin(store, args.label.clone(), args.timeout)?;
         to_value(&TxBeginResult {
             ok: true,
             tx_id: m.tx_id,
@@ -336,23 +330,22 @@ fn stage_result(tx_id: &str, (op, staged_count): (StagedOp, usize)) -> Result<Va
     to_value(&TxStageResult {
         ok: true,
         tx_id: tx_id.to_string(),
-        staged: shown(&op),
+        staged: StagedFile::from(&op),
         staged_count,
         idempotent_replay: false,
     })
 }
 
-fn run_tx_write(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("tx_write", &raw);
-    let args: TxWriteArgs = parse_args(raw)?;
+fn run_tx_write(store: &Store, raw: Value) -> Result<Value> {
+    let (args, request) = parse_keyed::<TxWriteArgs>("tx_write", raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
-    let key = args.idempotency_key.as_deref();
-    svc.once("tx_write", key, &request_sha256, true, || {
-        let bytes = decode_content(svc, args.content, args.encoding)?;
-        svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
+    request.once(store, || {
+        let bytes = args.content.decode(store.config().max_write_bytes)?;
+        let c = args.classify;
+        store.preflight_bytes(&bytes, c.classify, c.classify_reject_at)?;
         let op = tx::stage_write(
-            svc,
+            store,
             &args.tx_id,
             &args.path,
             bytes,
@@ -363,9 +356,8 @@ fn run_tx_write(svc: &Store, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_tx_replace(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("tx_replace", &raw);
-    let args: TxReplaceArgs = parse_args(raw)?;
+fn run_tx_replace(store: &Store, raw: Value) -> Result<Value> {
+    let (args, request) = parse_keyed::<TxReplaceArgs>("tx_replace", raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let edits = edits_from(
@@ -374,24 +366,23 @@ fn run_tx_replace(svc: &Store, raw: Value) -> Result<Value> {
         args.new_string.as_deref(),
         args.count,
     )?;
-    let key = args.idempotency_key.as_deref();
-    svc.once("tx_replace", key, &request_sha256, true, || {
+    request.once(store, || {
         let op = tx::stage_replace(
-            svc,
+            store,
             &args.tx_id,
             &args.path,
             &edits,
             expected.as_deref(),
-            args.classify,
-            args.classify_reject_at,
+            args.classify.classify,
+            args.classify.classify_reject_at,
         )?;
         stage_result(&args.tx_id, op)
     })
 }
 
-fn run_tx_status(svc: &Store, raw: Value) -> Result<Value> {
+fn run_tx_status(store: &Store, raw: Value) -> Result<Value> {
     let args: TxIdArgs = parse_args(raw)?;
-    let (m, current) = tx::status(svc, &args.tx_id)?;
+    let (m, current) = tx::status(store, &args.tx_id)?;
     let files = m
         .ops
         .iter()
@@ -399,7 +390,7 @@ fn run_tx_status(svc: &Store, raw: Value) -> Result<Value> {
         .map(|(op, cur)| StatusFile {
             conflict: cur != op.base_sha256,
             current_sha256: cur,
-            staged: shown(op),
+            staged: StagedFile::from(op),
         })
         .collect();
     to_value(&TxStatusResult {
@@ -413,92 +404,20 @@ fn run_tx_status(svc: &Store, raw: Value) -> Result<Value> {
     })
 }
 
-/// A committed transaction, from its journal rows.
-fn replayed_commit(
-    paths: &JournalPaths,
-    tx_id: String,
-    rows: &[Map<String, Value>],
-) -> Result<Value> {
-    to_value(&TxCommitResult {
-        ok: true,
-        tx_id,
-        committed_at: rows.first().map(|r| row_str(r, "ts")).unwrap_or_default(),
-        files: rows
-            .iter()
-            .map(|r| CommittedFile {
-                path: r
-                    .get("tx_path")
-                    .and_then(Value::as_str)
-                    .map_or_else(|| row_str(r, "path"), str::to_string),
-                abs_path: row_fields(r).map_or_else(String::new, |(p, root)| {
-                    paths.absolute(p, root).display().to_string()
-                }),
-                sha256: row_str(r, "sha256"),
-                bytes: r.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-                mode_applied: row_str(r, "mode"),
-                prev_sha256: r
-                    .get("prev_sha256")
-                    .and_then(Value::as_str)
-                    .map(str::to_string),
-                journal_id: row_str(r, "journal_id"),
-                warnings: Vec::new(),
-            })
-            .collect(),
-        idempotent_replay: true,
+fn run_tx_commit(store: &Store, raw: Value) -> Result<Value> {
+    let (args, request) = parse_keyed::<TxKeyedArgs>("tx_commit", raw)?;
+    request.once(store, || {
+        to_value(&TxCommitResult::from(tx::commit_or_replay(
+            store,
+            &args.tx_id,
+        )?))
     })
 }
 
-fn run_tx_commit(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("tx_commit", &raw);
-    let args: TxKeyedArgs = parse_args(raw)?;
-    let key = args.idempotency_key.as_deref();
-    svc.once("tx_commit", key, &request_sha256, true, || {
-        commit(svc, &args.tx_id)
-    })
-}
-
-fn commit(svc: &Store, tx_id: &str) -> Result<Value> {
-    let c = match tx::commit(svc, tx_id) {
-        Ok(c) => c,
-        // Not open: if it committed (its response lost, or rolled forward after a crash),
-        // a retry answers as the commit did instead of calling it unknown.
-        Err(f @ Failure::TxNotOpen { .. }) => {
-            let rows = tx::committed_rows(svc, tx_id)?;
-            if rows.is_empty() {
-                return Err(f);
-            }
-            return replayed_commit(&svc.workspaces().journal_paths(), tx_id.to_string(), &rows);
-        }
-        Err(f) => return Err(f),
-    };
-    to_value(&TxCommitResult {
-        ok: true,
-        tx_id: c.tx_id,
-        committed_at: c.committed_at,
-        files: c
-            .files
-            .into_iter()
-            .map(|(op, o)| CommittedFile {
-                path: op.path,
-                abs_path: o.abs_path.display().to_string(),
-                sha256: o.sha256,
-                bytes: o.bytes,
-                mode_applied: o.mode_label,
-                prev_sha256: o.prev_sha256,
-                journal_id: o.journal_id,
-                warnings: o.warnings,
-            })
-            .collect(),
-        idempotent_replay: false,
-    })
-}
-
-fn run_tx_rollback(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = request_hash("tx_rollback", &raw);
-    let args: TxKeyedArgs = parse_args(raw)?;
-    let key = args.idempotency_key.as_deref();
-    svc.once("tx_rollback", key, &request_sha256, true, || {
-        let n = tx::rollback(svc, &args.tx_id)?;
+fn run_tx_rollback(store: &Store, raw: Value) -> Result<Value> {
+    let (args, request) = parse_keyed::<TxKeyedArgs>("tx_rollback", raw)?;
+    request.once(store, || {
+        let n = tx::rollback(store, &args.tx_id)?;
         to_value(&TxRollbackResult {
             ok: true,
             tx_id: args.tx_id.clone(),

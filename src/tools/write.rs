@@ -1,58 +1,50 @@
-//! `safe_write` and `safe_replace` (L1): the agent-facing writing tools. Both resolve the path
-//! beneath a workspace, decide under the pipeline's lock (mode, `expected_prev_sha256`,
-//! idempotency key, edits) and let [`crate::pipeline::Pipeline::commit`] do the durable part.
+//! `safe_write` and `safe_replace` (L1): the agent-facing writing tools. Argument parsing and
+//! result shapes only; the writes (replay, preconditions, L0 check of an edit, size limit,
+//! the pipeline) are [`crate::files`].
 
-use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
+use super::keyed::{IdempotencyKey, parse_keyed};
+use super::schema::describe;
+use super::{ToolSpec, is_false, parse_expected_hash, result_schema, schema, to_value};
 use crate::edit::Edit;
 use crate::envelope::{Failure, Result};
-use crate::files;
-use crate::pipeline::{Caller, Outcome};
-use crate::preflight::RejectAt;
+use crate::files::{self, Edited, Replaced};
+use crate::pipeline::Outcome;
+use crate::preflight::Classify;
 use crate::store::Store;
 use crate::workspace::Target;
-use crate::write::idempotency::Keyed;
-pub use crate::write::idempotency::idempotency_extra;
-use crate::write::intent;
+pub use crate::write::content::{Content, ContentEncoding};
+use crate::write::idempotency::Answer;
 pub use crate::write::intent::WriteMode;
-use base64::Engine;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-/// How `content` is encoded in the request.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize, JsonSchema)]
-pub enum ContentEncoding {
-    #[default]
-    #[serde(rename = "utf-8", alias = "utf8")]
-    Utf8,
-    #[serde(rename = "base64")]
-    Base64,
-}
+/// What `content` is to `safe_write` and `tx_write`.
+pub(crate) const WHOLE_CONTENT: &str = "The whole file, or with append what to add.";
+/// What `classify` scores for `safe_write` and `tx_write`.
+pub(crate) const CLASSIFY_CONTENT: &str =
+    "Score it with risk_score first; refuse (blocked/content_filter) at classify_reject_at.";
 
 /// Arguments of `safe_write`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = describe("content", WHOLE_CONTENT))]
+#[schemars(transform = describe("classify", CLASSIFY_CONTENT))]
 pub struct SafeWriteArgs {
     /// Relative to the working directory, or absolute inside a workspace.
     pub path: String,
-    /// The whole file, or with append what to add.
-    pub content: String,
+    #[serde(flatten)]
+    pub content: Content,
     /// create refuses an existing file.
     #[serde(default)]
     pub mode: WriteMode,
     /// The SHA-256 the file must have now, else stale_precondition.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
-    #[serde(default)]
-    pub encoding: ContentEncoding,
-    /// Score it with risk_score first; refuse (blocked/content_filter) at classify_reject_at.
-    #[serde(default)]
-    pub classify: bool,
-    #[serde(default)]
-    pub classify_reject_at: RejectAt,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub classify: Classify,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 // One edit of `safe_replace`'s `edits` list (no doc comment: it would be published as the
@@ -73,6 +65,7 @@ pub(crate) fn one() -> i64 {
 /// Arguments of `safe_replace`.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+#[schemars(transform = describe("classify", "Score only what the edit adds."))]
 pub struct SafeReplaceArgs {
     pub path: String,
     /// Exact text to find, whitespace included.
@@ -91,14 +84,10 @@ pub struct SafeReplaceArgs {
     /// Return the unified diff; write nothing.
     #[serde(default)]
     pub dry_run: bool,
-    /// Score only what the edit adds.
-    #[serde(default)]
-    pub classify: bool,
-    #[serde(default)]
-    pub classify_reject_at: RejectAt,
-    /// Retry-safe: same key, same result, applied once.
-    #[serde(default)]
-    pub idempotency_key: Option<String>,
+    #[serde(flatten)]
+    pub classify: Classify,
+    #[serde(flatten)]
+    pub key: IdempotencyKey,
 }
 
 /// Result of `safe_write` (and of `safe_replace`, which adds `replacements`).
@@ -202,113 +191,87 @@ pub const SAFE_REPLACE: ToolSpec = ToolSpec {
     run: run_safe_replace,
 };
 
-/// Decode `content` per `encoding` and enforce the size cap.
-pub fn decode_content(svc: &Store, content: String, encoding: ContentEncoding) -> Result<Vec<u8>> {
-    let limit = svc.config().max_write_bytes;
-    let check = |n: usize| intent::within_limit("content", n as u64, limit);
-    match encoding {
-        ContentEncoding::Utf8 => {
-            check(content.len())?;
-            Ok(content.into_bytes())
+impl From<(&Target, Answer<Outcome>)> for WriteResult {
+    fn from((target, answer): (&Target, Answer<Outcome>)) -> Self {
+        let idempotent_replay = answer.replayed();
+        let o = answer.into_inner();
+        WriteResult {
+            ok: true,
+            path: target.row_path.path.clone(),
+            abs_path: o.abs_path.display().to_string(),
+            sha256: o.sha256,
+            bytes: o.bytes,
+            mode_applied: o.mode_label,
+            journal_id: o.journal_id,
+            wrote_at: o.wrote_at,
+            prev_sha256: o.prev_sha256,
+            replacements: None,
+            idempotent_replay,
+            detached_hardlinks: o.detached_hardlinks,
+            warnings: o.warnings,
         }
-        ContentEncoding::Base64 => {
-            check(content.len() / 4 * 3)?;
-            base64::engine::general_purpose::STANDARD
-                .decode(content.trim())
-                .map_err(|e| Failure::Encoding {
-                    field: "content".into(),
-                    reason: format!("invalid base64: {e}"),
-                })
+    }
+}
+
+impl From<(&Target, Replaced)> for ReplaceResult {
+    fn from((target, replaced): (&Target, Replaced)) -> Self {
+        let edited = |e: Edited, dry_run: bool| ReplaceResult {
+            ok: true,
+            path: target.row_path.path.clone(),
+            abs_path: target.abs_path.display().to_string(),
+            sha256: e.sha256,
+            bytes: e.bytes,
+            mode_applied: "replace".into(),
+            replacements: e.replacements,
+            prev_sha256: e.prev_sha256,
+            journal_id: None,
+            wrote_at: None,
+            dry_run,
+            diff: None,
+            idempotent_replay: false,
+            detached_hardlinks: 0,
+            warnings: Vec::new(),
+        };
+        let written = |e: Edited, o: Outcome, idempotent_replay: bool| ReplaceResult {
+            sha256: o.sha256,
+            bytes: o.bytes,
+            mode_applied: o.mode_label,
+            journal_id: Some(o.journal_id),
+            wrote_at: Some(o.wrote_at),
+            idempotent_replay,
+            detached_hardlinks: o.detached_hardlinks,
+            warnings: o.warnings,
+            ..edited(e, false)
+        };
+        match replaced {
+            Replaced::Applied(e, o) => written(e, o, false),
+            Replaced::Replayed(e, o) => written(e, o, true),
+            Replaced::DryRun(e, diff) => ReplaceResult {
+                diff: Some(diff),
+                ..edited(e, true)
+            },
         }
     }
 }
 
-/// A string field of a journal row (empty when absent).
-pub(crate) fn row_str(row: &Map<String, Value>, k: &str) -> String {
-    row.get(k)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string()
-}
-
-fn write_result(target: &Target, o: Outcome, replacements: Option<usize>) -> WriteResult {
-    WriteResult {
-        ok: true,
-        path: target.row_path.path.clone(),
-        abs_path: o.abs_path.display().to_string(),
-        sha256: o.sha256,
-        bytes: o.bytes,
-        mode_applied: o.mode_label,
-        journal_id: o.journal_id,
-        wrote_at: o.wrote_at,
-        prev_sha256: o.prev_sha256,
-        replacements,
-        idempotent_replay: false,
-        detached_hardlinks: o.detached_hardlinks,
-        warnings: o.warnings,
-    }
-}
-
-/// The recorded result of an earlier call on `target` with the same idempotency key.
-fn replayed_write(target: &Target, row: &Map<String, Value>) -> WriteResult {
-    WriteResult {
-        ok: true,
-        path: target.row_path.path.clone(),
-        abs_path: target.abs_path.display().to_string(),
-        sha256: row_str(row, "sha256"),
-        bytes: row.get("bytes").and_then(Value::as_u64).unwrap_or(0),
-        mode_applied: row_str(row, "mode"),
-        journal_id: row_str(row, "journal_id"),
-        wrote_at: row_str(row, "ts"),
-        prev_sha256: row
-            .get("prev_sha256")
-            .and_then(Value::as_str)
-            .map(str::to_string),
-        replacements: row
-            .get("replacements")
-            .and_then(Value::as_u64)
-            .map(|n| n as usize),
-        idempotent_replay: true,
-        detached_hardlinks: 0,
-        warnings: Vec::new(),
-    }
-}
-
-fn caller(svc: &Store, tool: &str) -> Caller {
-    Caller {
-        caller: svc.caller(),
-        tool: tool.into(),
-    }
-}
-
-fn run_safe_write(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = crate::write::idempotency::request_hash("safe_write", &raw);
-    let args: SafeWriteArgs = parse_args(raw)?;
+fn run_safe_write(store: &Store, raw: Value) -> Result<Value> {
+    let (args, request) = parse_keyed::<SafeWriteArgs>("safe_write", raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
-    let bytes = decode_content(svc, args.content, args.encoding)?;
-    svc.preflight_bytes(&bytes, args.classify, args.classify_reject_at)?;
-    let target = svc.workspaces().resolve(&args.path, true)?;
-    let path = args.path.as_str();
-    let written = files::put(
-        svc,
-        &caller(svc, "safe_write"),
-        files::Put {
-            shown: path,
-            target: &target,
-            bytes,
-            mode: args.mode,
-            expected_prev_sha256: expected.as_deref(),
-            keyed: Keyed {
-                key: args.idempotency_key.as_deref(),
-                request_sha256: &request_sha256,
-            },
-        },
-    )?;
-    to_value(&match written {
-        files::Written::Applied(o) => write_result(&target, o, None),
-        files::Written::Replayed(row) => replayed_write(&target, &row),
-    })
+    let bytes = args.content.decode(store.config().max_write_bytes)?;
+    let c = args.classify;
+    store.preflight_bytes(&bytes, c.classify, c.classify_reject_at)?;
+    let target = store.workspaces().resolve(&args.path, true)?;
+    let put = files::Put {
+        shown: &args.path,
+        target: &target,
+        bytes,
+        mode: args.mode,
+        expected_prev_sha256: expected.as_deref(),
+        keyed: request.keyed(),
+    };
+    let written = files::put(store, &request.caller(store), put)?;
+    to_value(&WriteResult::from((&target, written)))
 }
 
 /// The edits of a replace request: `old_string`/`new_string`/`count`, or a non-empty `edits`
@@ -339,9 +302,8 @@ pub fn edits_from(
     }
 }
 
-fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
-    let request_sha256 = crate::write::idempotency::request_hash("safe_replace", &raw);
-    let args: SafeReplaceArgs = parse_args(raw)?;
+fn run_safe_replace(store: &Store, raw: Value) -> Result<Value> {
+    let (args, request) = parse_keyed::<SafeReplaceArgs>("safe_replace", raw)?;
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let edits = edits_from(
@@ -350,76 +312,16 @@ fn run_safe_replace(svc: &Store, raw: Value) -> Result<Value> {
         args.new_string.as_deref(),
         args.count,
     )?;
-    let target = svc.workspaces().resolve(&args.path, false)?;
-    let path = args.path.as_str();
-    let replaced = files::replace(
-        svc,
-        &caller(svc, "safe_replace"),
-        files::Replace {
-            shown: path,
-            target: &target,
-            edits: &edits,
-            expected_prev_sha256: expected.as_deref(),
-            classify: args.classify,
-            reject_at: args.classify_reject_at,
-            dry_run: args.dry_run,
-            keyed: Keyed {
-                key: args.idempotency_key.as_deref(),
-                request_sha256: &request_sha256,
-            },
-        },
-    )?;
-    let edited = |e: files::Edited, dry_run: bool| ReplaceResult {
-        ok: true,
-        path: target.row_path.path.clone(),
-        abs_path: target.abs_path.display().to_string(),
-        sha256: e.sha256,
-        bytes: e.bytes,
-        mode_applied: "replace".into(),
-        replacements: e.replacements,
-        prev_sha256: e.prev_sha256,
-        journal_id: None,
-        wrote_at: None,
-        dry_run,
-        diff: None,
-        idempotent_replay: false,
-        detached_hardlinks: 0,
-        warnings: Vec::new(),
+    let target = store.workspaces().resolve(&args.path, false)?;
+    let replace = files::Replace {
+        shown: &args.path,
+        target: &target,
+        edits: &edits,
+        expected_prev_sha256: expected.as_deref(),
+        classify: args.classify,
+        dry_run: args.dry_run,
+        keyed: request.keyed(),
     };
-    let result = match replaced {
-        files::Replaced::Applied(e, o) => ReplaceResult {
-            sha256: o.sha256,
-            bytes: o.bytes,
-            journal_id: Some(o.journal_id),
-            wrote_at: Some(o.wrote_at),
-            detached_hardlinks: o.detached_hardlinks,
-            warnings: o.warnings,
-            ..edited(e, false)
-        },
-        files::Replaced::DryRun(e, diff) => ReplaceResult {
-            diff: Some(diff),
-            ..edited(e, true)
-        },
-        files::Replaced::Replayed(row) => {
-            let w = replayed_write(&target, &row);
-            ReplaceResult {
-                ok: true,
-                path: w.path,
-                abs_path: w.abs_path,
-                sha256: w.sha256,
-                bytes: w.bytes,
-                mode_applied: w.mode_applied,
-                replacements: w.replacements.unwrap_or(0),
-                prev_sha256: w.prev_sha256.unwrap_or_default(),
-                journal_id: Some(w.journal_id),
-                wrote_at: Some(w.wrote_at),
-                dry_run: false,
-                diff: None,
-                idempotent_replay: true,
-                detached_hardlinks: 0,
-                warnings: Vec::new(),
-            }
-        }
-    };
-    to_value(&result)
+    let replaced = files::replace(store, &request.caller(store), replace)?;
+    to_value(&ReplaceResult::from((&target, replaced)))
 }

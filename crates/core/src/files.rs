@@ -1,22 +1,24 @@
 //! The two writes of workspace files an agent asks for by name (L1): [`put`] (`safe_write`:
 //! create, overwrite or append a whole content) and [`replace`] (`safe_replace`: exact-match
 //! edits of a text file). Each decides under the pipeline's lock, in this order: an idempotent
-//! replay ([`Store::recorded`]), the preconditions ([`crate::write::intent`]), the L0 check of
-//! what an edit introduces, the size limit; then the pipeline makes the write durable. The
-//! adapters around them (MCP tools, `init`) only parse arguments and shape results.
+//! replay ([`Store::replay`]: the first call's outcome, read back from its journal row), the
+//! preconditions ([`crate::write::intent`]), the L0 check of what an edit introduces, the size
+//! limit; then the pipeline makes the write durable. The adapters around them (MCP tools,
+//! `init`) only parse arguments and shape results.
 //!
 //! They sit above the [`Store`] they act on, beside the other layers' entry points (chunks,
 //! scratchpad, transactions); `write/` below holds what a write means before the store.
 
 use crate::edit::{Edit, apply_edits, unified_diff};
 use crate::envelope::{Failure, Result};
-use crate::preflight::RejectAt;
+use crate::journal::recorded::{RecordedRow, lenient};
+use crate::preflight::Classify;
 use crate::store::Store;
 use crate::workspace::Target;
-use crate::write::idempotency::{Keyed, idempotency_extra};
+use crate::write::idempotency::{Answer, Keyed};
 use crate::write::intent::{self, Order, Precondition, WriteMode};
 use crate::write::pipeline::{Body, Caller, Decision, Outcome, Plan};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 /// What [`put`] writes.
 pub struct Put<'a> {
@@ -29,14 +31,19 @@ pub struct Put<'a> {
     pub keyed: Keyed<'a>,
 }
 
-/// A write that happened now, or the journal row of the earlier call it replays.
-pub enum Written {
-    Applied(Outcome),
-    Replayed(Map<String, Value>),
+/// The journal row of a `safe_write` or `safe_replace`, as a replay reads it.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct WriteRow {
+    #[serde(flatten)]
+    row: RecordedRow,
+    #[serde(deserialize_with = "lenient")]
+    replacements: Option<u64>,
 }
 
-/// Write `put.bytes` to its target by `put.mode` (`safe_write`).
-pub fn put(store: &Store, who: &Caller, put: Put<'_>) -> Result<Written> {
+/// Write `put.bytes` to its target by `put.mode` (`safe_write`). A replay answers with the
+/// first call's outcome, written to `put.target`.
+pub fn put(store: &Store, who: &Caller, put: Put<'_>) -> Result<Answer<Outcome>> {
     let Put {
         shown,
         target,
@@ -46,8 +53,8 @@ pub fn put(store: &Store, who: &Caller, put: Put<'_>) -> Result<Written> {
         keyed,
     } = put;
     let (outcome, replay) = store.pipeline().commit(target, who, |existing| {
-        if let Some(row) = store.recorded(keyed.key, keyed.request_sha256)? {
-            return Ok(Decision::Skip(Some(row)));
+        if let Some(w) = store.replay::<WriteRow>(keyed)? {
+            return Ok(Decision::Skip(Some(w.row)));
         }
         let applied = Precondition {
             shown,
@@ -64,15 +71,18 @@ pub fn put(store: &Store, who: &Caller, put: Put<'_>) -> Result<Written> {
                 body: Body::Bytes(body),
                 mode_label: applied.label().into(),
                 create_only: applied.create_only(),
-                extra: idempotency_extra(keyed.key, keyed.request_sha256),
+                extra: keyed.extra(),
                 new_file_mode: None,
             },
             None,
         ))
     })?;
     match (outcome, replay) {
-        (Some(o), _) => Ok(Written::Applied(o)),
-        (None, Some(row)) => Ok(Written::Replayed(row)),
+        (Some(o), _) => Ok(Answer::Applied(o)),
+        (None, Some(row)) => Ok(Answer::Replayed(Outcome::recorded(
+            row,
+            target.abs_path.clone(),
+        ))),
         (None, None) => Err(Failure::Internal(
             "write neither applied nor replayed".into(),
         )),
@@ -85,9 +95,8 @@ pub struct Replace<'a> {
     pub target: &'a Target,
     pub edits: &'a [Edit],
     pub expected_prev_sha256: Option<&'a str>,
-    /// Run L0 on what the edit introduces and refuse at `reject_at`.
-    pub classify: bool,
-    pub reject_at: RejectAt,
+    /// Run L0 on what the edit introduces, and refuse at its verdict.
+    pub classify: Classify,
     /// Compute the diff, write nothing.
     pub dry_run: bool,
     pub keyed: Keyed<'a>,
@@ -109,8 +118,8 @@ pub enum Replaced {
     Applied(Edited, Outcome),
     /// A dry run: what would be written, and the unified diff.
     DryRun(Edited, String),
-    /// The journal row of the earlier call with the same idempotency key.
-    Replayed(Map<String, Value>),
+    /// The earlier call with the same idempotency key, as its journal row recorded it.
+    Replayed(Edited, Outcome),
 }
 
 /// What the decision under the lock hands back to [`replace`].
@@ -127,14 +136,22 @@ pub fn replace(store: &Store, who: &Caller, replace: Replace<'_>) -> Result<Repl
         edits,
         expected_prev_sha256,
         classify,
-        reject_at,
         dry_run,
         keyed,
     } = replace;
     let limit = store.config().max_write_bytes;
     let (outcome, decided) = store.pipeline().commit(target, who, |existing| {
-        if let Some(row) = store.recorded(keyed.key, keyed.request_sha256)? {
-            return Ok(Decision::Skip(Decided::Skip(Replaced::Replayed(row))));
+        if let Some(w) = store.replay::<WriteRow>(keyed)? {
+            let edited = Edited {
+                sha256: w.row.sha256.clone(),
+                bytes: w.row.bytes,
+                prev_sha256: w.row.prev_sha256.clone().unwrap_or_default(),
+                replacements: w.replacements.unwrap_or(0) as usize,
+            };
+            let outcome = Outcome::recorded(w.row, target.abs_path.clone());
+            return Ok(Decision::Skip(Decided::Skip(Replaced::Replayed(
+                edited, outcome,
+            ))));
         }
         let existing = intent::existing_for_edit(shown, expected_prev_sha256, existing)?;
         let text = std::str::from_utf8(&existing.bytes).map_err(|e| Failure::Encoding {
@@ -142,7 +159,12 @@ pub fn replace(store: &Store, who: &Caller, replace: Replace<'_>) -> Result<Repl
             reason: format!("the file is not valid UTF-8 ({e}); safe_replace edits text files"),
         })?;
         let (new_text, replacements) = apply_edits(text, edits, shown)?;
-        store.preflight_edit(text, &new_text, classify, reject_at)?;
+        store.preflight_edit(
+            text,
+            &new_text,
+            classify.classify,
+            classify.classify_reject_at,
+        )?;
         intent::within_limit("resulting file", new_text.len() as u64, limit)?;
         let edited = Edited {
             sha256: crate::hash::sha256_hex(new_text.as_bytes()),
@@ -156,7 +178,7 @@ pub fn replace(store: &Store, who: &Caller, replace: Replace<'_>) -> Result<Repl
                 edited, diff,
             ))));
         }
-        let mut extra = idempotency_extra(keyed.key, keyed.request_sha256);
+        let mut extra = keyed.extra();
         extra.insert("replacements".into(), json!(replacements));
         Ok(Decision::Write(
             Plan {
@@ -198,7 +220,7 @@ mod tests {
         bytes: &[u8],
         mode: WriteMode,
         key: Option<&str>,
-    ) -> Result<Written> {
+    ) -> Result<Answer<Outcome>> {
         let target = s.workspaces().resolve(path, true)?;
         put(
             s,
@@ -222,18 +244,20 @@ mod tests {
         let (t, s) = store();
         assert!(matches!(
             put_bytes(&s, "a.txt", b"one\n", WriteMode::Create, None).unwrap(),
-            Written::Applied(_)
+            Answer::Applied(_)
         ));
         let first = put_bytes(&s, "a.txt", b"two\n", WriteMode::Append, Some("k")).unwrap();
-        let Written::Applied(o) = first else {
+        let Answer::Applied(o) = first else {
             panic!("the first keyed call writes");
         };
         assert_eq!(o.mode_label, "append");
         let again = put_bytes(&s, "a.txt", b"two\n", WriteMode::Append, Some("k")).unwrap();
-        let Written::Replayed(row) = again else {
+        let Answer::Replayed(r) = again else {
             panic!("the retry replays");
         };
-        assert_eq!(row["journal_id"], json!(o.journal_id));
+        assert_eq!(r.journal_id, o.journal_id);
+        assert_eq!((r.sha256, r.bytes), (o.sha256, o.bytes));
+        assert_eq!(r.mode_label, "append");
         assert_eq!(
             std::fs::read(t.path().join("a.txt")).unwrap(),
             b"one\ntwo\n"
@@ -282,8 +306,7 @@ mod tests {
                     target: &target,
                     edits,
                     expected_prev_sha256: None,
-                    classify: false,
-                    reject_at: RejectAt::High,
+                    classify: Classify::default(),
                     dry_run,
                     keyed: Keyed {
                         key: None,
@@ -318,6 +341,54 @@ mod tests {
         assert_eq!(
             std::fs::read(t.path().join("a.txt")).unwrap(),
             b"alpha gamma\n"
+        );
+    }
+
+    #[test]
+    fn a_keyed_replace_retried_answers_with_the_recorded_edit_and_writes_nothing() {
+        let (_t, s) = store();
+        put_bytes(&s, "a.txt", b"a a b\n", WriteMode::Create, None).unwrap();
+        let target = s.workspaces().resolve("a.txt", false).unwrap();
+        let edits = [Edit {
+            old_string: "a".into(),
+            new_string: "c".into(),
+            count: -1,
+        }];
+        let run = || {
+            let r = Replace {
+                shown: "a.txt",
+                target: &target,
+                edits: &edits,
+                expected_prev_sha256: None,
+                classify: Classify::default(),
+                dry_run: false,
+                keyed: Keyed {
+                    key: Some("k"),
+                    request_sha256: "r",
+                },
+            };
+            replace(&s, &who(), r).unwrap()
+        };
+        let Replaced::Applied(e, o) = run() else {
+            panic!("the first call edits");
+        };
+        let rows = s.pipeline().journal().read_from(0).unwrap().0;
+        let Replaced::Replayed(again, recorded) = run() else {
+            panic!("the retry replays");
+        };
+        assert_eq!(s.pipeline().journal().read_from(0).unwrap().0, rows);
+        assert_eq!(
+            (
+                again.sha256,
+                again.bytes,
+                again.prev_sha256,
+                again.replacements
+            ),
+            (e.sha256, e.bytes, e.prev_sha256, 2)
+        );
+        assert_eq!(
+            (recorded.journal_id, recorded.mode_label, recorded.abs_path),
+            (o.journal_id, "replace".to_string(), target.abs_path.clone())
         );
     }
 }

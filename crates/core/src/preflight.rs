@@ -39,6 +39,17 @@ pub enum RejectAt {
     Low,
 }
 
+// The L0 check a writing call asks for: score what it writes, refuse at `classify_reject_at`.
+// Flattened into the arguments of every tool that takes it (no doc comment: each tool says in
+// its own words what `classify` scores).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
+pub struct Classify {
+    #[serde(default)]
+    pub classify: bool,
+    #[serde(default)]
+    pub classify_reject_at: RejectAt,
+}
+
 impl RejectAt {
     /// The lowest verdict that is refused.
     pub fn verdict(self) -> Verdict {

@@ -25,6 +25,16 @@
 //! - What reads answer is the *live view* ([`live_index`]): per (sha256, label), the latest
 //!   row, counted with the deposits it supersedes. Compaction writes exactly the live view.
 //! - `RW_SCRATCH_DISABLE_GET` (any non-empty value) makes the scratchpad write-only.
+//!
+//! What the tools ask for: [`put`] (`scratch_put`: a deposit of content as the request
+//! carries it, a keyed retry answered from its journal row) and [`find`] (`scratch_ref`,
+//! `scratch_get`: the latest deposit matching a query, in the live view).
+
+mod lookup;
+mod put;
+
+pub use lookup::{Described, Found, describe, find};
+pub use put::{Blob, Put, put};
 
 use crate::envelope::{Failure, Result};
 use crate::hash::{is_sha256_hex, sha256_hex};
@@ -35,6 +45,7 @@ use crate::store::Store;
 use crate::util::statefile::{Line, LineReader, MAX_STATE_LINE};
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
+use crate::write::idempotency::Answer;
 use rustix::fd::OwnedFd;
 use rustix::fs::{FlockOperation, Mode, OFlags};
 use serde::{Deserialize, Serialize};
@@ -64,19 +75,10 @@ pub struct Meta<'a> {
     pub encoding: &'a str,
 }
 
-/// A completed deposit.
-#[derive(Debug, Clone)]
+/// A completed deposit: the blob, and what is worth telling about it.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Deposit {
-    pub sha256: String,
-    /// `.resilient_write/scratch/<sha256>.bin`
-    pub scratch_path: String,
-    pub bytes: u64,
-    /// The blob was already stored: only an index row was added.
-    pub dedup: bool,
-    /// Journal id of the blob write (absent when deduplicated).
-    pub journal_id: Option<String>,
-    /// The index row written.
-    pub entry: Map<String, Value>,
+    pub blob: Blob,
     pub warnings: Vec<String>,
 }
 
@@ -133,22 +135,26 @@ pub fn deposit(
 
 /// Deposit `bytes`, journaled as `who`.
 pub fn deposit_as(svc: &Store, who: &Caller, bytes: &[u8], meta: &Meta) -> Result<Deposit> {
-    deposit_keyed(svc, who, bytes, meta, BTreeMap::new(), &|| Ok(None))?
-        .map_err(|_| Failure::Internal("a deposit without a key was replayed".into()))
+    match deposit_keyed(svc, who, bytes, meta, BTreeMap::new(), &|| Ok(None))? {
+        Answer::Applied(d) => Ok(d),
+        Answer::Replayed(_) => Err(Failure::Internal(
+            "a deposit without a key was replayed".into(),
+        )),
+    }
 }
 
 /// [`deposit_as`] with an idempotency key's journal fields (`extra`, added to the index row's
 /// journal row with the blob's address, size, dedup and journal id) and its `replay` check,
-/// run under the index's lock: `Err(row)` when the call repeats the journaled call `row`
-/// (the blob write before it is content-addressed, so a replay adds nothing).
+/// run under the index's lock: a replay when the call repeats an earlier one (the blob write
+/// before it is content-addressed, so a replay adds nothing).
 pub fn deposit_keyed(
     svc: &Store,
     who: &Caller,
     bytes: &[u8],
     meta: &Meta,
     mut extra: BTreeMap<String, Value>,
-    replay: &dyn Fn() -> Result<Option<Map<String, Value>>>,
-) -> Result<std::result::Result<Deposit, Map<String, Value>>> {
+    replay: &dyn Fn() -> Result<Option<Deposit>>,
+) -> Result<Answer<Deposit>> {
     let sha256 = sha256_hex(bytes);
     let dir = open_scratch(svc, true)?
         .ok_or_else(|| Failure::Internal("scratch directory vanished".into()))?;
@@ -231,11 +237,15 @@ pub fn deposit_keyed(
     line.push(b'\n');
     let index_target = dir.target(INDEX_FILE)?;
     let journal_id = outcome.as_ref().map(|o| o.journal_id.clone());
+    let blob = Blob {
+        scratch_path: blob_path(&sha256),
+        sha256,
+        bytes: bytes.len() as u64,
+        dedup,
+        journal_id,
+    };
     if !extra.is_empty() {
-        extra.insert("blob_sha256".into(), json!(sha256));
-        extra.insert("blob_bytes".into(), json!(bytes.len()));
-        extra.insert("dedup".into(), json!(dedup));
-        extra.insert("blob_journal_id".into(), json!(journal_id));
+        extra.extend(put::DepositRow::fields(&blob));
     }
     extra.insert("scratch".to_string(), json!(true));
     // A deposit is a record: history yields room for its index row (the row is cut off
@@ -243,21 +253,13 @@ pub fn deposit_keyed(
     let replayed = svc.pipeline().with_state_room(line.len() as u64, || {
         append_index_row(svc, &dir, &index_target, who, &line, extra.clone(), replay)
     })?;
-    if let Some(row) = replayed {
-        return Ok(Err(row));
+    if let Some(d) = replayed {
+        return Ok(Answer::Replayed(d));
     }
     if let Some(o) = &outcome {
         warnings.extend(o.warnings.iter().cloned());
     }
-    Ok(Ok(Deposit {
-        scratch_path: blob_path(&sha256),
-        sha256,
-        bytes: bytes.len() as u64,
-        dedup,
-        journal_id,
-        entry,
-        warnings,
-    }))
+    Ok(Answer::Applied(Deposit { blob, warnings }))
 }
 
 /// Holds `flock(LOCK_EX)` on a directory; released when dropped, on every exit path.
@@ -310,16 +312,16 @@ fn append_index_row(
     who: &Caller,
     line: &[u8],
     mut extra: BTreeMap<String, Value>,
-    replay: &dyn Fn() -> Result<Option<Map<String, Value>>>,
-) -> Result<Option<Map<String, Value>>> {
+    replay: &dyn Fn() -> Result<Option<Deposit>>,
+) -> Result<Option<Deposit>> {
     let shown = dir.path.join(INDEX_FILE);
     // The pipeline's lock on this directory: no blob or index write, compaction or other
     // deposit meanwhile, in this process or another.
     rustix::fs::flock(&dir.dir, FlockOperation::LockExclusive)
         .map_err(|e| Failure::io("lock scratch directory", &dir.path, errno_io(e)))?;
     let _lock = DirLock(&dir.dir);
-    if let Some(row) = replay()? {
-        return Ok(Some(row));
+    if let Some(d) = replay()? {
+        return Ok(Some(d));
     }
     let shown = shown.as_path();
     let fail = |op: &'static str| move |e: io::Error| Failure::io(op, shown, e);
@@ -617,7 +619,7 @@ pub fn deposit_redacted(svc: &Store, original: &str, rule: &str) -> Result<Strin
         Some("text/plain"),
         Some("original of a redact placeholder"),
     )?;
-    Ok(d.sha256)
+    Ok(d.blob.sha256)
 }
 
 /// Read and verify a blob. `RW_SCRATCH_DISABLE_GET` refuses.
@@ -689,13 +691,13 @@ mod tests {
             Some("from redact"),
         )
         .unwrap();
-        assert_eq!(d.sha256, sha256_hex(&original));
-        assert!(!d.dedup);
-        assert_eq!(d.entry["encoding"], "base64");
-        assert_eq!(get(&svc, &d.sha256).unwrap(), original);
+        assert_eq!(d.blob.sha256, sha256_hex(&original));
+        assert!(!d.blob.dedup);
+        assert_eq!(get(&svc, &d.blob.sha256).unwrap(), original);
         let again = deposit(&svc, &original, Some("second"), None, None).unwrap();
-        assert!(again.dedup);
+        assert!(again.blob.dedup);
         let (rows, skipped) = read_index(&svc).unwrap();
+        assert_eq!(rows[0]["encoding"], "base64");
         assert_eq!(rows.len(), 2);
         assert!(skipped.is_empty());
     }

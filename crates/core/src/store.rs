@@ -19,8 +19,11 @@ use crate::pipeline::retention::Retention;
 use crate::pipeline::{Pipeline, sweep_temp_files};
 use crate::preflight::{ActivePolicy, RejectAt};
 use crate::workspace::Workspaces;
-use crate::write::idempotency::{IdempotencyIndex, ResultLog, check_key, replay_of, result_row};
+use crate::write::idempotency::{
+    IdempotencyIndex, Keyed, ResultLog, check_key, replay_of, result_row,
+};
 use crate::write::results::Expiry;
+use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
@@ -280,6 +283,14 @@ impl Store {
             .unwrap_or_else(|p| p.into_inner())
             .lookup(self.pipeline.journal(), &self.results, key)?;
         replay_of(key, row, request_sha256)
+    }
+
+    /// The earlier call `keyed` repeats, read as `T` from the journal row that recorded it
+    /// ([`Store::recorded`], [`crate::journal::recorded`]).
+    pub fn replay<T: DeserializeOwned>(&self, keyed: Keyed<'_>) -> Result<Option<T>> {
+        self.recorded(keyed.key, keyed.request_sha256)?
+            .map(crate::journal::recorded::read)
+            .transpose()
     }
 
     /// Run `call`, the call of `tool` with idempotency `key` (if any) and the other arguments

@@ -11,7 +11,8 @@ use crate::envelope::{Failure, Result};
 use crate::store::Store;
 use rustix::fd::AsFd;
 use rustix::fs::{AtFlags, Mode, OFlags};
-use serde::Serialize;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 
 /// Remove every file of a locked session, then the session directory. Returns how many
 /// files were removed (the lock file and records log not counted).
@@ -84,51 +85,54 @@ pub fn reset(svc: &Store, name: &str) -> Result<(bool, u64)> {
     }
 }
 
-/// The state of a session, for `chunk_status`.
-#[derive(Debug, Clone, Serialize, schemars::JsonSchema)]
+/// The state of a session, as `chunk_status` reports it (flattened into its result).
+#[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
 pub struct Status {
     pub exists: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_expected: Option<u64>,
     pub present_indices: Vec<u64>,
+    /// Gaps below the highest chunk, and indices up to total_expected not yet written.
     pub missing_indices: Vec<u64>,
+    pub chunk_dir: String,
     pub chunk_count: u64,
     pub total_bytes: u64,
     /// Chunks whose content differs from the hash recorded when they were written.
-    pub modified: Vec<ModifiedChunk>,
-    /// `part-*` files that are not resilient-write's (a mixed session).
+    pub modified_chunks: Vec<ModifiedChunk>,
+    /// part-* files that are not resilient-write's (a mixed session).
     pub unrecognised_files: Vec<String>,
-    /// ok, missing or corrupt (a missing or corrupt manifest is rebuilt at the next write).
+    /// ok, missing or corrupt (rebuilt from the chunk files at the next write).
     pub manifest: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub created_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub updated_at: Option<String>,
-    /// Whether compose would accept the session as it is.
+    /// Whether chunk_compose would accept the session now.
     pub ready: bool,
 }
 
 /// Inspect a session (shared lock: concurrent appends wait, other readers do not). A chunk
 /// whose file is unchanged since its hash was recorded (same inode, ctime and size) is not
 /// read again unless `verify`; compose and preview always hash every chunk.
-pub fn status(svc: &Store, name: &str, verify: bool) -> Result<(Status, String)> {
+pub fn status(svc: &Store, name: &str, verify: bool) -> Result<Status> {
     validate_session(name)?;
     let dir_display = session_display(name);
     let Some(session) = open_session(svc, name, false, false)? else {
-        return Ok((
-            Status {
-                exists: false,
-                total_expected: None,
-                present_indices: vec![],
-                missing_indices: vec![],
-                chunk_count: 0,
-                total_bytes: 0,
-                modified: vec![],
-                unrecognised_files: vec![],
-                manifest: "missing".into(),
-                created_at: None,
-                updated_at: None,
-                ready: false,
-            },
-            dir_display,
-        ));
+        return Ok(Status {
+            exists: false,
+            total_expected: None,
+            present_indices: vec![],
+            missing_indices: vec![],
+            chunk_dir: dir_display,
+            chunk_count: 0,
+            total_bytes: 0,
+            modified_chunks: vec![],
+            unrecognised_files: vec![],
+            manifest: "missing".into(),
+            created_at: None,
+            updated_at: None,
+            ready: false,
+        });
     };
     let listing = session.list()?;
     let manifest = session.manifest()?;
@@ -161,23 +165,21 @@ pub fn status(svc: &Store, name: &str, verify: bool) -> Result<(Status, String)>
         && modified.is_empty()
         && listing.foreign.is_empty()
         && total_expected.is_none_or(|t| t == count);
-    Ok((
-        Status {
-            exists: true,
-            total_expected,
-            present_indices: listing.indices(),
-            missing_indices: missing,
-            chunk_count: count,
-            total_bytes,
-            modified,
-            unrecognised_files: listing.foreign.clone(),
-            manifest: manifest.label().into(),
-            created_at: m.and_then(|m| m.created_at.clone()),
-            updated_at,
-            ready,
-        },
-        dir_display,
-    ))
+    Ok(Status {
+        exists: true,
+        total_expected,
+        present_indices: listing.indices(),
+        missing_indices: missing,
+        chunk_dir: dir_display,
+        chunk_count: count,
+        total_bytes,
+        modified_chunks: modified,
+        unrecognised_files: listing.foreign.clone(),
+        manifest: manifest.label().into(),
+        created_at: m.and_then(|m| m.created_at.clone()),
+        updated_at,
+        ready,
+    })
 }
 
 #[cfg(test)]
@@ -197,7 +199,7 @@ mod tests {
         // Two chunks and the manifest; the lock file and the records log are not counted.
         assert_eq!(reset(&svc, "s").unwrap(), (true, 3));
         assert!(!dir.exists());
-        assert!(!status(&svc, "s", false).unwrap().0.exists);
+        assert!(!status(&svc, "s", false).unwrap().exists);
         assert_eq!(reset(&svc, "s").unwrap(), (false, 0));
     }
 
@@ -211,7 +213,7 @@ mod tests {
         std::fs::write(dir.join("part-002.txt.tmp.ab"), b"original's temp").unwrap();
         assert_eq!(reset(&svc, "s").unwrap(), (true, 4));
         assert!(!dir.exists());
-        let (kept, _) = status(&svc, "keep", true).unwrap();
+        let kept = status(&svc, "keep", true).unwrap();
         assert!(kept.ready);
         assert_eq!(kept.present_indices, vec![1]);
     }
@@ -226,11 +228,11 @@ mod tests {
     #[test]
     fn status_of_an_unknown_session_says_it_does_not_exist() {
         let (_t, svc) = service();
-        let (s, dir) = status(&svc, "nothing", false).unwrap();
+        let s = status(&svc, "nothing", false).unwrap();
         assert!(!s.exists);
         assert!(!s.ready);
         assert_eq!(s.manifest, "missing");
-        assert_eq!(dir, ".resilient_write/chunks/nothing");
+        assert_eq!(s.chunk_dir, ".resilient_write/chunks/nothing");
         assert!(!session_dir(&svc, "nothing").exists());
     }
 
@@ -239,7 +241,7 @@ mod tests {
         let (_t, svc) = service();
         put_total(&svc, "s", Some(1), b"aa", Some(3));
         put(&svc, "s", Some(3), b"ccc");
-        let (s, _) = status(&svc, "s", false).unwrap();
+        let s = status(&svc, "s", false).unwrap();
         assert!(s.exists);
         assert_eq!(s.total_expected, Some(3));
         assert_eq!(s.present_indices, vec![1, 3]);
@@ -250,7 +252,7 @@ mod tests {
         assert!(s.created_at.is_some() && s.updated_at.is_some());
         assert!(!s.ready);
         put(&svc, "s", Some(2), b"b");
-        let (s, _) = status(&svc, "s", false).unwrap();
+        let s = status(&svc, "s", false).unwrap();
         assert!(s.missing_indices.is_empty());
         assert!(s.ready);
     }
@@ -260,7 +262,7 @@ mod tests {
         let (_t, svc) = service();
         put(&svc, "s", Some(1), b"a");
         std::fs::write(session_dir(&svc, "s").join("part-0002.txt"), b"b").unwrap();
-        let (s, _) = status(&svc, "s", false).unwrap();
+        let s = status(&svc, "s", false).unwrap();
         assert_eq!(s.unrecognised_files, vec!["part-0002.txt"]);
         assert!(!s.ready);
     }
@@ -271,9 +273,9 @@ mod tests {
         put(&svc, "s", Some(1), b"abc");
         put(&svc, "s", Some(2), b"def");
         replace_by_hand(&session_dir(&svc, "s").join(part_name(2)), b"xyz");
-        let (s, _) = status(&svc, "s", false).unwrap();
+        let s = status(&svc, "s", false).unwrap();
         assert_eq!(
-            s.modified,
+            s.modified_chunks,
             vec![ModifiedChunk {
                 index: 2,
                 recorded_sha256: sha256_hex(b"def"),
@@ -288,9 +290,9 @@ mod tests {
         let (_t, svc) = service();
         put(&svc, "s", Some(1), b"abc");
         std::fs::write(session_dir(&svc, "s").join(part_name(1)), b"abd").unwrap();
-        let (s, _) = status(&svc, "s", false).unwrap();
-        assert_eq!(s.modified.len(), 1);
-        assert_eq!(s.modified[0].actual_sha256, sha256_hex(b"abd"));
+        let s = status(&svc, "s", false).unwrap();
+        assert_eq!(s.modified_chunks.len(), 1);
+        assert_eq!(s.modified_chunks[0].actual_sha256, sha256_hex(b"abd"));
     }
 
     #[test]
@@ -308,16 +310,16 @@ mod tests {
         std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
         std::fs::write(svc.pipeline().journal().path(), b"").unwrap();
         // The stamp matches: the record stands without reading the file.
-        assert!(status(&svc, "s", false).unwrap().0.modified.is_empty());
+        assert!(status(&svc, "s", false).unwrap().modified_chunks.is_empty());
         // verify reads every chunk.
-        let (s, _) = status(&svc, "s", true).unwrap();
-        assert_eq!(s.modified.len(), 1);
-        assert_eq!(s.modified[0].recorded_sha256, fake);
+        let s = status(&svc, "s", true).unwrap();
+        assert_eq!(s.modified_chunks.len(), 1);
+        assert_eq!(s.modified_chunks[0].recorded_sha256, fake);
         // The same content in a new file moves the stamp: the chunk is read again.
         replace_by_hand(&dir.join(part_name(1)), b"abc");
-        let (s, _) = status(&svc, "s", false).unwrap();
-        assert_eq!(s.modified.len(), 1);
-        assert_eq!(s.modified[0].actual_sha256, sha256_hex(b"abc"));
+        let s = status(&svc, "s", false).unwrap();
+        assert_eq!(s.modified_chunks.len(), 1);
+        assert_eq!(s.modified_chunks[0].actual_sha256, sha256_hex(b"abc"));
     }
 
     #[test]
@@ -326,12 +328,12 @@ mod tests {
         put(&svc, "s", Some(1), b"a");
         let path = session_dir(&svc, "s").join(MANIFEST_FILE);
         std::fs::write(&path, b"{ torn").unwrap();
-        let (s, _) = status(&svc, "s", false).unwrap();
+        let s = status(&svc, "s", false).unwrap();
         assert_eq!(s.manifest, "corrupt");
         assert!(s.ready);
         assert_eq!(std::fs::read(&path).unwrap(), b"{ torn");
         std::fs::remove_file(&path).unwrap();
-        let (s, _) = status(&svc, "s", false).unwrap();
+        let s = status(&svc, "s", false).unwrap();
         assert_eq!(s.manifest, "missing");
         assert!(!path.exists());
     }

@@ -1,16 +1,21 @@
 //! Compose and preview. Compose streams the chunks of a checked [`snapshot`] through the
 //! pipeline in constant memory, hashing on a second thread each chunk whose record it cannot
-//! trust; preview composes in memory, with the same checks, up to a size limit.
+//! trust; preview composes in memory, with the same checks, up to a size limit. [`compose`]
+//! is what `chunk_compose` asks for (a keyed retry answered from its journal row, without the
+//! session, which cleanup may have removed); [`compose_with`] the streaming compose itself.
 
 use super::admin::remove_session;
 use super::records::{check_record, journaled_in, modified_failure, stamp_of};
 use super::{ModifiedChunk, errno, open_session, session_failure, snapshot};
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
-use crate::pipeline::{Body, Caller, Decision, Existing, Outcome, Plan};
+use crate::journal::recorded::{RecordedRow, lenient};
+use crate::preflight::Classify;
 use crate::progress::Progress;
 use crate::store::Store;
+use crate::write::idempotency::{Answer, Keyed};
 use crate::write::intent::{self, Applied, Order, Precondition, WriteMode};
+use crate::write::pipeline::{Body, Caller, Decision, Existing, Outcome, Plan};
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -36,7 +41,10 @@ pub struct ComposeOptions {
 }
 
 /// A compose's outcome.
+#[derive(Debug)]
 pub struct Composed {
+    /// The composed file's path as its journal row records it.
+    pub output_path: String,
     pub outcome: Outcome,
     pub chunk_count: u64,
     pub chunk_hashes: Vec<String>,
@@ -56,10 +64,92 @@ struct StreamReport {
     blocked: Option<Failure>,
 }
 
+/// What `chunk_compose` asks for.
+pub struct Compose<'a> {
+    pub session: &'a str,
+    /// The output path as the client gave it.
+    pub output_path: &'a str,
+    pub separator: Vec<u8>,
+    /// `None`: the original's behaviour, create or overwrite if the file exists.
+    pub mode: Option<WriteMode>,
+    pub expected_prev_sha256: Option<String>,
+    pub cleanup: bool,
+    pub classify: Classify,
+    pub keyed: Keyed<'a>,
+}
+
+/// A compose's journal row, as a replay reads it.
+#[derive(Default, serde::Deserialize)]
+#[serde(default)]
+struct ComposeRow {
+    #[serde(flatten)]
+    row: RecordedRow,
+    #[serde(deserialize_with = "lenient")]
+    chunk_count: u64,
+    #[serde(deserialize_with = "lenient")]
+    compose_mode: String,
+}
+
+impl ComposeRow {
+    /// The outcome the row's call answered with: its chunks' hashes and warnings were that
+    /// call's to report, and `cleanup` is the retry's own argument.
+    fn composed(self, store: &Store, cleanup: bool) -> Composed {
+        let paths = store.workspaces().journal_paths();
+        let root = self.row.root.as_deref();
+        let output_path = paths.shown(&self.row.path, root).0.into_owned();
+        let abs_path = paths.absolute(&self.row.path, root);
+        Composed {
+            output_path,
+            outcome: Outcome::recorded(self.row, abs_path),
+            chunk_count: self.chunk_count,
+            chunk_hashes: Vec::new(),
+            mode_applied: self.compose_mode,
+            cleaned_up: cleanup,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// Compose a session into a file (`chunk_compose`), or answer a keyed retry with its first
+/// call's outcome. In this order: the session name, the replay (which needs no session:
+/// cleanup may have removed it), the output path, the classifier when asked for, then
+/// [`compose_with`], which checks the replay again under the pipeline's lock.
+pub fn compose(store: &Store, who: &Caller, c: Compose<'_>) -> Result<Answer<Composed>> {
+    super::validate_session(c.session)?;
+    let (keyed, cleanup) = (c.keyed, c.cleanup);
+    let replay = || {
+        Ok(store
+            .replay::<ComposeRow>(keyed)?
+            .map(|r| r.composed(store, cleanup)))
+    };
+    if let Some(done) = replay()? {
+        return Ok(Answer::Replayed(done));
+    }
+    let target = store.workspaces().resolve(c.output_path, true)?;
+    let opts = ComposeOptions {
+        separator: c.separator,
+        mode: c.mode,
+        expected_prev_sha256: c.expected_prev_sha256,
+        cleanup,
+        extra: keyed.extra(),
+        progress: crate::progress::current(),
+        classify: match c.classify.classify {
+            true => Some((store.classifier()?.clone(), c.classify.classify_reject_at)),
+            false => None,
+        },
+    };
+    Ok(
+        match compose_with(store, who, c.session, &target, opts, |_| replay())? {
+            Ok(done) => Answer::Applied(done),
+            Err(done) => Answer::Replayed(done),
+        },
+    )
+}
+
 /// Compose `session` into `target` through the pipeline, streaming. `check` runs under the
 /// pipeline's lock before anything is written (idempotency replay, expected hash); it may
 /// return a value that makes compose write nothing and return it instead.
-pub fn compose<R>(
+pub fn compose_with<R>(
     svc: &Store,
     who: &Caller,
     session_name: &str,
@@ -350,6 +440,7 @@ pub fn compose<R>(
         }
     }
     Ok(Ok(Composed {
+        output_path: target.row_path.path.clone(),
         outcome,
         chunk_count: count,
         chunk_hashes: rep.hashes,
@@ -497,7 +588,7 @@ mod tests {
             caller: "test".into(),
             tool: "chunk_compose".into(),
         };
-        Ok(compose(svc, &who, session, &target, opts, |_| Ok(None::<()>))?.unwrap())
+        Ok(compose_with(svc, &who, session, &target, opts, |_| Ok(None::<()>))?.unwrap())
     }
 
     fn read_out(t: &tempfile::TempDir, out: &str) -> Option<Vec<u8>> {
@@ -659,7 +750,7 @@ mod tests {
             caller: "test".into(),
             tool: "chunk_compose".into(),
         };
-        let r = compose(&svc, &who, "s", &target, options(b""), |_| Ok(Some(7))).unwrap();
+        let r = compose_with(&svc, &who, "s", &target, options(b""), |_| Ok(Some(7))).unwrap();
         assert!(matches!(r, Err(7)));
         assert_eq!(read_out(&t, "out.txt"), None);
     }
@@ -712,5 +803,60 @@ mod tests {
         let (reason, details) = refusal(preview(&svc, "s", b"", 1024).err().unwrap());
         assert_eq!(reason, "chunk_modified");
         assert_eq!(details["have"], json!([1]));
+    }
+
+    fn keyed_compose(svc: &Store, session: &str, cleanup: bool) -> Result<Answer<Composed>> {
+        let who = Caller {
+            caller: "test".into(),
+            tool: "chunk_compose".into(),
+        };
+        let c = Compose {
+            session,
+            output_path: "out.txt",
+            separator: b"+".to_vec(),
+            mode: None,
+            expected_prev_sha256: None,
+            cleanup,
+            classify: Classify::default(),
+            keyed: Keyed {
+                key: Some("k"),
+                request_sha256: "req",
+            },
+        };
+        compose(svc, &who, c)
+    }
+
+    #[test]
+    fn a_keyed_retry_after_cleanup_answers_from_the_journal_row_without_the_session() {
+        let (t, svc) = service();
+        put(&svc, "s", Some(1), b"one");
+        put(&svc, "s", Some(2), b"two");
+        let Answer::Applied(first) = keyed_compose(&svc, "s", true).unwrap() else {
+            panic!("the first call composes");
+        };
+        assert!(first.cleaned_up && !session_dir(&svc, "s").exists());
+        let (rows, _, _) = svc.pipeline().journal().read_from(0).unwrap();
+        let Answer::Replayed(again) = keyed_compose(&svc, "s", true).unwrap() else {
+            panic!("the retry replays");
+        };
+        assert_eq!(svc.pipeline().journal().read_from(0).unwrap().0, rows);
+        assert_eq!(again.output_path, "out.txt");
+        assert_eq!(
+            again.outcome.abs_path,
+            t.path().canonicalize().unwrap().join("out.txt")
+        );
+        assert_eq!(again.outcome.sha256, sha256_hex(b"one+two"));
+        assert_eq!(
+            (again.outcome.journal_id, again.outcome.wrote_at),
+            (first.outcome.journal_id, first.outcome.wrote_at)
+        );
+        assert_eq!(
+            (again.chunk_count, again.mode_applied),
+            (2, "create".to_string())
+        );
+        assert!(again.cleaned_up && again.chunk_hashes.is_empty());
+        // The session name is checked first, replay or not.
+        let e = keyed_compose(&svc, "no/slash", true).unwrap_err();
+        assert!(matches!(e, Failure::ChunkArgument { .. }), "{e:?}");
     }
 }

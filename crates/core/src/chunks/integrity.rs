@@ -297,9 +297,9 @@ mod tests {
         std::fs::write(dir.join(part_name(2)), b"two").unwrap();
         assert!(rebuild_manifest(&svc, &who(), "s").unwrap());
         assert_eq!(manifest_of(&svc, "s").chunks[&1].sha256, sha256_hex(b"one"));
-        let (s, _) = status(&svc, "s", true).unwrap();
-        assert_eq!(s.modified.len(), 1);
-        assert_eq!(s.modified[0].index, 1);
+        let s = status(&svc, "s", true).unwrap();
+        assert_eq!(s.modified_chunks.len(), 1);
+        assert_eq!(s.modified_chunks[0].index, 1);
     }
 
     #[test]

@@ -45,14 +45,14 @@ mod testing;
 mod write;
 
 pub use admin::{Status, reset, status};
-pub use compose::{ComposeOptions, Composed, Preview, compose, preview};
+pub use compose::{Compose, ComposeOptions, Composed, Preview, compose, compose_with, preview};
 pub use integrity::{ManifestDrift, manifest_drift, rebuild_manifest};
 pub use records::{ChunkRecord, Manifest, ManifestState, ModifiedChunk};
 pub use session::{
     Listing, Session, Snapshot, open_session, parse_part_name, part_name, session_display,
     snapshot, validate_session,
 };
-pub use write::{ChunkWriteOptions, ChunkWritten, write_chunk};
+pub use write::{ChunkPut, ChunkWriteOptions, ChunkWritten, put, write_chunk};
 
 use crate::envelope::Failure;
 use serde_json::{Map, Value};

@@ -45,7 +45,7 @@ pub(super) fn put_total(
         ChunkWriteOptions::default(),
     )
     .unwrap()
-    .unwrap()
+    .into_inner()
 }
 
 /// The session's directory on disk.

@@ -1,30 +1,46 @@
 //! Chunk writes (`chunk_write`, and `chunk_append` with no index): the chunk goes through
 //! the pipeline under the session lock, then its record goes to the records log, or the
-//! manifest is rewritten when it must change or the log has outgrown it.
+//! manifest is rewritten when it must change or the log has outgrown it. [`put`] is the
+//! tools' entry point: it decides, in order, the arguments, an idempotent replay, the
+//! content's decoding and its L0 check before [`write_chunk`] writes.
 
 use super::integrity::fold_manifest;
 use super::records::stamp_of;
 use super::session::validate_index;
-use super::{ChunkRecord, open_session, part_name, session_failure, validate_session};
+use super::{
+    ChunkRecord, MAX_INDEX, open_session, part_name, session_display, session_failure,
+    validate_session,
+};
 use crate::envelope::{Failure, Result};
-use crate::pipeline::{Body, Caller, Decision, Plan};
+use crate::journal::recorded::lenient;
+use crate::preflight::Classify;
 use crate::store::Store;
-use serde_json::{Map, Value, json};
+use crate::write::content::Content;
+use crate::write::idempotency::{Answer, Keyed};
+use crate::write::pipeline::{Body, Caller, Decision, Plan};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 use std::collections::BTreeMap;
 
 /// The records log is folded into the manifest once it outgrows the manifest (so appends
 /// cost O(1) amortised) or this many bytes, whichever is larger.
 const FOLD_AT_BYTES: u64 = 4096;
 
-/// A chunk write's outcome.
-#[derive(Debug, Clone)]
+// A chunk write's outcome, as `chunk_write` and `chunk_append` report it (flattened into
+// their result).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct ChunkWritten {
     pub index: u64,
+    /// `.resilient_write/chunks/<session>/part-NNN.txt`
     pub chunk_path: String,
     pub sha256: String,
     pub bytes: u64,
     pub journal_id: String,
+    /// The session's total_expected after this write, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_expected: Option<u64>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
 }
 
@@ -32,10 +48,96 @@ pub struct ChunkWritten {
 pub struct ChunkWriteOptions<'a> {
     /// Added to the chunk's journal row (with `total_expected` when it has any field).
     pub extra: BTreeMap<String, Value>,
-    /// Run under the session lock before writing: the journal row of an earlier call this
-    /// one repeats, to answer with instead of writing (so two retries racing each other
-    /// still write once).
-    pub replay: &'a dyn Fn() -> Result<Option<Map<String, Value>>>,
+    /// Run under the session lock before writing: the outcome of an earlier call this one
+    /// repeats, to answer with instead of writing (so two retries racing each other still
+    /// write once).
+    pub replay: &'a dyn Fn() -> Result<Option<ChunkWritten>>,
+}
+
+/// What `chunk_write` and `chunk_append` ask for.
+pub struct ChunkPut<'a> {
+    pub session: &'a str,
+    /// The chunk's index as given (`None`: the next one, an append).
+    pub index: Option<i64>,
+    pub total_expected: Option<i64>,
+    pub content: Content,
+    pub classify: Classify,
+    pub keyed: Keyed<'a>,
+}
+
+/// A chunk's journal row, as a replay reads it.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct ChunkRow {
+    #[serde(flatten)]
+    row: crate::journal::recorded::RecordedRow,
+    #[serde(deserialize_with = "lenient")]
+    chunk_index: u64,
+    #[serde(deserialize_with = "lenient")]
+    total_expected: Option<u64>,
+}
+
+impl ChunkRow {
+    /// The outcome the row's call answered with (its warnings were that call's to report).
+    fn written(self, session: &str) -> ChunkWritten {
+        ChunkWritten {
+            index: self.chunk_index,
+            chunk_path: format!(
+                "{}/{}",
+                session_display(session),
+                part_name(self.chunk_index)
+            ),
+            sha256: self.row.sha256,
+            bytes: self.row.bytes,
+            journal_id: self.row.journal_id,
+            total_expected: self.total_expected,
+            warnings: Vec::new(),
+        }
+    }
+}
+
+/// An index argument (`index`, `total_expected`) of 0 or below is refused with the session
+/// named; [`write_chunk`] checks the upper bound.
+fn index_arg(session: &str, field: &str, v: Option<i64>) -> Result<Option<u64>> {
+    match v {
+        None => Ok(None),
+        Some(n) if n >= 1 => Ok(Some(n as u64)),
+        Some(n) => Err(Failure::ChunkArgument {
+            session: session.into(),
+            reason: "index_out_of_range",
+            message: format!("{field} must be between 1 and {MAX_INDEX}, got {n}"),
+        }),
+    }
+}
+
+/// Write a chunk (`chunk_write`, or with no index `chunk_append`), or answer a keyed retry
+/// with its first call's outcome. In this order: the session name and index, the replay, then
+/// `total_expected`, the content's decoding against the size cap and its L0 check, then
+/// [`write_chunk`], which checks the replay again under the session lock (so two retries
+/// racing each other still write once).
+pub fn put(store: &Store, who: &Caller, put: ChunkPut<'_>) -> Result<Answer<ChunkWritten>> {
+    let ChunkPut {
+        session,
+        index,
+        total_expected,
+        content,
+        classify,
+        keyed,
+    } = put;
+    validate_session(session)?;
+    let index = index_arg(session, "index", index)?;
+    let replay = || Ok(store.replay::<ChunkRow>(keyed)?.map(|r| r.written(session)));
+    if let Some(w) = replay()? {
+        return Ok(Answer::Replayed(w));
+    }
+    let total = index_arg(session, "total_expected", total_expected)?;
+    let bytes = content.decode(store.config().max_write_bytes)?;
+    store.preflight_bytes(&bytes, classify.classify, classify.classify_reject_at)?;
+    let opts = ChunkWriteOptions {
+        extra: keyed.extra(),
+        replay: &replay,
+    };
+    write_chunk(store, who, session, index, bytes, total, opts)
 }
 
 impl Default for ChunkWriteOptions<'_> {
@@ -48,8 +150,8 @@ impl Default for ChunkWriteOptions<'_> {
 }
 
 /// Write chunk `index` of `session` (or, with `None`, the chunk after the highest present:
-/// an append), updating the manifest. Holds the session lock throughout. `Err(row)`: the
-/// call repeats the journaled call `row`, and nothing was written.
+/// an append), updating the manifest. Holds the session lock throughout. A replay (the call
+/// repeats an earlier one, [`ChunkWriteOptions::replay`]) writes nothing.
 pub fn write_chunk(
     svc: &Store,
     who: &Caller,
@@ -58,7 +160,7 @@ pub fn write_chunk(
     content: Vec<u8>,
     total_expected: Option<u64>,
     opts: ChunkWriteOptions,
-) -> Result<std::result::Result<ChunkWritten, Map<String, Value>>> {
+) -> Result<Answer<ChunkWritten>> {
     validate_session(session_name)?;
     if let Some(i) = index {
         validate_index(session_name, "index", i)?;
@@ -68,8 +170,8 @@ pub fn write_chunk(
     }
     let session = open_session(svc, session_name, true, true)?
         .ok_or_else(|| Failure::Internal("session directory vanished".into()))?;
-    if let Some(row) = (opts.replay)()? {
-        return Ok(Err(row));
+    if let Some(w) = (opts.replay)()? {
+        return Ok(Answer::Replayed(w));
     }
     let listing = session.list()?;
     // Only the manifest's head is parsed here: the chunk records are folded in lazily.
@@ -196,7 +298,7 @@ pub fn write_chunk(
         warnings.push(format!("the chunk's hash was not recorded: {e}"));
     }
     warnings.extend(outcome.warnings);
-    Ok(Ok(ChunkWritten {
+    Ok(Answer::Applied(ChunkWritten {
         index,
         chunk_path: session.display(&name),
         sha256: outcome.sha256,
@@ -229,7 +331,7 @@ mod tests {
         session: &str,
         index: Option<u64>,
         total_expected: Option<u64>,
-    ) -> Result<std::result::Result<ChunkWritten, Map<String, Value>>> {
+    ) -> Result<Answer<ChunkWritten>> {
         write_chunk(
             svc,
             &super::super::testing::who(),
@@ -398,9 +500,16 @@ mod tests {
     #[test]
     fn a_call_that_replays_an_earlier_one_writes_nothing() {
         let (_t, svc) = service();
-        let mut row = Map::new();
-        row.insert("journal_id".into(), json!("earlier"));
-        let answer = row.clone();
+        let earlier = ChunkWritten {
+            index: 1,
+            chunk_path: "earlier".into(),
+            sha256: sha256_hex(b"y"),
+            bytes: 1,
+            journal_id: "earlier".into(),
+            total_expected: None,
+            warnings: Vec::new(),
+        };
+        let answer = earlier.clone();
         let replay = move || Ok(Some(answer.clone()));
         let opts = ChunkWriteOptions {
             extra: BTreeMap::new(),
@@ -408,7 +517,85 @@ mod tests {
         };
         let who = super::super::testing::who();
         let r = write_chunk(&svc, &who, "s", Some(1), b"x".to_vec(), None, opts).unwrap();
-        assert_eq!(r.err(), Some(row));
+        assert_eq!(r, Answer::Replayed(earlier));
         assert!(!session_dir(&svc, "s").join(part_name(1)).exists());
+    }
+
+    fn keyed_put(svc: &Store, index: Option<i64>, content: &str) -> Result<Answer<ChunkWritten>> {
+        super::put(
+            svc,
+            &super::super::testing::who(),
+            ChunkPut {
+                session: "s",
+                index,
+                total_expected: Some(3),
+                content: Content {
+                    content: content.into(),
+                    encoding: Default::default(),
+                },
+                classify: Classify::default(),
+                keyed: Keyed {
+                    key: Some("k"),
+                    request_sha256: "req",
+                },
+            },
+        )
+    }
+
+    fn journal_rows(svc: &Store) -> usize {
+        let (rows, _, _) = svc.pipeline().journal().read_from(0).unwrap();
+        rows.len()
+    }
+
+    #[test]
+    fn a_keyed_retry_answers_with_the_first_outcome_from_its_row_and_writes_nothing() {
+        let (_t, svc) = service();
+        let Answer::Applied(first) = keyed_put(&svc, None, "one").unwrap() else {
+            panic!("the first call writes");
+        };
+        let rows = journal_rows(&svc);
+        let again = keyed_put(&svc, None, "one").unwrap();
+        assert_eq!(journal_rows(&svc), rows);
+        let expected = ChunkWritten {
+            warnings: Vec::new(),
+            ..first
+        };
+        assert_eq!(again, Answer::Replayed(expected));
+        assert!(!session_dir(&svc, "s").join(part_name(2)).exists());
+    }
+
+    #[test]
+    fn the_replay_is_decided_before_the_content_is_decoded_or_checked() {
+        let (t, svc) = service();
+        keyed_put(&svc, Some(1), "four").unwrap();
+        // The same state, now with a size cap the content exceeds: the retry still replays
+        // (it applies nothing), where a new call is refused.
+        let mut config = crate::store::Config::new(t.path().to_path_buf());
+        config.max_write_bytes = 2;
+        config.sweep_on_start = false;
+        let small = Store::open(config);
+        assert!(keyed_put(&small, Some(1), "four").unwrap().replayed());
+        let fresh = super::put(
+            &small,
+            &super::super::testing::who(),
+            ChunkPut {
+                session: "s",
+                index: Some(2),
+                total_expected: None,
+                content: Content {
+                    content: "four".into(),
+                    encoding: Default::default(),
+                },
+                classify: Classify::default(),
+                keyed: Keyed {
+                    key: None,
+                    request_sha256: "",
+                },
+            },
+        );
+        assert!(matches!(fresh, Err(Failure::TooLarge { .. })), "{fresh:?}");
+        // An index below 1 is refused before anything else, replay included.
+        let e = keyed_put(&svc, Some(0), "four").unwrap_err();
+        assert_eq!(argument_refusal(e), "index_out_of_range");
     }
 }

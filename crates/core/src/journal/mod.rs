@@ -49,10 +49,12 @@
 //! so its rows name what recovery applies); a crash during the `write(2)` leaves a torn tail,
 //! cut at the next append or start.
 //!
-//! [`tail`] is the filtered tail that `journal_tail` and the journal-tail resource serve.
+//! [`tail`] is the filtered tail that `journal_tail` and the journal-tail resource serve;
+//! [`recorded`] a row read back, for the calls that answer from it.
 
 pub mod group;
 pub mod paths;
+pub mod recorded;
 pub mod tail;
 
 use aho_corasick::AhoCorasick;

@@ -297,7 +297,7 @@ pub fn check_chunks(svc: &Store, out: &mut Vec<Finding>) {
         }
         // Doctor re-hashes every chunk: it is the thorough check, not the quick status.
         let status = match crate::chunks::status(svc, &name, true) {
-            Ok((s, _)) => s,
+            Ok(s) => s,
             Err(f) => {
                 out.push(Finding::problem(
                     "chunks",
@@ -307,8 +307,8 @@ pub fn check_chunks(svc: &Store, out: &mut Vec<Finding>) {
                 continue;
             }
         };
-        if !status.modified.is_empty() {
-            let idx: Vec<u64> = status.modified.iter().map(|m| m.index).collect();
+        if !status.modified_chunks.is_empty() {
+            let idx: Vec<u64> = status.modified_chunks.iter().map(|m| m.index).collect();
             out.push(Finding::problem(
                 "chunks",
                 format!(

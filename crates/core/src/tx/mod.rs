@@ -48,10 +48,14 @@ pub use wal::{CommitRecord, Manifest, StagedOp, WAL_DIR};
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::journal::now_rfc3339;
+use crate::journal::recorded::{RecordedRow, lenient};
 use crate::pipeline::{Body, Caller, Existing, Outcome, Plan, read_existing};
 use crate::store::Store;
 use crate::workspace::Target;
+use crate::write::idempotency::Answer;
 use rustix::fs::FlockOperation;
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::BTreeMap;
 use std::fs::{self, File};
@@ -336,6 +340,100 @@ pub fn committed_rows(svc: &Store, tx_id: &str) -> Result<Vec<Map<String, Value>
         .map_err(|e| Failure::io("read journal", journal.path(), e))
 }
 
+/// One file written by `tx_commit`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct CommittedFile {
+    pub path: String,
+    pub abs_path: String,
+    pub sha256: String,
+    pub bytes: u64,
+    pub mode_applied: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prev_sha256: Option<String>,
+    pub journal_id: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+impl CommittedFile {
+    /// The file staged as `path`, written as `o` tells.
+    fn new(path: String, o: Outcome) -> Self {
+        CommittedFile {
+            path,
+            abs_path: o.abs_path.display().to_string(),
+            sha256: o.sha256,
+            bytes: o.bytes,
+            mode_applied: o.mode_label,
+            prev_sha256: o.prev_sha256,
+            journal_id: o.journal_id,
+            warnings: o.warnings,
+        }
+    }
+}
+
+/// A commit as `tx_commit` reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CommitReport {
+    pub tx_id: String,
+    /// When it committed (for a replay: when its first file was journaled).
+    pub committed_at: String,
+    pub files: Vec<CommittedFile>,
+}
+
+/// A committed file's journal row, as a replay reads it.
+#[derive(Default, Deserialize)]
+#[serde(default)]
+struct TxRow {
+    #[serde(flatten)]
+    row: RecordedRow,
+    /// The path as the agent gave it to `tx_write` (absent from rows of recovery).
+    #[serde(deserialize_with = "lenient")]
+    tx_path: Option<String>,
+}
+
+/// `tx_commit` as a tool answers it: [`commit`], or for a transaction that is no longer open
+/// because it committed (its answer lost, or rolled forward after a crash) the files it wrote
+/// then, read back from their journal rows, instead of `tx_not_open`. Nothing is written
+/// then.
+pub fn commit_or_replay(svc: &Store, tx_id: &str) -> Result<Answer<CommitReport>> {
+    let c = match commit(svc, tx_id) {
+        Ok(c) => c,
+        Err(f @ Failure::TxNotOpen { .. }) => {
+            let rows = committed_rows(svc, tx_id)?;
+            if rows.is_empty() {
+                return Err(f);
+            }
+            let paths = svc.workspaces().journal_paths();
+            let rows = rows
+                .into_iter()
+                .map(crate::journal::recorded::read::<TxRow>)
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Answer::Replayed(CommitReport {
+                tx_id: tx_id.to_string(),
+                committed_at: rows.first().map(|r| r.row.ts.clone()).unwrap_or_default(),
+                files: rows
+                    .into_iter()
+                    .map(|r| {
+                        let path = r.tx_path.unwrap_or_else(|| r.row.path.clone());
+                        let abs_path = paths.absolute(&r.row.path, r.row.root.as_deref());
+                        CommittedFile::new(path, Outcome::recorded(r.row, abs_path))
+                    })
+                    .collect(),
+            }));
+        }
+        Err(f) => return Err(f),
+    };
+    Ok(Answer::Applied(CommitReport {
+        tx_id: c.tx_id,
+        committed_at: c.committed_at,
+        files: c
+            .files
+            .into_iter()
+            .map(|(op, o)| CommittedFile::new(op.path, o))
+            .collect(),
+    }))
+}
+
 /// `tx_commit`.
 pub fn commit(svc: &Store, tx_id: &str) -> Result<Committed> {
     let tx = open(svc, tx_id)?;
@@ -470,6 +568,30 @@ mod tests {
             })
         })
         .unwrap()
+    }
+
+    #[test]
+    fn a_committed_transaction_asked_again_answers_with_the_files_it_wrote() {
+        let (_t, svc) = service();
+        let m = begin(&svc, None, None).unwrap();
+        stage_bytes(&svc, &m.tx_id, "a.txt", b"a");
+        stage_bytes(&svc, &m.tx_id, "sub/../b.txt", b"b");
+        let Answer::Applied(first) = commit_or_replay(&svc, &m.tx_id).unwrap() else {
+            panic!("the first commit applies");
+        };
+        assert_eq!(first.files.len(), 2);
+        let journal = || svc.pipeline().journal().read_from(0).unwrap().0;
+        let rows = journal();
+        let Answer::Replayed(again) = commit_or_replay(&svc, &m.tx_id).unwrap() else {
+            panic!("the retry replays");
+        };
+        assert_eq!(journal(), rows, "a replay writes nothing");
+        assert_eq!(again.files, first.files);
+        assert_eq!(again.tx_id, m.tx_id);
+        assert_eq!(again.committed_at, rows[rows.len() - 2]["ts"]);
+        // A transaction that never committed stays unknown.
+        let e = commit_or_replay(&svc, &format!("tx-{}", "0".repeat(32))).unwrap_err();
+        assert!(matches!(e, Failure::TxNotOpen { .. }), "{e:?}");
     }
 
     #[test]

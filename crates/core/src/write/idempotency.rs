@@ -103,6 +103,35 @@ pub struct Keyed<'a> {
     pub request_sha256: &'a str,
 }
 
+impl Keyed<'_> {
+    /// The journal fields recording the key ([`idempotency_extra`]).
+    pub fn extra(self) -> BTreeMap<String, Value> {
+        idempotency_extra(self.key, self.request_sha256)
+    }
+}
+
+/// What a keyed call answers with: `T` applied now, or the `T` of its first call, replayed
+/// from the row that recorded it (nothing applied now).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer<T> {
+    Applied(T),
+    Replayed(T),
+}
+
+impl<T> Answer<T> {
+    /// Whether the answer is the first call's, replayed.
+    pub fn replayed(&self) -> bool {
+        matches!(self, Answer::Replayed(_))
+    }
+
+    /// The value, applied or replayed.
+    pub fn into_inner(self) -> T {
+        match self {
+            Answer::Applied(v) | Answer::Replayed(v) => v,
+        }
+    }
+}
+
 /// Hash of a request's arguments without its idempotency key, for idempotent replays. Empty
 /// when the call carries no key: nothing can replay it then, and hashing the canonical JSON
 /// of every argument (a megabyte of content) was a fifth of a 1 MB write's CPU.

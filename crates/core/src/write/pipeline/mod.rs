@@ -64,6 +64,7 @@
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::journal::group::{Apply, CommitError, OnWritten};
+use crate::journal::recorded::RecordedRow;
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
 use crate::util::sys::errno_io;
@@ -194,6 +195,25 @@ pub struct Outcome {
     /// Non-fatal problems after the write was applied (a directory fsync that failed, an
     /// owner that could not be kept).
     pub warnings: Vec<String>,
+}
+
+impl Outcome {
+    /// The outcome of an earlier write as its journal row recorded it (what a replay answers
+    /// with), written to `abs_path`; the detached links and warnings were the first call's to
+    /// report.
+    pub fn recorded(row: RecordedRow, abs_path: PathBuf) -> Outcome {
+        Outcome {
+            abs_path,
+            sha256: row.sha256,
+            bytes: row.bytes,
+            prev_sha256: row.prev_sha256,
+            journal_id: row.journal_id,
+            wrote_at: row.ts,
+            mode_label: row.mode,
+            detached_hardlinks: 0,
+            warnings: Vec::new(),
+        }
+    }
 }
 
 /// The write pipeline of one state directory.
