@@ -45,11 +45,11 @@ pub(super) struct CompiledRule {
 pub(super) enum Derive {
     /// A capture search.
     Captures,
-    /// From the span of the generic assignment rule's match (`detect::assignment_groups`).
+    /// From the span of the generic assignment rule's match (`derive::assignment_groups`).
     Assignment,
-    /// From the span of the URL userinfo rule's match (`detect::userinfo_groups`).
+    /// From the span of the URL userinfo rule's match (`derive::userinfo_groups`).
     Userinfo,
-    /// From the span of the prose rule's match (`detect::prose_groups`).
+    /// From the span of the prose rule's match (`derive::prose_groups`).
     Prose,
 }
 

@@ -51,7 +51,9 @@
 //!
 //! Layout: this file holds the public types and re-exports; `config` the thresholds and operator
 //! rules the policy fills in (the classifier never reads the policy itself); `compile` builds a
-//! [`Classifier`]; `detect` scans a draft for findings; `verify` confirms a regex match; `score`
+//! [`Classifier`]; `detect` scans a draft for findings (`gates` tests a keyword hit before a
+//! window opens, `derive` takes capture groups from a match's span); `verify` confirms a regex
+//! match; `score`
 //! applies the equation, the size rules and the verdict. `rules` is the built-in rule table,
 //! `entropy`, `pii`, `binary` and `tokens` (prefixless token shapes) the hand-written checks and scanners, `redact` the one-call
 //! redaction and `stream` the scorer for documents fed in pieces.
@@ -59,8 +61,10 @@
 mod binary;
 mod compile;
 pub(crate) mod config;
+mod derive;
 mod detect;
 mod entropy;
+mod gates;
 mod keywords;
 mod pii;
 mod redact;

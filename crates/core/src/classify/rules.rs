@@ -185,13 +185,13 @@ fn scanner(name: &str, family: &str, s: Scanner, tier: Tier) -> RuleSpec {
 }
 
 /// The rule whose capture groups the scan derives from its match span
-/// (`detect::assignment_groups`) instead of a capture search.
+/// (`derive::assignment_groups`) instead of a capture search.
 pub(crate) const ASSIGNMENT_RULE: &str = "generic_secret_assignment";
 /// The rule whose capture groups the scan derives from its match span
-/// (`detect::userinfo_groups`): a password in a URL's userinfo.
+/// (`derive::userinfo_groups`): a password in a URL's userinfo.
 pub(crate) const USERINFO_RULE: &str = "url_password";
 /// The rule whose capture groups the scan derives from its match span
-/// (`detect::prose_groups`): a credential named in prose.
+/// (`derive::prose_groups`): a credential named in prose.
 pub(crate) const PROSE_RULE: &str = "prose_credential";
 
 /// Token bodies end at a non-token byte (or the end).
