@@ -2,9 +2,12 @@
 //! line, or wrapped at a fixed width such as 64 or 76 columns), long hex blobs, and dense
 //! non-printable bytes. Hints suggest moving the payload to the scratchpad or splitting the write.
 //!
-//! Data URIs are judged by their media type: a binary one (`data:image/png;base64,...`, fonts,
-//! archives, PDFs) is a `base64_blob` hint from [`DATA_URI_MIN`] characters, as the type says
-//! it is binary; a textual one (source maps' `application/json`, SVG, CSS, `text/*`) is quiet.
+//! Data URIs are judged by their media type: a binary one that is not an image (fonts,
+//! archives, PDFs, `application/octet-stream`) is a `base64_blob` hint from [`DATA_URI_MIN`]
+//! characters, as the type says it is opaque binary; an image (`data:image/png;base64,...`, the
+//! icons and badges CSS and HTML inline) is content, not a filter risk, and is quiet, as is a
+//! textual one (source maps' `application/json`, SVG, CSS, `text/*`). A long base64 run that
+//! declares no media type is the plain [`BASE64_MIN`] hint.
 //! Also quiet: OpenSSH public keys, public PEM blocks (certificates, public keys: passed in as
 //! exclusions), digests (40/64/128 hex chars are far below the hex threshold), lockfile
 //! integrity hashes (88 chars). One linear pass per shape.
@@ -141,15 +144,17 @@ fn benign_prefix(s: &[u8], start: usize) -> bool {
         || b.ends_with(b"sk-ssh-ed25519@openssh.com ")
 }
 
-/// Whether a data URI's media type (what follows `data:`, before `;base64,`) names binary
-/// content: anything but text (`text/*`, JSON, XML, SVG, JavaScript, CSS, HTML) and the
-/// default (`data:;base64,` is `text/plain`).
+/// Whether a data URI's media type (what follows `data:`, before `;base64,`) names opaque
+/// binary content: anything but an image (`image/*`: content a page shows) and text
+/// (`text/*`, JSON, XML, SVG, JavaScript, CSS, HTML), and not the default (`data:;base64,` is
+/// `text/plain`).
 fn binary_media_type(mime: &[u8]) -> bool {
     let m = mime.to_ascii_lowercase();
     let m = m.split(|&b| b == b';').next().unwrap_or(&[]);
     let has = |w: &[u8]| m.windows(w.len()).any(|x| x == w);
     !m.is_empty()
         && !m.starts_with(b"text/")
+        && !m.starts_with(b"image/")
         && ![
             &b"json"[..],
             b"xml",

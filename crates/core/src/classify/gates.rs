@@ -92,6 +92,17 @@ pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) ->
             }
             i = skip_fwd(bytes, i, 4, is_space);
             matches!(at(i), Some(b'=' | b':'))
+                // R's `<-`, make's `?=`
+                || (matches!(at(i), Some(b'<')) && at(i + 1) == Some(b'-'))
+                || (matches!(at(i), Some(b'?')) && at(i + 1) == Some(b'='))
+                || {
+                // Go's typed declaration: `token string = "..."`
+                let typed = [&b"string"[..], b"[]byte"]
+                    .iter()
+                    .find(|t| bytes.get(i..i + t.len()) == Some(**t))
+                    .map_or(i, |t| i + t.len());
+                typed > i && at(skip_fwd(bytes, typed, 4, is_space)) == Some(b'=')
+            }
         }
         // the bytes after the keyword first: they fail far more often than those before it
         Gate::CallPair => {
@@ -126,5 +137,20 @@ pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) ->
         }
         Gate::SpaceOrQuote => at(end).is_some_and(|b| is_space(b) || quote(b)),
         Gate::TokenStart => start == 0 || !is_token_byte(bytes[start - 1]),
+        Gate::UuidAfter => {
+            (start == 0 || !is_token_byte(bytes[start - 1]))
+                && bytes.get(end..end + 36).is_some_and(|u| {
+                    u.iter().enumerate().all(|(i, &b)| {
+                        if matches!(i, 8 | 13 | 18 | 23) {
+                            b == b'-'
+                        } else {
+                            b.is_ascii_hexdigit()
+                        }
+                    })
+                })
+        }
+        Gate::ByteAt(k, b) => {
+            (start == 0 || !is_token_byte(bytes[start - 1])) && at(end + k) == Some(b)
+        }
     }
 }
