@@ -22,13 +22,16 @@ pub(super) fn negative_line(r: &mut Rng) -> String {
     } else {
         secret_words(r)
     };
-    match r.below(26) {
+    match r.below(28) {
+        26 | 27 => super::tail::quiet_line(r),
         24 => card_shaped_constant(r),
         25 => format!(
             "{}{}",
             r.pick(&[
                 "TWILIO_ACCOUNT_SID=AC",
-                "SLACK_TOKEN=xoxp-",
+                // not `xoxp-` + `x`s: a prefix and a run of `x` is a redacted shape, low by
+                // issue 43 (`redacted:after_prefix`), and the negatives should carry no finding
+                "SLACK_TOKEN=",
                 "SQUARE_SECRET=sq0csp-",
                 "//registry.npmjs.org/:_authToken="
             ]),
