@@ -20,7 +20,7 @@ use super::verify::find_sub;
 /// followed by a redaction marker is reported; one `named alone` also with nothing after it
 /// but an optional version (`sk-ant-api03-`), in prose. Longer prefixes first: on overlap the
 /// earlier rule wins. Not named alone: prefixes that are words or parts of words (`ASIA`,
-/// `dapi`), which prose uses for other things.
+/// `key-`), which prose uses for other things (a word in capitals is, in quotes).
 pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str, &str, bool)] = &[
     ("anthropic", "sk-ant-", "", true),
     ("openai_project", "sk-proj-", "", true),
@@ -47,16 +47,23 @@ pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str, &str, bool)] = &[
     ("gitlab", "glpat-", "", true),
     ("gitlab_runner", "glrt-", "", true),
     ("gitlab_deploy", "gldt-", "", true),
+    ("gitlab_trigger", "glptt-", "", true),
+    ("gitlab_feed", "glft-", "", true),
+    ("gitlab_oauth_app", "gloas-", "", true),
     ("slack_bot", "xoxb-", "", true),
     ("slack_user", "xoxp-", "", true),
     ("slack_app", "xapp-", "", true),
     ("slack_refresh", "xoxe-", "", true),
+    ("slack_legacy", "xoxa-", "", true),
+    ("slack_legacy_workspace", "xoxs-", "", true),
+    ("slack_legacy_refresh", "xoxr-", "", true),
     ("aws_access_key", "AKIA", "", true),
     ("aws_temporary_key", "ASIA", "", false),
     ("google_api", "AIza", "", true),
     ("google_oauth_client", "GOCSPX-", "", true),
     ("google_oauth", "ya29.", "", true),
     ("huggingface", "hf_", "hf\\_", true),
+    ("huggingface_org", "api_org_", "api\\_org\\_", true),
     ("npm", "npm_", "npm\\_", true),
     ("pypi", "pypi-", "", true),
     ("sendgrid", "SG.", "", true),
@@ -66,10 +73,15 @@ pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str, &str, bool)] = &[
     ("replicate", "r8_", "r8\\_", true),
     ("langsmith", "lsv2_", "lsv2\\_", true),
     ("digitalocean", "dop_v1_", "dop\\_v1\\_", true),
+    ("digitalocean_oauth", "doo_v1_", "doo\\_v1\\_", true),
+    ("digitalocean_refresh", "dor_v1_", "dor\\_v1\\_", true),
     ("shopify", "shpat_", "shpat\\_", true),
     ("shopify_shared_secret", "shpss_", "shpss\\_", true),
+    ("shopify_custom_app", "shpca_", "shpca\\_", true),
+    ("shopify_private_app", "shppa_", "shppa\\_", true),
     ("linear", "lin_api_", "lin\\_api\\_", true),
     ("vault", "hvs.", "", true),
+    ("vault_batch", "hvb.", "", true),
     ("grafana_service_account", "glsa_", "glsa\\_", true),
     ("grafana_cloud", "glc_", "glc\\_", true),
     ("dockerhub", "dckr_pat_", "dckr\\_pat\\_", true),
@@ -80,7 +92,7 @@ pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str, &str, bool)] = &[
     ("pulumi", "pul-", "", true),
     ("doppler", "dp.pt.", "", true),
     ("databricks", "dapi", "", true),
-    ("planetscale", "pscale_tkn_", "pscale\\_tkn\\_", true),
+    ("planetscale", "pscale_", "pscale\\_", true),
     ("flyio", "fo1_", "fo1\\_", true),
     ("artifactory", "AKCp", "", true),
     ("atlassian", "ATATT3", "", true),
@@ -99,6 +111,9 @@ pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str, &str, bool)] = &[
     ("tavily", "tvly-", "", true),
     ("rubygems", "rubygems_", "rubygems\\_", true),
     ("age", "AGE-SECRET-KEY-1", "", true),
+    ("square_access", "sq0atp-", "", true),
+    ("square_oauth", "sq0csp-", "", true),
+    ("mailgun", "key-", "", false),
     ("jwt", "eyJ", "", true),
 ];
 
@@ -155,9 +170,12 @@ fn redacted_prefix(
             "{BEGIN}(?:{marked}|(?P<s2>{esc}{VERSION}){})",
             alone_end(prefix)
         )
-    } else {
-        // a prefix that is also a word (`ASIA`) is named alone only in quotes
+    } else if prefix.bytes().any(|b| b.is_ascii_uppercase()) {
+        // a prefix that is also a word in capitals (`ASIA`) is named alone only in quotes
         format!("(?:{BEGIN}{marked}|[`'\"](?P<secret>{esc})[`'\"*])")
+    } else {
+        // one that is too common for that (`key-`) only with a marker after it
+        format!("{BEGIN}{marked}")
     };
     let mut keywords = vec![prefix];
     if !latex.is_empty() {

@@ -142,7 +142,17 @@ fn words_and_identifiers_that_hold_a_prefix_are_not_named_prefixes() {
 fn redacted_forms_after_a_prefix_are_low_and_never_medium() {
     let four = synth("", ALNUM, 4);
     for prefix in [
-        "sk-proj-", "ghp_", "AKIA", "dop_v1_", "bkua_", "NRAK-", "xkeysib-",
+        "sk-proj-",
+        "ghp_",
+        "AKIA",
+        "dop_v1_",
+        "bkua_",
+        "NRAK-",
+        "xkeysib-",
+        "xoxa-",
+        "pscale_pw_",
+        "sq0csp-",
+        "key-",
     ] {
         for form in [
             format!("{prefix}{{REDACTED}}"),

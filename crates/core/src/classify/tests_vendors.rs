@@ -254,6 +254,9 @@ fn a_uuid_beside_a_platforms_key_name_is_a_key() {
         format!("machine api.heroku.com\n  login me@acme-mail.io\n  password {v}\n"),
         format!("Authorization: Bearer {v}\n"),
         format!("Authorization: GenieKey {v}\n"),
+        format!("export VAULT_TOKEN={v}\n"),
+        format!("CONSUL_HTTP_TOKEN: \"{v}\"\n"),
+        format!("SAUCE_ACCESS_KEY={v}\n"),
         format!("curl -H 'X-Postmark-Server-Token: {v}' https://api.postmarkapp.com/email\n"),
     ] {
         let r = score(&text);
@@ -271,6 +274,8 @@ fn a_uuid_under_an_identifier_or_a_placeholder_uuid_is_not_a_key() {
     for text in [
         format!("HEROKU_APP_ID={v}\n"),
         format!("RAILWAY_PROJECT_ID={v}\n"),
+        format!("VAULT_ROLE_ID={v}\n"),
+        format!("consul_node_id = \"{v}\"\n"),
         format!("\"snykOrgId\": \"{v}\"\n"),
         format!("SNYK_ORG={v}\n"),
         format!("X-Request-Id: {v}\n"),

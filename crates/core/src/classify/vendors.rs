@@ -35,6 +35,12 @@ pub(super) const UUID_PLATFORMS: &[&str] = &[
     "hapikey",
     "hubspot",
     "acquia",
+    "saucelabs",
+    "sauce_access",
+    "vault_token",
+    "consul",
+    "nomad_token",
+    "docusign",
 ];
 
 /// The rule of a UUID beside a platform's key name.
