@@ -29,10 +29,11 @@ pub(super) fn negative_line(r: &mut Rng) -> String {
             "{}{}",
             r.pick(&[
                 "TWILIO_ACCOUNT_SID=AC",
-                // not `xoxp-` + `x`s: a prefix and a run of `x` is a redacted shape, low by
-                // issue 43 (`redacted:after_prefix`), and the negatives should carry no finding
+                // not `xoxp-` or `sq0csp-` + `x`s: a prefix and a run of `x` is a redacted
+                // shape, low by issue 43 (`redacted:after_prefix`), and the negatives should
+                // carry no finding
                 "SLACK_TOKEN=",
-                "SQUARE_SECRET=sq0csp-",
+                "SQUARE_SECRET=",
                 "//registry.npmjs.org/:_authToken="
             ]),
             "x".repeat(32 + r.below(12))

@@ -51,6 +51,9 @@ pub(super) enum Derive {
     Userinfo,
     /// From the span of the prose rule's match (`derive::prose_groups`).
     Prose,
+    /// From the span of a redacted-prefix rule's match (`derive::redacted_groups`), the rule
+    /// of `prefixes::REDACTABLE_PREFIXES[i]`.
+    Redacted(usize),
 }
 
 /// A rule's regex, compiled on first use; clones share the compiled regex.
@@ -469,6 +472,10 @@ impl Classifier {
                 rules::ASSIGNMENT_RULE if idx < custom_start => Derive::Assignment,
                 rules::USERINFO_RULE if idx < custom_start => Derive::Userinfo,
                 rules::PROSE_RULE if idx < custom_start => Derive::Prose,
+                name if idx < custom_start && spec.check == Check::Redacted => {
+                    super::prefixes::redactable_index(name)
+                        .map_or(Derive::Captures, Derive::Redacted)
+                }
                 _ => Derive::Captures,
             };
             rules.push(CompiledRule {

@@ -1,14 +1,14 @@
 //! Capture groups derived from a match's span instead of a capture search (the backtracking
 //! search for groups was the costliest part of scoring text full of matches): emails
 //! (`email_matches`) and the rules `compile::Derive` names (generic assignments, URL userinfo,
-//! prose). Each function gives the groups the capture search would give, or `None` when they do
+//! prose, redacted prefixes). Each function gives the groups the capture search would give, or `None` when they do
 //! not plainly follow from the span; then the capture search runs. Tests compare the two match
 //! for match.
 
 use std::ops::Range;
 
 use super::compile::Derive;
-use super::gates::{is_name_byte, is_space, is_word_byte, skip_back};
+use super::gates::{is_name_byte, is_space, is_token_byte, is_word_byte, skip_back};
 use super::verify::Groups;
 
 /// A byte of an email's local part in the `email_address` rule (`[A-Za-z0-9._%+\-]`).
@@ -149,7 +149,51 @@ pub(super) fn derived_groups(
             .map(|(user, secret)| whole_match(ms..me, secret, None, Some(user))),
         Derive::Prose => prose_groups(hay, ms, me)
             .map(|(key, secret)| whole_match(ms..me, secret, Some(key), None)),
+        Derive::Redacted(i) => {
+            redacted_groups(hay, ms, me, i).map(|secret| whole_match(ms..me, secret, None, None))
+        }
     }
+}
+
+/// `[A-Za-z]{2,8}[0-9]{1,3}[-_]?` or nothing: the version a prefix named alone may carry
+/// (`prefixes::VERSION`).
+fn is_version(v: &[u8]) -> bool {
+    if v.is_empty() {
+        return true;
+    }
+    let v = v
+        .strip_suffix(b"-")
+        .or_else(|| v.strip_suffix(b"_"))
+        .unwrap_or(v);
+    let letters = v.iter().take_while(|b| b.is_ascii_alphabetic()).count();
+    let digits = v[letters..]
+        .iter()
+        .take_while(|b| b.is_ascii_digit())
+        .count();
+    (2..=8).contains(&letters) && (1..=3).contains(&digits) && letters + digits == v.len()
+}
+
+/// The secret of the match `ms..me` of the redacted-prefix rule of
+/// `prefixes::REDACTABLE_PREFIXES[i]`, as its capture search would give it (group `s`, `s2` or
+/// `secret`): the match without the context byte `BEGIN` (or the quoted form's opening quote)
+/// took before the prefix, and, when it is `PREFIX VERSION` and one non-token byte (a prefix
+/// named alone, or the quoted form's closing quote), without that byte. A match with a marker
+/// (`PREFIX BODY MARKER`) never has that shape: a marker that ends with a non-token byte holds
+/// another non-token byte before it (`{REDACTED}`, `...`, `***`, `…`).
+pub(super) fn redacted_groups(hay: &[u8], ms: usize, me: usize, i: usize) -> Option<Range<usize>> {
+    let (_, prefix, latex, _) = super::prefixes::REDACTABLE_PREFIXES.get(i)?;
+    let m = hay.get(ms..me)?;
+    let start = usize::from(!is_token_byte(*m.first()?));
+    let rest = &m[start..];
+    let p = [prefix.as_bytes(), latex.as_bytes()]
+        .into_iter()
+        .filter(|p| !p.is_empty() && rest.starts_with(p))
+        .max_by_key(|p| p.len())?;
+    let tail = &rest[p.len()..];
+    let alone = tail
+        .split_last()
+        .is_some_and(|(&last, version)| !is_token_byte(last) && is_version(version));
+    Some(ms + start..me - usize::from(alone))
 }
 
 /// Groups whose whole is the match, the search resuming after the secret.

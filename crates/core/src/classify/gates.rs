@@ -149,6 +149,12 @@ pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) ->
                     })
                 })
         }
+        Gate::RunAfter(n) => {
+            (start == 0 || !is_token_byte(bytes[start - 1]))
+                && bytes
+                    .get(end..end + n)
+                    .is_some_and(|run| run.iter().all(u8::is_ascii_alphanumeric))
+        }
         Gate::ByteAt(k, b) => {
             (start == 0 || !is_token_byte(bytes[start - 1])) && at(end + k) == Some(b)
         }

@@ -19,8 +19,8 @@ use super::verify::find_sub;
 /// `(vendor, prefix, the prefix as LaTeX writes it in running text, named alone)`. A prefix
 /// followed by a redaction marker is reported; one `named alone` also with nothing after it
 /// but an optional version (`sk-ant-api03-`), in prose. Longer prefixes first: on overlap the
-/// earlier rule wins. Not named alone: prefixes that are words or parts of words (`ASIA`,
-/// `key-`), which prose uses for other things (a word in capitals is, in quotes).
+/// earlier rule wins. Not named alone: a prefix that is a word (`ASIA`), which prose uses for
+/// other things (in quotes it is).
 pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str, &str, bool)] = &[
     ("anthropic", "sk-ant-", "", true),
     ("openai_project", "sk-proj-", "", true),
@@ -113,7 +113,6 @@ pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str, &str, bool)] = &[
     ("age", "AGE-SECRET-KEY-1", "", true),
     ("square_access", "sq0atp-", "", true),
     ("square_oauth", "sq0csp-", "", true),
-    ("mailgun", "key-", "", false),
     ("jwt", "eyJ", "", true),
 ];
 
@@ -174,7 +173,7 @@ fn redacted_prefix(
         // a prefix that is also a word in capitals (`ASIA`) is named alone only in quotes
         format!("(?:{BEGIN}{marked}|[`'\"](?P<secret>{esc})[`'\"*])")
     } else {
-        // one that is too common for that (`key-`) only with a marker after it
+        // a lowercase word only with a marker after it
         format!("{BEGIN}{marked}")
     };
     let mut keywords = vec![prefix];
@@ -191,6 +190,12 @@ fn redacted_prefix(
     .tier(Tier::Redacted)
     .gate(Gate::TokenStart)
     .cs()
+}
+
+/// The index in [`REDACTABLE_PREFIXES`] of the prefix whose rule is named `name`.
+pub(super) fn redactable_index(name: &str) -> Option<usize> {
+    let vendor = name.strip_suffix("_redacted_prefix")?;
+    REDACTABLE_PREFIXES.iter().position(|(v, ..)| *v == vendor)
 }
 
 /// The rules of this module, in precedence order: a JWT's header alone, then the prefixes.

@@ -109,6 +109,9 @@ pub(crate) enum Gate {
     /// The keyword starts a token and the byte `.1` lies `.0` bytes after it (Airtable's `pat`,
     /// 14 characters, `.`).
     ByteAt(usize, u8),
+    /// The keyword starts a token and this many letters or digits follow it (a token body
+    /// after a prefix that ordinary text holds: `secret_`, `sk-`, `cio`).
+    RunAfter(usize),
 }
 
 /// Name bytes a key may carry after its keyword (`secret_key_base`: `_key_base`); the regexes
@@ -411,9 +414,9 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             r#"(?i)\(\s{0,4}["'`](?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key|[a-z0-9]{2,20}[_.\-]?key)[a-z0-9_.\-]{0,12})["'`]\s{0,4},\s{0,4}["'`](?P<s>[^"'`\s]{6,256})["'`]\s{0,4}\)"#)
             .check(Check::Password).tier(Tier::Generic).gate(Gate::CallPair),
         // Kotlin's pairs: `mapOf("client_secret" to "...")`
-        rule("pair_to_secret", "password", &["password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "api_key", "apikey", "api-key", "key"],
+        rule("pair_to_secret", "password", &["\" to \"", "' to '"],
             r#"(?i)["'`](?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key|[a-z0-9]{2,20}[_.\-]?key)[a-z0-9_.\-]{0,12})["'`]\s{1,4}to\s{1,4}["'`](?P<s>[^"'`\s]{6,256})["'`]"#)
-            .check(Check::Password).tier(Tier::Generic).gate(Gate::CallPair),
+            .check(Check::Password).tier(Tier::Generic),
         rule("config_pair_secret", "password", &["value"],
             r#"(?i)(?:key|name)\s{0,2}=\s{0,2}"(?P<k>[^"\n]{0,40}(?:password|passwd|passphrase|pass|pwd|secret|token|[a-z0-9]{2,20}[_.\-]?key)[^"\n]{0,20})"\s{1,4}value\s{0,2}=\s{0,2}"(?P<s>[^"\n]{6,256})""#)
             .check(Check::Password).tier(Tier::Generic),
@@ -432,12 +435,6 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("hcl_variable_default_secret", "password", &["variable \""],
             r#"(?is)\bvariable\s{1,4}"(?P<k>[^"\n]{0,40}(?:password|passwd|secret|token|pwd|pass|credential|[a-z0-9]{2,20}_?key)[^"\n]{0,20})"\s{0,4}\{[^{}]{0,300}?\bdefault\s{0,4}=\s{0,4}"(?P<s>[^"\s]{6,256})""#)
             .check(Check::Password).tier(Tier::Generic).window(Window::Forward(512)),
-        // a line `name=value` or `name: value` whose value holds a symbol the generic rule's
-        // unquoted value stops at (Java properties, INI, env files: `app.secret=g@zh...`)
-        rule("line_assignment_secret", "generic_secret",
-            &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential", "key"],
-            r#"(?im)^[ \t]*(?:export[ \t]+)?(?P<k>[a-z0-9_.\-]{0,40}(?:(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20}|[a-z0-9]{2,20}[_.\-]?key))[ \t]{0,4}[=:][ \t]{0,4}(?P<s>[^\s"'`$]{0,128}[!@#%^&*?][^\s"'`,;]{0,128})[,;]?[ \t]*\r?$"#)
-            .check(Check::Password).tier(Tier::Generic).gate(Gate::Assign),
         // C and Objective-C: `#define API_KEY "..."`; a Dockerfile's `ENV API_TOKEN ...`; SQL's
         // `IDENTIFIED BY '...'`
         rule("c_define_secret", "password", &["define"],

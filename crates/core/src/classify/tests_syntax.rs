@@ -58,7 +58,7 @@ fn secrets_in_less_common_syntaxes_are_found_on_their_line() {
             &pw,
         ),
         // Java properties, with symbols in the value
-        (format!("app.client.secret={pw}\n"), &pw),
+        (format!("app.smtp.password={pw}\n"), &pw),
         (format!("spring.datasource.password = {pw}\n"), &pw),
         // XML attributes and elements keyed by an attribute
         (

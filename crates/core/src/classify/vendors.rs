@@ -70,11 +70,13 @@ pub(super) fn rules() -> Vec<RuleSpec> {
         rule("launchdarkly_key", "api_key", &["sdk-", "api-", "mob-"], &tok(&uuid_after("(?:sdk|api|mob)-")))
             .gate(Gate::UuidAfter),
         rule("flagsmith_server_key", "api_key", &["ser."], &tok("ser\\.[A-Za-z0-9]{22}"))
-            .check(Check::Opaque(4)).cs().gate(Gate::TokenStart),
+            .check(Check::Opaque(4)).cs()
+            .gate(Gate::RunAfter(22)),
         rule("configcat_sdk_key", "api_key", &["configcat-sdk-1/"],
             &tok("configcat-sdk-1/[A-Za-z0-9_\\-]{22}/[A-Za-z0-9_\\-]{22}")),
         rule("statsig_server_secret", "api_key", &["secret-"], &tok("secret-[A-Za-z0-9]{43}"))
-            .check(Check::Opaque(7)).cs().gate(Gate::TokenStart),
+            .check(Check::Opaque(7)).cs()
+            .gate(Gate::RunAfter(43)),
         // ---- CI services ----
         rule("circleci_token", "api_key", &["ccipat_", "cciprj_"], &tok("CCIP(?:AT|RJ)_[A-Za-z0-9]{22}_[a-fA-F0-9]{40}")),
         rule("buildkite_token", "api_key", &["bkua_"], &tok("bkua_[a-fA-F0-9]{40}")),
@@ -87,7 +89,8 @@ pub(super) fn rules() -> Vec<RuleSpec> {
             .gate(Gate::TokenStart),
         rule("bitbucket_app_password", "api_key", &["ATBB"], &tok("ATBB[A-Za-z0-9_=.\\-]{32,}")).cs(),
         rule("octopus_api_key", "api_key", &["API-"], &tok("API-[A-Z0-9]{26,32}"))
-            .check(Check::Opaque(4)).cs(),
+            .check(Check::Opaque(4)).cs()
+            .gate(Gate::RunAfter(26)),
         // ---- CDNs ----
         rule("cloudflare_origin_ca_key", "api_key", &["v1.0-"], &tok("v1\\.0-[a-f0-9]{24}-[a-f0-9]{146}")),
         rule("akamai_token", "api_key", &["akab-"], &tok("akab-[a-z0-9]{16}-[a-z0-9]{16}")),
@@ -102,7 +105,8 @@ pub(super) fn rules() -> Vec<RuleSpec> {
         rule("mapbox_secret_token", "api_key", &["sk.eyJ"], &tok("sk\\.eyJ[A-Za-z0-9_\\-]{20,}\\.[A-Za-z0-9_\\-]{20,}")).cs(),
         // ---- package registries ----
         rule("crates_io_token", "api_key", &["cio"], &tok("cio[A-Za-z0-9]{32}"))
-            .check(Check::Opaque(3)).cs(),
+            .check(Check::Opaque(3)).cs()
+            .gate(Gate::RunAfter(32)),
         rule("clojars_token", "api_key", &["clojars_"], &tok("CLOJARS_[a-fA-F0-9]{60}")),
         // ---- password managers and secret stores ----
         rule("onepassword_service_account_token", "api_key", &["ops_eyJ"], &tok("ops_eyJ[A-Za-z0-9+/_\\-]{200,}={0,3}")).cs(),
@@ -115,14 +119,16 @@ pub(super) fn rules() -> Vec<RuleSpec> {
         rule("hubspot_private_app_token", "api_key", &["pat-na", "pat-eu", "pat-ap"],
             &tok(&uuid_after("pat-(?:na|eu|ap)[0-9]-"))).gate(Gate::ByteAt(1, b'-')),
         rule("supabase_access_token", "api_key", &["sbp_"], &tok("sbp_[a-fA-F0-9]{40}")),
-        rule("render_api_key", "api_key", &["rnd_"], &tok("rnd_[A-Za-z0-9]{32}")).check(Check::Opaque(4)),
+        rule("render_api_key", "api_key", &["rnd_"], &tok("rnd_[A-Za-z0-9]{32}")).check(Check::Opaque(4))
+            .gate(Gate::RunAfter(32)),
         rule("heroku_api_key_v2", "api_key", &["HRKU-"], &tok("HRKU-AA[A-Za-z0-9_\\-]{58}")).cs(),
         rule("flyio_macaroon", "api_key", &["fm1a_", "fm1r_", "fm2_"], &tok("fm(?:1[ar]|2)_[A-Za-z0-9+/]{100,}={0,3}")),
         rule("prefect_api_key", "api_key", &["pnu_"], &tok("pnu_[A-Za-z0-9]{36}")),
         rule("scalingo_token", "api_key", &["tk-us-"], &tok("tk-us-[A-Za-z0-9_\\-]{48}")),
         // ---- work tools and AI gateways ----
         rule("notion_token", "api_key", &["ntn_", "secret_"], &tok("(?:ntn_[0-9]{11}[A-Za-z0-9]{35}|secret_[A-Za-z0-9]{43})"))
-            .check(Check::Opaque(4)).cs().gate(Gate::TokenStart),
+            .check(Check::Opaque(4)).cs()
+            .gate(Gate::RunAfter(35)),
         rule("airtable_pat", "api_key", &["pat"], &tok("pat[A-Za-z0-9]{14}\\.[a-f0-9]{64}"))
             .cs().gate(Gate::ByteAt(14, b'.')),
         rule("figma_token", "api_key", &["figd_"], &tok("figd_[A-Za-z0-9_\\-]{40,}")),
@@ -133,12 +139,15 @@ pub(super) fn rules() -> Vec<RuleSpec> {
         rule("readme_api_key", "api_key", &["rdme_"], &tok("rdme_[a-z0-9]{70}")),
         rule("duffel_api_token", "api_key", &["duffel_"], &tok("duffel_(?:test|live)_[A-Za-z0-9_\\-=]{43}")),
         rule("frameio_token", "api_key", &["fio-u-"], &tok("fio-u-[A-Za-z0-9_\\-=]{64}")),
-        rule("infracost_token", "api_key", &["ico-"], &tok("ico-[A-Za-z0-9]{32}")).check(Check::Opaque(4)),
+        rule("infracost_token", "api_key", &["ico-"], &tok("ico-[A-Za-z0-9]{32}")).check(Check::Opaque(4))
+            .gate(Gate::RunAfter(32)),
         rule("adobe_client_secret", "api_key", &["p8e-"], &tok("p8e-[A-Za-z0-9]{32}")),
         rule("maxmind_license_key", "api_key", &["_mmk"], &tok("[A-Za-z0-9]{6}_[A-Za-z0-9]{29}_mmk")),
         rule("openshift_token", "api_key", &["sha256~"], &tok("sha256~[A-Za-z0-9_\\-]{43}")),
-        rule("alibaba_access_key_id", "api_key", &["LTAI"], &tok("LTAI[A-Za-z0-9]{20}")).check(Check::Opaque(4)).cs(),
-        rule("hex_sk_api_key", "api_key", &["sk-"], &tok("sk-[a-f0-9]{32}")).cs(),
+        rule("alibaba_access_key_id", "api_key", &["LTAI"], &tok("LTAI[A-Za-z0-9]{20}")).check(Check::Opaque(4)).cs()
+            .gate(Gate::RunAfter(20)),
+        rule("hex_sk_api_key", "api_key", &["sk-"], &tok("sk-[a-f0-9]{32}")).cs()
+            .gate(Gate::RunAfter(32)),
         rule("honeybadger_token", "api_key", &["hbp_"], &tok("hbp_[A-Za-z0-9]{36}")),
         rule("arcgis_api_key", "api_key", &["AAPK", "AAPT"], &tok("AAP[KT][A-Za-z0-9_\\-]{80,}")).cs(),
         rule("infisical_service_token", "api_key", &["st."],
