@@ -356,7 +356,7 @@ fn redacted_groups_from_the_match_span_are_the_captured_ones() {
             let mut s = String::new();
             for _ in 0..3 {
                 s.push_str(&pick(&mut next, &pieces));
-                let p = if latex.is_empty() || next() % 2 == 0 {
+                let p = if latex.is_empty() || next().is_multiple_of(2) {
                     *prefix
                 } else {
                     *latex

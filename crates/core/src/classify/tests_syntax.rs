@@ -34,11 +34,7 @@ fn assert_found_on_its_line(text: &str, secret: &str) {
 #[test]
 fn secrets_in_less_common_syntaxes_are_found_on_their_line() {
     let v = synth("", ALNUM, 32);
-    let pw = format!(
-        "{}%{}!",
-        synth("", ALNUM, 6),
-        synth("p", HEX, 5)[1..].to_string()
-    );
+    let pw = format!("{}%{}!", synth("", ALNUM, 6), &synth("p", HEX, 5)[1..]);
     for (text, secret) in [
         // HCL
         (
