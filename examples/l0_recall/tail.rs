@@ -821,7 +821,7 @@ pub(super) fn http_auth(r: &mut Rng) -> Case {
             };
             Case { text, secret: cred }
         }
-        2 | 3 | 4 => {
+        2..=4 => {
             let h = r.pick(&[
                 "X-API-Key",
                 "X-Api-Key",
