@@ -319,7 +319,12 @@ pub(super) fn paas_uuid_key(r: &mut Rng) -> Case {
     let k = r.pick(UUID_KEY_NAMES);
     let v = uuid(r);
     let platform = k.split('_').next().unwrap_or("").to_lowercase();
-    let text = match r.below(11) {
+    // nested under the platform's name only where the name is the platform's (not `npm`)
+    let forms = if platform == "npm" { 11 } else { 13 };
+    let text = match r.below(forms) {
+        // the platform's name on a parent key
+        11 => format!("{{\n  \"{platform}\": {{\n    \"apiKey\": \"{v}\"\n  }}\n}}"),
+        12 => format!("{platform}:\n  region: eu\n  token: {v}"),
         0 => format!("{k}={v}"),
         1 => format!("export {k}=\"{v}\""),
         2 => format!("env:\n  {k}: {v}"),

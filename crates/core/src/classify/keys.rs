@@ -229,13 +229,16 @@ const SECRET_KEY_WORDS: &[&str] = &[
 /// A key naming a platform whose keys are UUIDs and a secret (`HEROKU_API_KEY`,
 /// `railwayToken`), no identifier (`HEROKU_APP_ID`).
 pub(super) fn platform_uuid_key(key: &[u8]) -> bool {
-    vendors::names_uuid_platform(key)
-        && any_key_word(key, |w| {
-            SECRET_KEY_WORDS
-                .iter()
-                .any(|s| w.eq_ignore_ascii_case(s.as_bytes()))
-        })
-        && !benign_key(key)
+    vendors::names_uuid_platform(key) && secret_key(key)
+}
+
+/// A key naming a secret (`api_key`, `token`), no identifier (`app_id`, `token_type`).
+pub(super) fn secret_key(key: &[u8]) -> bool {
+    any_key_word(key, |w| {
+        SECRET_KEY_WORDS
+            .iter()
+            .any(|s| w.eq_ignore_ascii_case(s.as_bytes()))
+    }) && !benign_key(key)
 }
 
 #[cfg(test)]

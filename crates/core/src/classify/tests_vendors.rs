@@ -257,6 +257,8 @@ fn a_uuid_beside_a_platforms_key_name_is_a_key() {
         format!("export VAULT_TOKEN={v}\n"),
         format!("CONSUL_HTTP_TOKEN: \"{v}\"\n"),
         format!("SAUCE_ACCESS_KEY={v}\n"),
+        format!("{{\n  \"heroku\": {{\n    \"apiKey\": \"{v}\"\n  }}\n}}\n"),
+        format!("railway:\n  project: shop\n  token: {v}\n"),
         format!("curl -H 'X-Postmark-Server-Token: {v}' https://api.postmarkapp.com/email\n"),
     ] {
         let r = score(&text);
@@ -275,6 +277,8 @@ fn a_uuid_under_an_identifier_or_a_placeholder_uuid_is_not_a_key() {
         format!("HEROKU_APP_ID={v}\n"),
         format!("RAILWAY_PROJECT_ID={v}\n"),
         format!("VAULT_ROLE_ID={v}\n"),
+        format!("heroku:\n  app_id: {v}\n"),
+        format!("{{\"snyk\": {{\"orgId\": \"{v}\"}}}}\n"),
         format!("consul_node_id = \"{v}\"\n"),
         format!("\"snykOrgId\": \"{v}\"\n"),
         format!("SNYK_ORG={v}\n"),

@@ -10,7 +10,7 @@
 //! its keyword gated on that shape ([`Gate::UuidAfter`], [`Gate::ByteAt`]), so ordinary text
 //! that holds the prefix costs a byte test, not a regex search.
 
-use super::rules::{Check, Gate, RuleSpec, Tier, rule, tok};
+use super::rules::{Check, Gate, RuleSpec, Tier, Window, rule, tok};
 
 /// A UUID in a regex (either case).
 const UUID: &str = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";
@@ -45,6 +45,8 @@ pub(super) const UUID_PLATFORMS: &[&str] = &[
 
 /// The rule of a UUID beside a platform's key name.
 pub(super) const PLATFORM_UUID_RULE: &str = "platform_uuid_key";
+/// The rule of a UUID under a secret's key nested in the platform's (`heroku: {api_key: ...}`).
+pub(super) const PLATFORM_UUID_NESTED_RULE: &str = "platform_uuid_key_nested";
 
 /// Whether `key` names one of [`UUID_PLATFORMS`].
 pub(super) fn names_uuid_platform(key: &[u8]) -> bool {
@@ -159,5 +161,10 @@ pub(super) fn rules() -> Vec<RuleSpec> {
             &format!(r#"(?i)(?P<k>[a-z0-9_.\-]{{0,30}}(?:{})[a-z0-9_.\- ]{{0,30}}?)["'`]?\]?(?:\s{{0,4}}(?:=>|:=|=|:)|\s+(?:is|to|as)\b)\s{{0,4}}["'`]?(?P<s>{UUID})(?:[^0-9A-Za-z\-]|$)"#,
                 UUID_PLATFORMS.join("|")))
             .check(Check::PlatformUuid).tier(Tier::Generic),
+        // the platform's name on a parent key: `"heroku": {"apiKey": "..."}`, `railway:\n  token: ...`
+        rule(PLATFORM_UUID_NESTED_RULE, "api_key", UUID_PLATFORMS,
+            &format!(r#"(?is)(?:{})[a-z0-9_\-]{{0,20}}["']?\s{{0,4}}[:=]\s{{0,4}}\{{?[^{{}}]{{0,300}}?["']?(?P<k>[a-z0-9_\-]{{0,20}}(?:api[_.\-]?key|token|secret|auth[_.\-]?key|password|key))["']?\s{{0,4}}[:=]\s{{0,4}}["']?(?P<s>{UUID})(?:[^0-9A-Za-z\-]|$)"#,
+                UUID_PLATFORMS.join("|")))
+            .check(Check::PlatformUuid).tier(Tier::Generic).window(Window::Forward(512)),
     ]
 }

@@ -8,8 +8,9 @@ use std::ops::Range;
 
 use super::compile::{CompiledRule, Locations, Slots};
 use super::gates::{is_name_byte, skip_back};
-use super::keys::{benign_key, is_live_uuid, is_uuid, platform_uuid_key};
+use super::keys::{benign_key, is_live_uuid, is_uuid, platform_uuid_key, secret_key};
 use super::rules::Check;
+use super::vendors::names_uuid_platform;
 use super::{entropy, pii, prefixes};
 
 /// A confirmed match before overlap resolution.
@@ -241,8 +242,12 @@ pub(super) fn verify(
                 push(out, span);
             }
         }
+        // the platform named in the key or, nested, on the parent key the match holds
         Check::PlatformUuid => {
-            if key.is_some_and(|k| platform_uuid_key(&bytes[k])) && is_live_uuid(v) {
+            if key.is_some_and(|k| secret_key(&bytes[k]))
+                && names_uuid_platform(&bytes[whole.clone()])
+                && is_live_uuid(v)
+            {
                 push(out, span);
             }
         }
