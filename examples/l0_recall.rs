@@ -5,7 +5,8 @@
 //! finding but personal data). The corpus is generated in `examples/l0_recall/mod.rs`; `tests/l0_recall.rs`
 //! asserts floors on the same corpus.
 //!
-//! Run: `cargo run --release --example l0_recall [-- --misses [--only CATEGORY]]`
+//! Run: `cargo run --release --example l0_recall [-- --misses [--only CATEGORY]]`; with
+//! `--dump DIR` it writes the documents for `scripts/l0-recall-compare.py` instead.
 
 #[path = "l0_recall/mod.rs"]
 mod recall;
@@ -20,6 +21,19 @@ fn main() {
     let show_misses = std::env::args().any(|a| a == "--misses");
     // `--only NAME`: print the misses of one category (or `negative`) only
     let only: Option<String> = std::env::args().skip_while(|a| a != "--only").nth(1);
+    // `--dump DIR`: write the documents instead, for another build or `scan` to score
+    if let Some(dir) = std::env::args().skip_while(|a| a != "--dump").nth(1) {
+        if let Err(e) = recall::write_documents(
+            std::path::Path::new(&dir),
+            PER_CATEGORY,
+            NEGATIVE_FILES,
+            0x18_2026,
+        ) {
+            eprintln!("l0_recall: {dir}: {e}");
+            std::process::exit(2);
+        }
+        return;
+    }
     let c = Classifier::default();
     let rep = recall::evaluate(&c, PER_CATEGORY, NEGATIVE_FILES, 0x18_2026);
     println!(

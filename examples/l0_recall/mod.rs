@@ -331,6 +331,55 @@ pub fn evaluate(c: &Classifier, per_category: usize, negatives: usize, seed: u64
     }
 }
 
+/// Writes the documents `evaluate` scores (the same seed draws the same ones) under `dir`, one
+/// file each (`<category>/<n>.txt`, `negative/<n>.txt`), with `index.tsv` listing path,
+/// category, expectation (`credential`, `binary`, `quiet`, `range:lo-hi`, `negative`) and the
+/// secret's line: so that another build, or the `scan` command, can score the same texts
+/// (`scripts/l0-recall-compare.py`).
+pub fn write_documents(
+    dir: &std::path::Path,
+    per_category: usize,
+    negatives: usize,
+    seed: u64,
+) -> std::io::Result<()> {
+    let mut r = Rng(seed);
+    let mut index = String::new();
+    for cat in categories() {
+        let sub = cat.name.replace(':', "_");
+        std::fs::create_dir_all(dir.join(&sub))?;
+        let expect = match cat.expect {
+            Expect::Credential => "credential".to_string(),
+            Expect::Binary => "binary".to_string(),
+            Expect::Quiet => "quiet".to_string(),
+            Expect::Range(lo, hi) => format!("range:{lo:?}-{hi:?}").to_lowercase(),
+        };
+        for n in 0..per_category {
+            let case = (cat.generate)(&mut r);
+            let (before, after) = (filler(&mut r), filler(&mut r));
+            let doc = format!(
+                "{}\n{}\n{}\n",
+                before.join("\n"),
+                case.text,
+                after.join("\n")
+            );
+            let line = doc
+                .find(&case.secret)
+                .map(|at| doc[..at].matches('\n').count() + 1)
+                .unwrap_or(0);
+            let path = format!("{sub}/{n}.txt");
+            std::fs::write(dir.join(&path), doc)?;
+            index.push_str(&format!("{path}\t{}\t{expect}\t{line}\n", cat.name));
+        }
+    }
+    std::fs::create_dir_all(dir.join("negative"))?;
+    for n in 0..negatives {
+        let path = format!("negative/{n}.txt");
+        std::fs::write(dir.join(&path), negative_file(&mut r))?;
+        index.push_str(&format!("{path}\tnegative\tnegative\t0\n"));
+    }
+    std::fs::write(dir.join("index.tsv"), index)
+}
+
 pub fn pct(a: usize, b: usize) -> f64 {
     if b == 0 {
         0.0
