@@ -69,6 +69,7 @@ pub struct Category {
 mod negatives;
 mod positives;
 mod redacted;
+mod saas;
 mod tail;
 mod values;
 
@@ -76,6 +77,7 @@ pub use negatives::negative_file;
 use negatives::negative_line;
 use positives::*;
 use redacted::*;
+use saas::*;
 use tail::*;
 
 pub fn categories() -> Vec<Category> {
