@@ -244,6 +244,23 @@ fn filler(r: &mut Rng) -> Vec<String> {
     (0..r.range(1, 3)).map(|_| negative_line(r)).collect()
 }
 
+/// One case of `cat` between filler lines: the document, the line of its secret, the case.
+fn document(r: &mut Rng, cat: &Category) -> (String, usize, Case) {
+    let case = (cat.generate)(r);
+    let (before, after) = (filler(r), filler(r));
+    let doc = format!(
+        "{}\n{}\n{}\n",
+        before.join("\n"),
+        case.text,
+        after.join("\n")
+    );
+    let line = doc
+        .find(&case.secret)
+        .map(|at| doc[..at].matches('\n').count() + 1)
+        .unwrap_or(0);
+    (doc, line, case)
+}
+
 pub fn evaluate(c: &Classifier, per_category: usize, negatives: usize, seed: u64) -> Report {
     let mut r = Rng(seed);
     let mut out = Vec::new();
@@ -251,18 +268,7 @@ pub fn evaluate(c: &Classifier, per_category: usize, negatives: usize, seed: u64
     for cat in categories() {
         let (mut ok, mut right_line) = (0, 0);
         for _ in 0..per_category {
-            let case = (cat.generate)(&mut r);
-            let (before, after) = (filler(&mut r), filler(&mut r));
-            let doc = format!(
-                "{}\n{}\n{}\n",
-                before.join("\n"),
-                case.text,
-                after.join("\n")
-            );
-            let line = doc
-                .find(&case.secret)
-                .map(|at| doc[..at].matches('\n').count() + 1)
-                .unwrap_or(0);
+            let (doc, line, case) = document(&mut r, &cat);
             let rep = risk_score(&doc, c);
             let on_line = rep
                 .detected_patterns
@@ -356,18 +362,7 @@ pub fn write_documents(
             Expect::Range(lo, hi) => format!("range:{lo:?}-{hi:?}").to_lowercase(),
         };
         for n in 0..per_category {
-            let case = (cat.generate)(&mut r);
-            let (before, after) = (filler(&mut r), filler(&mut r));
-            let doc = format!(
-                "{}\n{}\n{}\n",
-                before.join("\n"),
-                case.text,
-                after.join("\n")
-            );
-            let line = doc
-                .find(&case.secret)
-                .map(|at| doc[..at].matches('\n').count() + 1)
-                .unwrap_or(0);
+            let (doc, line, _) = document(&mut r, &cat);
             let path = format!("{sub}/{n}.txt");
             std::fs::write(dir.join(&path), doc)?;
             index.push_str(&format!("{path}\t{}\t{expect}\t{line}\n", cat.name));

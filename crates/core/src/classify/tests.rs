@@ -36,16 +36,16 @@ pub(crate) fn synth(prefix: &str, set: &[u8], n: usize) -> String {
     format!("{prefix}{}", r.chars(set, n))
 }
 
-fn clf() -> &'static Classifier {
+pub(crate) fn clf() -> &'static Classifier {
     static C: OnceLock<Classifier> = OnceLock::new();
     C.get_or_init(Classifier::default)
 }
 
-fn score(s: &str) -> RiskReport {
+pub(crate) fn score(s: &str) -> RiskReport {
     risk_score(s, clf())
 }
 
-fn patterns(s: &str) -> Vec<String> {
+pub(crate) fn patterns(s: &str) -> Vec<String> {
     score(s)
         .detected_patterns
         .into_iter()

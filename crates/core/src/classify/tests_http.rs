@@ -3,16 +3,10 @@
 //! `Authorization` schemes, curl's user options, secrets in query strings and form bodies;
 //! their placeholders and the headers that carry no secret. Values are generated.
 
-use super::tests::{ALNUM, synth};
+use super::tests::{ALNUM, score, synth};
 use super::*;
 
 const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn score(s: &str) -> RiskReport {
-    use std::sync::OnceLock;
-    static C: OnceLock<Classifier> = OnceLock::new();
-    risk_score(s, C.get_or_init(Classifier::default))
-}
 
 fn assert_medium_on_its_line(text: &str) {
     let r = score(text);

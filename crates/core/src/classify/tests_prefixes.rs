@@ -3,26 +3,8 @@
 //! after a prefix; each low and naming the vendor, never medium by itself, and the near-misses
 //! that stay quiet. Secret-shaped strings are generated, never written out.
 
-use super::tests::{ALNUM, synth};
+use super::tests::{ALNUM, clf, patterns, score, synth};
 use super::*;
-
-fn clf() -> &'static Classifier {
-    use std::sync::OnceLock;
-    static C: OnceLock<Classifier> = OnceLock::new();
-    C.get_or_init(Classifier::default)
-}
-
-fn score(s: &str) -> RiskReport {
-    risk_score(s, clf())
-}
-
-fn patterns(s: &str) -> Vec<String> {
-    score(s)
-        .detected_patterns
-        .into_iter()
-        .map(|f| f.pattern)
-        .collect()
-}
 
 /// `text` scores low with one finding of `rule`, of the `redacted_prefix` family.
 fn assert_low_by(text: &str, rule: &str) {

@@ -3,14 +3,8 @@
 //! Gradle, C, Dockerfiles, SQL, R and make; and the same syntaxes holding no secret (empty
 //! defaults, references, lengths, calls). Values are generated.
 
-use super::tests::{ALNUM, HEX, synth};
+use super::tests::{ALNUM, HEX, score, synth};
 use super::*;
-
-fn score(s: &str) -> RiskReport {
-    use std::sync::OnceLock;
-    static C: OnceLock<Classifier> = OnceLock::new();
-    risk_score(s, C.get_or_init(Classifier::default))
-}
 
 /// `text` reaches `medium` with a finding on the line that holds `secret`.
 fn assert_found_on_its_line(text: &str, secret: &str) {

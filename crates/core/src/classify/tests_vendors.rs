@@ -3,19 +3,13 @@
 //! placeholders and look-alikes below `medium`. Tokens are generated (prefix + characters from
 //! a seeded PRNG), never written out.
 
-use super::tests::{ALNUM, HEX, synth};
+use super::tests::{ALNUM, HEX, score, synth};
 use super::*;
 
 const UPPER_ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
 const URLSAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 const LOWER_ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
 const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-fn score(s: &str) -> RiskReport {
-    use std::sync::OnceLock;
-    static C: OnceLock<Classifier> = OnceLock::new();
-    risk_score(s, C.get_or_init(Classifier::default))
-}
 
 /// `token` is found at `medium` or above by `rule` in every context (a bare token in prose, an
 /// env file, a JSON value, a curl header, a code literal).
