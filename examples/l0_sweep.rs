@@ -1,8 +1,9 @@
 //! L0 false positives on real text: scores every UTF-8 file under the given directories (source
 //! of well-known projects: the crate sources in `~/.cargo/registry/src`, the Python standard
 //! library) and prints the share of files and the findings per MB at verdict >= medium, with the
-//! rules that fired. Files over 1 MB, non-UTF-8 files and `site-packages` directories (third-party
-//! packages beside the standard library) are skipped.
+//! rules that fired, and the share of files with any finding but personal data (low included).
+//! Files over 1 MB, non-UTF-8 files and `site-packages` directories (third-party packages
+//! beside the standard library) are skipped.
 //!
 //! Run: `cargo run --release --example l0_sweep -- ~/.cargo/registry/src "$(python3 -c 'import sysconfig;print(sysconfig.get_paths()["stdlib"])')" [--show N]`
 
@@ -49,6 +50,8 @@ fn main() {
         files.sort();
         let (mut n, mut bytes, mut medium, mut findings) = (0usize, 0usize, 0usize, 0usize);
         let mut rules: BTreeMap<String, usize> = BTreeMap::new();
+        // files with any finding but personal data, and the rules behind them
+        let (mut flagged, mut flag_rules) = (0usize, BTreeMap::<String, usize>::new());
         let mut shown = 0;
         for f in &files {
             let Ok(meta) = std::fs::metadata(f) else {
@@ -63,6 +66,15 @@ fn main() {
             n += 1;
             bytes += text.len();
             let r = risk_score(&text, &c);
+            let flags: Vec<_> = r
+                .detected_patterns
+                .iter()
+                .filter(|p| p.kind != "pii" && !p.kind.starts_with("pii_"))
+                .collect();
+            flagged += usize::from(!flags.is_empty());
+            for p in flags {
+                *flag_rules.entry(p.pattern.clone()).or_default() += 1;
+            }
             if r.verdict >= Verdict::Medium {
                 medium += 1;
                 findings += r.detected_patterns.len();
@@ -96,5 +108,17 @@ fn main() {
         for (rule, k) in top.iter().take(15) {
             println!("    {rule} x{k}");
         }
+        let mut top: Vec<_> = flag_rules.into_iter().collect();
+        top.sort_by_key(|t| std::cmp::Reverse(t.1));
+        let top: Vec<String> = top
+            .iter()
+            .take(8)
+            .map(|(r, k)| format!("{r} x{k}"))
+            .collect();
+        println!(
+            "  any finding but personal data: {flagged} files ({:.3}%): {}",
+            100.0 * flagged as f64 / n.max(1) as f64,
+            top.join(", ")
+        );
     }
 }

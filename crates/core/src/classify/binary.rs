@@ -2,9 +2,12 @@
 //! line, or wrapped at a fixed width such as 64 or 76 columns), long hex blobs, and dense
 //! non-printable bytes. Hints suggest moving the payload to the scratchpad or splitting the write.
 //!
-//! Data URIs are judged by their media type: a binary one (`data:image/png;base64,...`, fonts,
-//! archives, PDFs) is a `base64_blob` hint from [`DATA_URI_MIN`] characters, as the type says
-//! it is binary; a textual one (source maps' `application/json`, SVG, CSS, `text/*`) is quiet.
+//! Data URIs are judged by their media type: a binary one that is not an image (fonts,
+//! archives, PDFs, `application/octet-stream`) is a `base64_blob` hint from [`DATA_URI_MIN`]
+//! characters, as the type says it is opaque binary; an image (`data:image/png;base64,...`, the
+//! icons and badges CSS and HTML inline) is content, not a filter risk, and is quiet, as is a
+//! textual one (source maps' `application/json`, SVG, CSS, `text/*`). A long base64 run that
+//! declares no media type is the plain [`BASE64_MIN`] hint.
 //! Also quiet: OpenSSH public keys, public PEM blocks (certificates, public keys: passed in as
 //! exclusions), digests (40/64/128 hex chars are far below the hex threshold), lockfile
 //! integrity hashes (88 chars). One linear pass per shape.
@@ -139,17 +142,44 @@ fn benign_prefix(s: &[u8], start: usize) -> bool {
         || b.ends_with(b"ssh-dss ")
         || b.windows(6).any(|w| w == b"ecdsa-") && b.ends_with(b" ")
         || b.ends_with(b"sk-ssh-ed25519@openssh.com ")
+        || image_output(&b)
 }
 
-/// Whether a data URI's media type (what follows `data:`, before `;base64,`) names binary
-/// content: anything but text (`text/*`, JSON, XML, SVG, JavaScript, CSS, HTML) and the
-/// default (`data:;base64,` is `text/plain`).
+/// A notebook's image output (`"image/png": "iVBOR...`): the base64 of an image under its media
+/// type, content like an image data URI.
+fn image_output(before: &[u8]) -> bool {
+    let Some(q) = before.windows(7).rposition(|w| w == b"\"image/") else {
+        return false;
+    };
+    let rest = &before[q + 7..];
+    let name = rest
+        .iter()
+        .take_while(|b| b.is_ascii_alphanumeric() || matches!(b, b'+' | b'.' | b'-'))
+        .count();
+    let tail: Vec<u8> = rest[name..]
+        .iter()
+        .copied()
+        .filter(|b| !b.is_ascii_whitespace())
+        .collect();
+    name > 0 && tail == b"\":\""
+}
+
+/// Whether a data URI's media type (what follows `data:`, before `;base64,`) names opaque
+/// binary content: anything but an image (`image/*`: content a page shows) and text
+/// (`text/*`, JSON, XML, SVG, JavaScript, CSS, HTML), and not the default (`data:;base64,` is
+/// `text/plain`).
 fn binary_media_type(mime: &[u8]) -> bool {
-    let m = mime.to_ascii_lowercase();
+    // JSON escapes the slash (`image\/png`)
+    let m: Vec<u8> = mime
+        .iter()
+        .filter(|&&b| b != b'\\')
+        .map(u8::to_ascii_lowercase)
+        .collect();
     let m = m.split(|&b| b == b';').next().unwrap_or(&[]);
     let has = |w: &[u8]| m.windows(w.len()).any(|x| x == w);
     !m.is_empty()
         && !m.starts_with(b"text/")
+        && !m.starts_with(b"image/")
         && ![
             &b"json"[..],
             b"xml",
@@ -597,5 +627,38 @@ mod tests {
             if want { yes += 1 } else { no += 1 }
         }
         assert!(yes > 1000 && no > 1000, "{yes} all-base64, {no} not");
+    }
+
+    /// Images are content wherever their base64 stands: in a data URI (also with JSON's
+    /// escaped slash) and under a notebook's image media type; a long base64 run that declares
+    /// no media type, and a binary data URI that is no image, are still hints.
+    #[test]
+    fn images_are_quiet_and_opaque_base64_is_still_a_hint() {
+        let mut next = crate::classify::pii::tests::splitmix64(0x43_0001);
+        let table = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+        let payload: String = (0..400)
+            .map(|_| table[(next() % 64) as usize] as char)
+            .collect();
+        let kinds = |s: &str| {
+            let mut out = Vec::new();
+            scan(s.as_bytes(), &[], |k, _| out.push(k));
+            out
+        };
+        for quiet in [
+            format!("<img src=\"data:image/png;base64,{payload}\">"),
+            format!(".x {{ background: url(data:image/webp;base64,{payload}); }}"),
+            format!("{{\"src\": \"data:image\\/jpeg;base64,{payload}\"}}"),
+            format!("   \"image/png\": \"{payload}\",\n"),
+            format!("\"image/jpeg\":\"{payload}\""),
+        ] {
+            assert!(kinds(&quiet).is_empty(), "{quiet:.80}: {:?}", kinds(&quiet));
+        }
+        for hint in [
+            format!("payload = \"{payload}\""),
+            format!("<a href=\"data:application/zip;base64,{payload}\">"),
+            format!("\"text/plain\": \"{payload}\""),
+        ] {
+            assert_eq!(kinds(&hint), [BinaryKind::Base64Blob], "{hint:.80}");
+        }
     }
 }

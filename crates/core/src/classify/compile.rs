@@ -45,12 +45,15 @@ pub(super) struct CompiledRule {
 pub(super) enum Derive {
     /// A capture search.
     Captures,
-    /// From the span of the generic assignment rule's match (`detect::assignment_groups`).
+    /// From the span of the generic assignment rule's match (`derive::assignment_groups`).
     Assignment,
-    /// From the span of the URL userinfo rule's match (`detect::userinfo_groups`).
+    /// From the span of the URL userinfo rule's match (`derive::userinfo_groups`).
     Userinfo,
-    /// From the span of the prose rule's match (`detect::prose_groups`).
+    /// From the span of the prose rule's match (`derive::prose_groups`).
     Prose,
+    /// From the span of a redacted-prefix rule's match (`derive::redacted_groups`), the rule
+    /// of `prefixes::REDACTABLE_PREFIXES[i]`.
+    Redacted(usize),
 }
 
 /// A rule's regex, compiled on first use; clones share the compiled regex.
@@ -469,6 +472,10 @@ impl Classifier {
                 rules::ASSIGNMENT_RULE if idx < custom_start => Derive::Assignment,
                 rules::USERINFO_RULE if idx < custom_start => Derive::Userinfo,
                 rules::PROSE_RULE if idx < custom_start => Derive::Prose,
+                name if idx < custom_start && spec.check == Check::Redacted => {
+                    super::prefixes::redactable_index(name)
+                        .map_or(Derive::Captures, Derive::Redacted)
+                }
                 _ => Derive::Captures,
             };
             rules.push(CompiledRule {

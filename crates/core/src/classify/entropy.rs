@@ -79,6 +79,10 @@ const TOKEN_MARKERS: &[&[u8]] = &[
     b"placeholder",
     b"****",
     b"...",
+    // an ellipsis, bullets and dots as masks
+    "\u{2026}".as_bytes(),
+    "\u{2022}\u{2022}".as_bytes(),
+    "\u{25cf}\u{25cf}".as_bytes(),
     b"<",
     b">",
     b"${",
@@ -257,15 +261,18 @@ pub(crate) fn looks_like_identifier(v: &[u8]) -> bool {
                     || p.iter().all(|b| !b.is_ascii_lowercase())
             });
     }
-    // snake/kebab/dotted names, single-case words, and camelCase (capitals only at word starts)
-    let separated = v.contains(&b'_') || v.contains(&b'.') || v.contains(&b'-');
-    let uppers = v.iter().filter(|b| b.is_ascii_uppercase()).count();
-    let single_case = uppers == 0 || v.iter().all(|b| !b.is_ascii_lowercase());
-    let camel = uppers * 4 <= v.len()
-        && !v
-            .windows(2)
-            .any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase());
-    separated || single_case || camel
+    // snake/kebab/dotted names of words, each a single-case word or camelCase (capitals only
+    // at word starts): `X-Request-Id`, `settings.apiKey`; a part of random capitals
+    // (`CWxRxTBxUuIqyK-QVzQ`, base64url) is no word
+    v.split(|&b| matches!(b, b'_' | b'.' | b'-')).all(|p| {
+        let uppers = p.iter().filter(|b| b.is_ascii_uppercase()).count();
+        let single_case = uppers == 0 || p.iter().all(|b| !b.is_ascii_lowercase());
+        let camel = uppers * 4 <= p.len()
+            && !p
+                .windows(2)
+                .any(|w| w[0].is_ascii_uppercase() && w[1].is_ascii_uppercase());
+        single_case || camel
+    })
 }
 
 /// Counts of character classes: lower, upper, digit, other.

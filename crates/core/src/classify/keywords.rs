@@ -6,9 +6,11 @@
 //! grouped into classes (one per
 //! keyword byte, the two cases of a letter together, and one for every byte of no keyword),
 //! each state a row of `stride` (a power of two at least the number of classes) `u16` entries
-//! holding the next row's offset, the non-match states' rows first so that one comparison
-//! tells a match state. A row offset plus a class indexes the table, whose length is a
-//! constant: no bounds check and no special-state test per byte (the aho-corasick DFA's
+//! holding half the next row's offset (rows start at multiples of the even stride, so halved
+//! offsets address twice the states a `u16` could), the non-match states' rows first so that
+//! one comparison tells a match state. Twice a halved offset plus a class indexes the table,
+//! whose length is a constant: no bounds check and no special-state test per byte (the
+//! aho-corasick DFA's
 //! `next_state` costs a class lookup, an addition, a bounds check and a load, then a
 //! comparison for special states and another for match states). Built once per classifier
 //! from the keywords' classes and their trie: each state's row is its failure state's row
@@ -21,10 +23,11 @@ use aho_corasick::automaton::{Automaton, StateID};
 use aho_corasick::dfa::DFA;
 use aho_corasick::{Anchored, MatchKind};
 
-/// Rows of the dense table: every `u16` is a row offset.
-const TABLE: usize = 1 << 16;
-/// Entries of the dense table: a row offset (a `u16`) plus a class (a `u8`) indexes it, so the
-/// index needs no bounds check.
+/// Entries of the dense table's rows: every `u16` is half a row offset (rows start at multiples
+/// of the stride, an even number), so 2,048 states of stride 64 fit.
+const TABLE: usize = 1 << 17;
+/// Entries of the dense table: twice a half row offset (a `u16`) plus a class (a `u8`) indexes
+/// it, so the index needs no bounds check.
 const ENTRIES: usize = TABLE + 256;
 /// Drafts shorter than this are scanned in one stream.
 const TWO_STREAMS_MIN: usize = 4096;
@@ -47,17 +50,17 @@ pub(super) struct Keywords {
 struct Table {
     /// The class of each byte.
     class: [u8; 256],
-    /// `trans[row + class]`: the row of the next state (a row is a state's index times the
-    /// stride).
+    /// `trans[2 * row + class]`: the row of the next state, halved (a row is a state's index
+    /// times the stride; every row and `start` and `first_match` are kept halved).
     trans: Box<[u16; ENTRIES]>,
     start: u16,
     /// Rows from here on are match states.
     first_match: u16,
-    /// log2 of the stride.
-    shift: u32,
+    /// log2 of half the stride.
+    half_shift: u32,
     /// The longest keyword, in bytes.
     max_len: usize,
-    /// The matches of each match row, by `(row - first_match) >> shift`: a range of `pats`.
+    /// The matches of each match row, by `(row - first_match) >> half_shift`: a range of `pats`.
     matches: Vec<(u32, u32)>,
     /// `(pattern, length)` of the matches of the match rows, in the DFA's order.
     pats: Vec<(usize, usize)>,
@@ -66,7 +69,7 @@ struct Table {
 impl std::fmt::Debug for Table {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Table")
-            .field("stride", &(1usize << self.shift))
+            .field("stride", &(2usize << self.half_shift))
             .field("match_states", &self.matches.len())
             .finish()
     }
@@ -114,7 +117,7 @@ impl Keywords {
             if row < t.first_match {
                 return Vec::new();
             }
-            let (a, b) = t.matches[usize::from((row - t.first_match) >> t.shift)];
+            let (a, b) = t.matches[usize::from((row - t.first_match) >> t.half_shift)];
             t.pats[a as usize..b as usize].to_vec()
         };
         let dfa_patterns = |sid: StateID| -> Vec<(usize, usize)> {
@@ -137,7 +140,7 @@ impl Keywords {
         while let Some((row, sid)) = todo.pop() {
             for b in 0..=255u8 {
                 let next = (
-                    t.trans[usize::from(row) + usize::from(t.class[usize::from(b)])],
+                    t.trans[2 * usize::from(row) + usize::from(t.class[usize::from(b)])],
                     dfa.next_state(Anchored::No, sid, b),
                 );
                 if patterns(next.0) != dfa_patterns(next.1) {
@@ -196,7 +199,10 @@ impl Keywords {
         let mut rows = Vec::new();
         t.match_rows(bytes, &mut rows);
         for (row, end) in rows {
-            let Some(&(a, b)) = t.matches.get(usize::from(row - t.first_match) >> t.shift) else {
+            let Some(&(a, b)) = t
+                .matches
+                .get(usize::from(row - t.first_match) >> t.half_shift)
+            else {
                 continue;
             };
             for &(pid, len) in t.pats.get(a as usize..b as usize).unwrap_or(&[]) {
@@ -341,14 +347,14 @@ impl Table {
         order.extend((0..n).filter(|&s| !nodes[s].matches.is_empty()));
         let mut row = vec![0u16; n];
         for (pos, &s) in order.iter().enumerate() {
-            row[s] = u16::try_from(pos << shift).ok()?;
+            row[s] = u16::try_from((pos << shift) >> 1).ok()?;
         }
         let mut trans: Box<[u16; ENTRIES]> =
             vec![0u16; ENTRIES].into_boxed_slice().try_into().ok()?;
         for (s, &r) in row.iter().enumerate() {
             for c in 0..classes {
                 let to = next[s * classes + c] as usize;
-                trans[usize::from(r) + c] = row[to];
+                trans[2 * usize::from(r) + c] = row[to];
             }
         }
         let mut matches = Vec::with_capacity(n - first);
@@ -363,8 +369,8 @@ impl Table {
             class,
             trans,
             start: row[0],
-            first_match: u16::try_from(first << shift).ok()?,
-            shift,
+            first_match: u16::try_from((first << shift) >> 1).ok()?,
+            half_shift: shift.checked_sub(1)?,
             max_len,
             matches,
             pats,
@@ -470,7 +476,7 @@ impl Table {
     fn step(&self, row: &mut u16, b: u8, end: usize, out: &mut Vec<(u16, usize)>) {
         // below `ENTRIES` whatever the values, so the compiler drops the bounds check; the
         // table is built so that a row plus a class stays below `TABLE`
-        *row = self.trans[usize::from(*row) + usize::from(self.class[usize::from(b)])];
+        *row = self.trans[2 * usize::from(*row) + usize::from(self.class[usize::from(b)])];
         if *row >= self.first_match {
             push_row(out, *row, end);
         }

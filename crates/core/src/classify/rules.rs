@@ -3,8 +3,9 @@
 //! (private-key blocks, JWTs, Basic/Bearer auth, URL credentials, netrc, docker and npm auth,
 //! Kubernetes Secret data), entropy-gated generic assignments (in the syntaxes agents write:
 //! `key = value` in a dozen languages, XML attributes and elements, Kubernetes env lists, CLI
-//! flags, two-argument calls, prose), redacted-prefix shapes and the
-//! detectors without a regex (PII numbers, binary hints).
+//! flags, two-argument calls, prose, HTTP headers), and the detectors without a regex (PII
+//! numbers, binary hints). The long tail of SaaS formats is `vendors`'s, the redacted-prefix
+//! shapes `prefixes`'s.
 //!
 //! Every regex rule names the literal keywords that must occur near a match; one Aho-Corasick pass
 //! over the content finds them, and a rule's regex only runs on the windows around its keywords.
@@ -43,6 +44,17 @@ pub(crate) enum Check {
     Prose,
     /// A private-key header without a real body (the body removed or elided): a redacted shape.
     PemRedacted,
+    /// A JWT cut down to its header (`prefixes::cut_after_header`): a redacted shape.
+    JwtHeader,
+    /// A credential value (an HTTP header's, a bearer token, npm auth): as `Entropy`, and a UUID
+    /// that is not a placeholder passes too (many services issue UUIDs as keys).
+    Credential(f64),
+    /// A vendor token whose prefix is short or a word (`ser.`, `cio`): not a placeholder, and
+    /// the body after the first n bytes not an identifier (`ser.serializeStructVariant`).
+    Opaque(usize),
+    /// A UUID beside a platform's key name (`HEROKU_API_KEY`): the key names a secret and no
+    /// identifier (`HEROKU_APP_ID`), the UUID is not a placeholder.
+    PlatformUuid,
 }
 
 /// Where a rule's regex runs around a keyword hit.
@@ -92,6 +104,14 @@ pub(crate) enum Gate {
     /// The keyword starts a token: no token byte (`[A-Za-z0-9_-]`) before it (for a rule whose
     /// regex opens with an alternation, which `keyword_starts_token` cannot see through).
     TokenStart,
+    /// The keyword starts a token and a UUID follows it (`sdk-` + UUID).
+    UuidAfter,
+    /// The keyword starts a token and the byte `.1` lies `.0` bytes after it (Airtable's `pat`,
+    /// 14 characters, `.`).
+    ByteAt(usize, u8),
+    /// The keyword starts a token and this many letters or digits follow it (a token body
+    /// after a prefix that ordinary text holds: `secret_`, `sk-`, `cio`).
+    RunAfter(usize),
 }
 
 /// Name bytes a key may carry after its keyword (`secret_key_base`: `_key_base`); the regexes
@@ -131,7 +151,7 @@ pub(crate) struct RuleSpec {
     pub gate: Gate,
 }
 
-fn rule(name: &str, family: &str, keywords: &[&'static str], regex: &str) -> RuleSpec {
+pub(super) fn rule(name: &str, family: &str, keywords: &[&'static str], regex: &str) -> RuleSpec {
     RuleSpec {
         name: name.to_string(),
         family: family.to_string(),
@@ -147,23 +167,23 @@ fn rule(name: &str, family: &str, keywords: &[&'static str], regex: &str) -> Rul
 }
 
 impl RuleSpec {
-    fn check(mut self, c: Check) -> Self {
+    pub(super) fn check(mut self, c: Check) -> Self {
         self.check = c;
         self
     }
-    fn tier(mut self, t: Tier) -> Self {
+    pub(super) fn tier(mut self, t: Tier) -> Self {
         self.tier = t;
         self
     }
-    fn window(mut self, w: Window) -> Self {
+    pub(super) fn window(mut self, w: Window) -> Self {
         self.window = w;
         self
     }
-    fn gate(mut self, g: Gate) -> Self {
+    pub(super) fn gate(mut self, g: Gate) -> Self {
         self.gate = g;
         self
     }
-    fn cs(mut self) -> Self {
+    pub(super) fn cs(mut self) -> Self {
         self.case_sensitive = true;
         self
     }
@@ -185,86 +205,22 @@ fn scanner(name: &str, family: &str, s: Scanner, tier: Tier) -> RuleSpec {
 }
 
 /// The rule whose capture groups the scan derives from its match span
-/// (`detect::assignment_groups`) instead of a capture search.
+/// (`derive::assignment_groups`) instead of a capture search.
 pub(crate) const ASSIGNMENT_RULE: &str = "generic_secret_assignment";
 /// The rule whose capture groups the scan derives from its match span
-/// (`detect::userinfo_groups`): a password in a URL's userinfo.
+/// (`derive::userinfo_groups`): a password in a URL's userinfo.
 pub(crate) const USERINFO_RULE: &str = "url_password";
 /// The rule whose capture groups the scan derives from its match span
-/// (`detect::prose_groups`): a credential named in prose.
+/// (`derive::prose_groups`): a credential named in prose.
 pub(crate) const PROSE_RULE: &str = "prose_credential";
 
 /// Token bodies end at a non-token byte (or the end).
-const END: &str = r"(?:[^A-Za-z0-9_\-]|$)";
+pub(crate) const END: &str = r"(?:[^A-Za-z0-9_\-]|$)";
 /// Tokens start at a non-token byte (or the start).
 pub(crate) const BEGIN: &str = r"(?:^|[^A-Za-z0-9_\-])";
 
-fn tok(body: &str) -> String {
+pub(super) fn tok(body: &str) -> String {
     format!("{BEGIN}(?P<s>{body}){END}")
-}
-
-/// Vendor prefixes whose appearance followed by a redaction marker is reported on its own
-/// (the paper's incident: `sk-ant-oat01-{REDACTED}` was enough for a filter to reject a draft).
-/// Longer prefixes first: on overlap the earlier rule wins.
-pub(crate) const REDACTABLE_PREFIXES: &[(&str, &str)] = &[
-    ("anthropic", "sk-ant-"),
-    ("openai_project", "sk-proj-"),
-    ("openai_service_account", "sk-svcacct-"),
-    ("openai_admin", "sk-admin-"),
-    ("stripe_live", "sk_live_"),
-    ("stripe_test", "sk_test_"),
-    ("stripe_restricted", "rk_live_"),
-    ("openai", "sk-"),
-    ("github_fine_grained", "github_pat_"),
-    ("github_classic", "ghp_"),
-    ("github_oauth", "gho_"),
-    ("github_user_to_server", "ghu_"),
-    ("github_server_to_server", "ghs_"),
-    ("github_refresh", "ghr_"),
-    ("gitlab", "glpat-"),
-    ("slack_bot", "xoxb-"),
-    ("slack_user", "xoxp-"),
-    ("slack_app", "xapp-"),
-    ("aws_access_key", "AKIA"),
-    ("aws_temporary_key", "ASIA"),
-    ("google_api", "AIza"),
-    ("huggingface", "hf_"),
-    ("npm", "npm_"),
-    ("pypi", "pypi-"),
-    ("sendgrid", "SG."),
-    ("groq", "gsk_"),
-    ("xai", "xai-"),
-    ("perplexity", "pplx-"),
-    ("replicate", "r8_"),
-    ("digitalocean", "dop_v1_"),
-    ("shopify", "shpat_"),
-    ("linear", "lin_api_"),
-    ("vault", "hvs."),
-    ("jwt", "eyJ"),
-];
-
-/// A redaction marker after a prefix (and up to 24 token characters).
-const MARKER: &str = r"(?:\{REDACTED[^}\n]{0,40}\}|\[REDACTED\]|<REDACTED>|REDACTED|<redacted>|\[redacted\]|X{4,}|x{4,}|\*{3,}|\.{3}|\xE2\x80\xA6)";
-
-fn redacted_prefix(vendor: &str, prefix: &'static str) -> RuleSpec {
-    let esc = regex::escape(prefix);
-    let body = if prefix == "eyJ" {
-        "[A-Za-z0-9_-]{0,60}?"
-    } else {
-        "[A-Za-z0-9_-]{0,24}?"
-    };
-    let re = format!("{BEGIN}(?P<s>{esc}{body}{MARKER})");
-    let mut r = rule(
-        &format!("{vendor}_redacted_prefix"),
-        "redacted_prefix",
-        &[],
-        &re,
-    )
-    .check(Check::Redacted)
-    .tier(Tier::Redacted)
-    .cs();
-    r.keywords = vec![prefix];
-    r
 }
 
 /// The built-in rules, in precedence order within a tier.
@@ -371,7 +327,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("pypi_upload_token", "api_key", &["pypi-ageichlwas5vcmc"], &tok("pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\\-]{50,}")),
         rule("npmrc_auth", "password", &["_authtoken", "_auth", "_password"],
             r#"(?im)(?:^|:)\s{0,4}(?:_authToken|_auth|_password)\s{0,4}=\s{0,4}["']?(?P<s>[^\s"']{8,})"#)
-            .check(Check::Entropy(3.0)).tier(Tier::Structural).gate(Gate::Assign),
+            .check(Check::Credential(3.0)).tier(Tier::Structural).gate(Gate::Assign),
         // Maven settings-security.xml: the encrypted master password
         rule("maven_master_password", "password", &["<master>"],
             r"<master>\{(?P<s>[A-Za-z0-9+/=]{20,})\\?\}</master>").tier(Tier::Structural),
@@ -401,7 +357,8 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("datadog_client_token", "api_key", &["pub"], &tok("pub[0-9a-f]{32}")).cs(),
         rule("shopify_token", "api_key", &["shpat_", "shpss_", "shpca_", "shppa_"], &tok("shp(?:at|ss|ca|pa)_[A-Fa-f0-9]{32}")),
         rule("digitalocean_token", "api_key", &["dop_v1_", "doo_v1_", "dor_v1_"], &tok("do[opr]_v1_[a-f0-9]{64}")),
-        rule("doppler_token", "api_key", &["dp.pt."], &tok("dp\\.pt\\.[A-Za-z0-9]{43}")),
+        rule("doppler_token", "api_key", &["dp.pt.", "dp.st.", "dp.sa.", "dp.ct.", "dp.scim.", "dp.audit."],
+            &tok("dp\\.(?:pt|st|sa|ct|scim|audit)\\.(?:[A-Za-z0-9_\\-]{1,40}\\.)?[A-Za-z0-9]{40,44}")),
         rule("linear_api_key", "api_key", &["lin_api_"], &tok("lin_api_[A-Za-z0-9]{40}")),
         rule("atlassian_api_token", "api_key", &["atatt3"], &tok("ATATT3[A-Za-z0-9_\\-=]{150,200}")),
         rule("databricks_token", "api_key", &["dapi"], &tok("dapi[a-f0-9]{32}(?:-[0-9])?")).cs(),
@@ -414,7 +371,8 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
         rule("grafana_token", "api_key", &["glsa_", "glc_"], &tok("(?:glsa_[A-Za-z0-9]{32}_[a-f0-9]{8}|glc_[A-Za-z0-9+/]{32,}={0,2})")),
         rule("facebook_access_token", "api_key", &["eaacedeose0cba"], &tok("EAACEdEose0cBA[0-9A-Za-z]{20,}")),
         rule("heroku_api_key", "api_key", &["heroku"],
-            r#"(?i)heroku[a-z_\-]{0,20}["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#),
+            r#"(?i)(?P<k>heroku[a-z_\-]{0,20})["']?\s{0,4}(?::=|=>|=|:)\s{0,4}["']?(?P<s>[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})"#)
+            .check(Check::PlatformUuid),
         rule("planetscale_token", "api_key", &["pscale_"], &tok("pscale_(?:tkn|pw|oauth)_[A-Za-z0-9_\\-.=]{32,64}")),
         rule("intra42_client_secret", "api_key", &["s-s4t2ud-", "s-s4t2af-"], &tok("s-s4t2(?:ud|af)-[0-9a-f]{64}")),
         rule("flyio_token", "api_key", &["fo1_"], &tok("fo1_[A-Za-z0-9_\\-]{43}")),
@@ -428,7 +386,7 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             r"(?i)\bbasic\s+(?P<s>[A-Za-z0-9+/]{8,}={0,2})(?:[^A-Za-z0-9+/=]|$)")
             .check(Check::BasicAuth).tier(Tier::Structural).gate(Gate::SpaceOrQuote),
         rule("bearer_token", "api_key", &["bearer"], r#"(?i)\bbearer(?:\s+|["'`]\s{0,4},\s{0,4}["'`])(?P<s>[A-Za-z0-9_~+/.=\-]{20,})"#)
-            .check(Check::Entropy(3.0)).tier(Tier::Generic).gate(Gate::SpaceOrQuote),
+            .check(Check::Credential(3.0)).tier(Tier::Generic).gate(Gate::SpaceOrQuote),
         rule(USERINFO_RULE, "connection_string", &["://"],
             r#"(?i)\b[a-z][a-z0-9+.\-]{1,20}://(?P<u>[^\s:@/"'<>]{0,64}):(?P<s>[^\s/"'<>]{3,128})@[A-Za-z0-9.\-\[]"#)
             .check(Check::UrlPassword).tier(Tier::Structural).gate(Gate::Userinfo),
@@ -446,42 +404,82 @@ pub(crate) fn builtin() -> Vec<RuleSpec> {
             .check(Check::K8sSecret).tier(Tier::Structural),
         // ---- generic, entropy-gated ----
         rule("password_assignment", "password", &["password", "passwd", "passphrase", "pwd", "pass"],
-            r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12}|pass))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;]{8,128})(?:[\s,;&]|$))"#)
+            r#"(?im)(?P<k>[a-z0-9_.\-]{0,30}(?:(?:password|passwd|passphrase|pwd)[a-z0-9_.\-]{0,12}|pass))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|<-|\?=|:\s{0,4}&?(?:'static\s{1,4})?'?[a-z_][a-z0-9_<>]{0,24}\??\s{0,4}=|[ \t]{1,4}(?:string|\[\]byte)[ \t]{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>[^"'`\s]{6,128})["'`]|(?P<s2>[^\s"'`,;]{8,128})(?:[\s,;&]|$))"#)
             .check(Check::Password).tier(Tier::Generic).gate(Gate::Assign),
         rule(ASSIGNMENT_RULE, "generic_secret",
-            &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential", "key"],
-            r#"(?i)(?P<k>[a-z0-9_.\-]{0,40}(?:(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20}|[a-z0-9]{2,20}[_.\-]?key))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|:\s{0,4}&?'?[a-z_][a-z0-9_<>]{0,24}\s{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>(?:base64:)?[^"'`\s]{16,256})["'`]|(?P<s2>(?:base64:)?[A-Za-z0-9+/=_~\-]{16,256})(?:[\s,;]|$))"#)
+            &["secret", "token", "api_key", "apikey", "api-key", "access_key", "accesskey", "auth_key", "private_key", "credential", "key", "_pat", "-pat"],
+            r#"(?i)(?P<k>[a-z0-9_.\-]{0,40}(?:(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|private[_.\-]?key|credential)s?[a-z0-9_.\-]{0,20}|[a-z0-9]{2,20}[_.\-]?key|[a-z0-9]{1,20}[_\-]pat))(?:["'`]?\]?\s{0,4}(?:=>|:=|==|<-|\?=|:\s{0,4}&?(?:'static\s{1,4})?'?[a-z_][a-z0-9_<>]{0,24}\??\s{0,4}=|[ \t]{1,4}(?:string|\[\]byte)[ \t]{0,4}=|=|:))\s{0,4}(?:[bru@f]{0,2}["'`](?P<s>(?:base64:)?[^"'`\s]{16,256})["'`]|(?P<s2>(?:base64:)?[A-Za-z0-9+/=_~\-]{16,256})(?:[\s,;]|$))"#)
             .check(Check::Entropy(3.5)).tier(Tier::Generic).gate(Gate::Assign),
-        rule("call_pair_secret", "password", &["password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "api_key", "apikey", "api-key"],
-            r#"(?i)\(\s{0,4}["'`](?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key)[a-z0-9_.\-]{0,12})["'`]\s{0,4},\s{0,4}["'`](?P<s>[^"'`\s]{6,256})["'`]\s{0,4}\)"#)
+        rule("call_pair_secret", "password", &["password", "passwd", "passphrase", "pwd", "pass", "secret", "token", "api_key", "apikey", "api-key", "key"],
+            r#"(?i)\(\s{0,4}["'`](?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key|[a-z0-9]{2,20}[_.\-]?key)[a-z0-9_.\-]{0,12})["'`]\s{0,4},\s{0,4}["'`](?P<s>[^"'`\s]{6,256})["'`]\s{0,4}\)"#)
             .check(Check::Password).tier(Tier::Generic).gate(Gate::CallPair),
+        // Kotlin's pairs: `mapOf("client_secret" to "...")`
+        rule("pair_to_secret", "password", &["\" to \"", "' to '"],
+            r#"(?i)["'`](?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|passphrase|pwd|pass|secret|token|api[_.\-]?key|[a-z0-9]{2,20}[_.\-]?key)[a-z0-9_.\-]{0,12})["'`]\s{1,4}to\s{1,4}["'`](?P<s>[^"'`\s]{6,256})["'`]"#)
+            .check(Check::Password).tier(Tier::Generic),
         rule("config_pair_secret", "password", &["value"],
             r#"(?i)(?:key|name)\s{0,2}=\s{0,2}"(?P<k>[^"\n]{0,40}(?:password|passwd|passphrase|pass|pwd|secret|token|[a-z0-9]{2,20}[_.\-]?key)[^"\n]{0,20})"\s{1,4}value\s{0,2}=\s{0,2}"(?P<s>[^"\n]{6,256})""#)
             .check(Check::Password).tier(Tier::Generic),
         rule("xml_element_secret", "password", &["password>", "passwd>", "passphrase>", "pass>", "pwd>", "secret>", "token>", "key>"],
             r#"(?i)<(?P<k>[a-z0-9_.:\-]{0,30}(?:password|passwd|passphrase|pass|pwd|secret|token|[a-z0-9]{2,20}[_.\-]?key)[a-z0-9_.\-]{0,12})>(?P<s>[^<\s]{6,256})</"#)
             .check(Check::Password).tier(Tier::Generic),
-        rule("env_list_secret", "password", &["name:"],
-            r#"(?i)name:\s{0,4}["']?(?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|pwd|pass|secret|token|key|credential)[a-z0-9_.\-]{0,20})["']?[ \t]*\r?\n[ \t]*(?:-[ \t]+)?value:[ \t]*["']?(?P<s>[^\s"']{6,256})"#)
+        // the element names its key in an attribute: `<entry key="api.secret">...</entry>`
+        rule("xml_keyed_element_secret", "password", &["key=\"", "name=\"", "key='", "name='"],
+            r#"(?i)<[a-z][a-z0-9_.:\-]{0,30}\s{1,4}(?:key|name)\s{0,2}=\s{0,2}["'](?P<k>[^"'\n]{0,40}(?:password|passwd|passphrase|pass|pwd|secret|token|credential|[a-z0-9]{2,20}[_.\-]?key)[^"'\n]{0,20})["']\s{0,4}>(?P<s>[^<\s]{6,256})</"#)
+            .check(Check::Password).tier(Tier::Generic),
+        // Gradle's build config: `buildConfigField("String", "API_KEY", "\"...\"")`
+        rule("gradle_build_config_secret", "password", &["buildconfigfield", "resvalue"],
+            r#"(?i)(?:buildConfigField|resValue)\s{0,4}\(?\s{0,4}["']String["']\s{0,4},\s{0,4}["'](?P<k>[a-z0-9_]{0,40}(?:password|passwd|secret|token|pwd|pass|[a-z0-9]{2,20}_?key)[a-z0-9_]{0,20})["']\s{0,4},\s{0,4}["'](?:\\["'])?(?P<s>[^"'\\\s]{6,256})(?:\\["'])?["']"#)
+            .check(Check::Password).tier(Tier::Generic),
+        // HCL: `variable "db_password" { default = "..." }`
+        rule("hcl_variable_default_secret", "password", &["variable \""],
+            r#"(?is)\bvariable\s{1,4}"(?P<k>[^"\n]{0,40}(?:password|passwd|secret|token|pwd|pass|credential|[a-z0-9]{2,20}_?key)[^"\n]{0,20})"\s{0,4}\{[^{}]{0,300}?\bdefault\s{0,4}=\s{0,4}"(?P<s>[^"\s]{6,256})""#)
             .check(Check::Password).tier(Tier::Generic).window(Window::Forward(512)),
-        rule("cli_flag_secret", "password", &["password", "passwd", "passphrase", "pass", "pwd", "secret", "token", "api-key", "apikey"],
-            r#"(?i)(?:^|\s)--(?P<k>[a-z0-9\-]{0,30}(?:password|passwd|passphrase|pass|pwd|secret|token|api-key|apikey)[a-z0-9\-]{0,12})(?:=|[ \t]+)["']?(?P<s>[^\s"'`\-][^\s"'`]{5,255})"#)
+        // C and Objective-C: `#define API_KEY "..."`; a Dockerfile's `ENV API_TOKEN ...`; SQL's
+        // `IDENTIFIED BY '...'`
+        rule("c_define_secret", "password", &["define"],
+            r#"(?im)^[ \t]*#[ \t]*define[ \t]+(?P<k>[a-z0-9_]{0,40}(?:password|passwd|secret|token|api_?key|access_?key|auth_?key|private_?key|credential|pwd)[a-z0-9_]{0,20})[ \t]+@?"(?P<s>[^"\s]{6,256})""#)
+            .check(Check::Password).tier(Tier::Generic),
+        rule("dockerfile_env_secret", "password", &["ENV ", "ENV\t"],
+            r#"(?m)^[ \t]*ENV[ \t]+(?P<k>(?i:[a-z0-9_]{0,40}(?:password|passwd|secret|token|api_?key|access_?key|auth_?key|private_?key|credential|pwd)[a-z0-9_]{0,20}))[ \t]+(?P<s>[^\s"']{8,256})[ \t]*\r?$"#)
+            .check(Check::Password).tier(Tier::Generic).cs(),
+        rule("sql_password", "password", &["identified by", "password '"],
+            r#"(?i)\b(?:identified[ \t]+by|password)[ \t]+'(?P<s>[^'\s]{6,128})'"#)
+            .check(Check::Password).tier(Tier::Generic),
+        // a query string or a form body: `?api_key=...&`, `-d 'client_secret=...'`
+        rule("form_param_secret", "generic_secret", &["secret=", "token=", "key=", "password=", "pwd=", "passwd="],
+            r#"(?i)(?:^|[?&'"\s;])(?P<k>[a-z0-9_.\-]{0,40}(?:secret|token|api[_.\-]?key|access[_.\-]?key|auth[_.\-]?key|password|passwd|pwd))=(?P<s>[A-Za-z0-9+/_~.%!*@\-]{16,256}?=*)(?:[&'"\s#;]|$)"#)
+            .check(Check::Entropy(3.0)).tier(Tier::Generic),
+        rule("env_list_secret", "password", &["name:"],
+            r#"(?i)name:\s{0,4}["']?(?P<k>[a-z0-9_.\-]{0,40}(?:password|passwd|pwd|pass|secret|token|key|credential|[a-z0-9]{1,20}[_\-]pat)[a-z0-9_.\-]{0,20})["']?[ \t]*\r?\n[ \t]*(?:-[ \t]+)?value:[ \t]*["']?(?P<s>[^\s"']{6,256})"#)
+            .check(Check::Password).tier(Tier::Generic).window(Window::Forward(512)),
+        rule("cli_flag_secret", "password", &["password", "passwd", "passphrase", "pass", "pwd", "secret", "token", "api-key", "apikey", "key"],
+            r#"(?i)(?:^|\s)--(?P<k>[a-z0-9\-]{0,30}(?:(?:password|passwd|passphrase|pass|pwd|secret|token|api-key|apikey)[a-z0-9\-]{0,12}|[a-z0-9]{2,20}-key))(?:=|[ \t]+)["']?(?P<s>[^\s"'`\-][^\s"'`]{5,255})"#)
             .check(Check::Password).tier(Tier::Generic).gate(Gate::CliFlag),
-        rule("cli_user_password", "password", &["-u ", "--user "],
-            r#"(?:^|\s)(?:-u|--user)[ \t]+["']?(?P<u>[A-Za-z0-9._@\-]{1,64}):(?P<s>[^\s"']{4,128})"#)
+        rule("cli_user_password", "password", &["-u ", "-u'", "-u\"", "--user", "--proxy-user", "--auth"],
+            r#"(?:^|\s)(?:-u|-U|--user|--proxy-user|--auth)(?:[ \t]+["']?|=["']?|["'])(?P<u>[A-Za-z0-9._@\-]{1,64}):(?P<s>[^\s"']{4,128})"#)
             .check(Check::UrlPassword).tier(Tier::Generic),
         rule(PROSE_RULE, "generic_secret",
             &["password", "passphrase", "passcode", "secret", "token", "api key", "api-key", "api_key", "access key"],
             r#"(?i)\b(?P<k>passwords?|passphrase|passcode|secret|token|api[ _\-]?key|access[ _\-]?key)\b(?:[ \t]+(?:for|of|on|to)[ \t]+[A-Za-z0-9 ._\-]{1,30}?)?(?:[ \t]+(?:is|was|=)|[ \t]*:)?[ \t]+["'`]?(?P<s>[^\s"'`]{8,128}?)["'`]?[.,;:!?)]*(?:\s|$)"#)
             .check(Check::Prose).tier(Tier::Generic).gate(Gate::Word),
         // ---- PII ----
+        // ---- HTTP authentication beyond Basic and Bearer ----
+        rule("authorization_scheme_token", "api_key", &["authorization"],
+            r#"(?i)\b(?:proxy-)?authorization["'`]?\]?[ \t]{0,4}[:=,][ \t]{0,4}["'`]?[ \t]{0,2}(?:token|apikey|api-key|key|ssws|geniekey|splunk|sharedkey|dsn|app|klaviyo-api-key|zoho-oauthtoken)[ \t]+(?P<s>[A-Za-z0-9+/=_~.:\-]{12,512})"#)
+            .check(Check::Credential(3.0)).tier(Tier::Generic),
+        rule("nginx_header_secret", "api_key", &["proxy_set_header", "grpc_set_header", "add_header"],
+            r#"(?i)\b(?:proxy_set_header|grpc_set_header|add_header)[ \t]+(?P<k>[a-z0-9\-]{0,60}(?:key|token|secret))[ \t]+["']?(?P<s>[^\s"';]{8,512})"#)
+            .check(Check::Credential(3.0)).tier(Tier::Generic),
+        rule("http_key_header", "api_key", &["-key:", "-token:", "-secret:", "apikey:", "-key :", "-token :"],
+            r#"(?i)(?:^|[\s"'`,{(])(?P<k>[a-z0-9][a-z0-9\-]{0,60}(?:key|token|secret))[ \t]{0,2}:[ \t]{0,4}(?P<s>[^\s"'`<>,;]{8,512})"#)
+            .check(Check::Credential(3.0)).tier(Tier::Generic),
         rule("email_address", "pii", &["@"],
             r"(?:^|[^A-Za-z0-9._%+\-])(?P<s>(?P<u>[A-Za-z0-9._%+\-]{1,64})@(?P<d>[A-Za-z0-9\-]{1,63}(?:\.[A-Za-z0-9\-]{1,63})*\.[A-Za-z]{2,24}))(?:[^A-Za-z0-9\-]|$)")
             .check(Check::Email).tier(Tier::Pii),
     ];
-    for (vendor, prefix) in REDACTABLE_PREFIXES {
-        v.push(redacted_prefix(vendor, prefix));
-    }
+    v.extend(super::vendors::rules());
+    v.extend(super::prefixes::rules());
     v.extend([
         scanner(
             "discord_bot_token",

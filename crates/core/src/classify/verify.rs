@@ -5,11 +5,13 @@
 //! and the span of the secret.
 
 use std::ops::Range;
-use std::sync::LazyLock;
 
 use super::compile::{CompiledRule, Locations, Slots};
+use super::gates::{is_name_byte, skip_back};
+use super::keys::{benign_key, is_live_uuid, is_uuid, platform_uuid_key, secret_key};
 use super::rules::Check;
-use super::{entropy, pii};
+use super::vendors::names_uuid_platform;
+use super::{entropy, pii, prefixes};
 
 /// A confirmed match before overlap resolution.
 #[derive(Debug, Clone)]
@@ -65,187 +67,6 @@ impl Groups {
     }
 }
 
-/// Words of a key whose value is not a secret even when it looks random (a digest, an id, a
-/// name, a length). Compared against whole words of the key (`admin_password` is not `min`).
-const BENIGN_KEY_WORDS: &[&str] = &[
-    "hash",
-    "hashed",
-    "sha",
-    "sha1",
-    "sha256",
-    "sha512",
-    "md5",
-    "digest",
-    "checksum",
-    "etag",
-    "uuid",
-    "guid",
-    "fingerprint",
-    "version",
-    "url",
-    "uri",
-    "path",
-    "file",
-    "filename",
-    "name",
-    "type",
-    "count",
-    "length",
-    "len",
-    "size",
-    "format",
-    "header",
-    "prefix",
-    "suffix",
-    "field",
-    "endpoint",
-    "ttl",
-    "limit",
-    "kind",
-    "mode",
-    "public",
-    "pubkey",
-    "policy",
-    "reset",
-    "input",
-    "prompt",
-    "label",
-    "hint",
-    "regex",
-    "pattern",
-    "rule",
-    "strength",
-    "salt",
-    "encoder",
-    "validator",
-    "manager",
-    "provider",
-    "env",
-    "min",
-    "max",
-    "id",
-    "ids",
-    "uid",
-    "dir",
-    "template",
-    "timeout",
-    "algorithm",
-    "alg",
-    "method",
-    "cache",
-    "sort",
-    "partition",
-    "primary",
-    "foreign",
-    "idempotency",
-    "dedup",
-    "lookup",
-    "map",
-    "row",
-    "index",
-    "hot",
-    "shortcut",
-    "placeholder",
-    "class",
-    "enabled",
-    "required",
-    "store",
-    "storage",
-    "next",
-    "page",
-    "paging",
-    "continuation",
-    "cursor",
-    "marker",
-    "lock",
-    "change",
-    "request",
-    "starting",
-    "s3",
-    "object",
-    "bucket",
-    "arn",
-    "kms",
-    "websocket",
-    "sec",
-];
-/// Word prefixes with the same meaning (`expires`, `tokenizer`, `validation`, `encoding`).
-const BENIGN_KEY_PREFIXES: &[&str] = &["expir", "tokeniz", "valid", "encod", "hash"];
-
-/// Whether `f` holds for a word of `key`: the key split at separators (non-alphanumeric
-/// bytes) and camelCase humps (a capital after a lowercase letter or a digit). The words are
-/// slices of the key as written; callers compare them case-insensitively (a split into
-/// lowercased `String`s was an allocation per word on every keyed match).
-fn any_key_word(key: &[u8], mut f: impl FnMut(&[u8]) -> bool) -> bool {
-    let mut start: Option<usize> = None;
-    let mut prev_lower = false;
-    for (i, &b) in key.iter().enumerate() {
-        if !b.is_ascii_alphanumeric() {
-            if let Some(s) = start.take()
-                && f(&key[s..i])
-            {
-                return true;
-            }
-            prev_lower = false;
-            continue;
-        }
-        if b.is_ascii_uppercase()
-            && prev_lower
-            && let Some(s) = start.replace(i)
-            && f(&key[s..i])
-        {
-            return true;
-        }
-        start.get_or_insert(i);
-        prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
-    }
-    start.is_some_and(|s| f(&key[s..]))
-}
-
-/// Longest word of [`BENIGN_KEY_WORDS`] the search below can find (a test checks the list).
-const BENIGN_WORD_MAX: usize = 16;
-
-/// [`BENIGN_KEY_WORDS`] sorted, for a binary search of a lowercased word (a linear scan with
-/// a case-insensitive comparison per listed word was most of what a keyed match's check cost).
-static BENIGN_SORTED: LazyLock<Vec<&'static [u8]>> = LazyLock::new(|| {
-    let mut v: Vec<&[u8]> = BENIGN_KEY_WORDS.iter().map(|w| w.as_bytes()).collect();
-    v.sort_unstable();
-    v
-});
-
-/// Whether the word `w` (any case) is a benign word or starts with a benign prefix.
-fn benign_word(w: &[u8]) -> bool {
-    let mut buf = [0u8; BENIGN_WORD_MAX];
-    if let Some(lower) = buf.get_mut(..w.len()) {
-        lower.copy_from_slice(w);
-        lower.make_ascii_lowercase();
-        if BENIGN_SORTED.binary_search(&&*lower).is_ok() {
-            return true;
-        }
-    }
-    BENIGN_KEY_PREFIXES.iter().any(|p| {
-        w.get(..p.len())
-            .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()))
-    })
-}
-
-/// A key one of whose words is a benign word or starts with a benign prefix (both lists are
-/// lowercase; a test checks it).
-fn benign_key(key: &[u8]) -> bool {
-    any_key_word(key, benign_word)
-}
-
-fn is_uuid(v: &[u8]) -> bool {
-    v.len() == 36
-        && v.iter().enumerate().all(|(i, &b)| {
-            if matches!(i, 8 | 13 | 18 | 23) {
-                b == b'-'
-            } else {
-                b.is_ascii_hexdigit()
-            }
-        })
-}
-
 const WEAK_PASSWORDS: &[&str] = &[
     "pass", "pw", "pwd", "passw0rd", "secret", "changeme", "xxx", "root", "toor", "guest", "user",
     "postgres", "mysql", "redis", "123", "1234", "12345", "123456", "pass123", "example",
@@ -267,7 +88,11 @@ fn is_path_or_url(v: &[u8]) -> bool {
                     .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
         })
         && v.contains(&b'.');
-    if drive || file_key || v.ends_with(b"/") {
+    // a directory (`dist/`, `build/Release/`, `out/v1.2/`); base64 that happens to end with
+    // `/` has capitals and digits both
+    let directory = v.ends_with(b"/")
+        && !(v.iter().any(u8::is_ascii_uppercase) && v.iter().any(u8::is_ascii_digit));
+    if drive || file_key || directory {
         return true;
     }
     let rooted = [&b"/"[..], b"./", b"../", b"~/"]
@@ -380,6 +205,13 @@ pub(super) fn verify(
             }
         }
         Check::Prose => {
+            // the whole name the word ends (`X-CSRF-Token: ...`) may say it is no secret
+            if let Some(k) = &key {
+                let start = skip_back(bytes, k.start, 64, is_name_byte);
+                if benign_key(&bytes[start..k.end]) {
+                    return;
+                }
+            }
             let letters = v.iter().any(u8::is_ascii_alphabetic);
             let digits = v.iter().any(u8::is_ascii_digit);
             let classes = entropy::classes(v);
@@ -404,10 +236,37 @@ pub(super) fn verify(
                 push_as(out, span, true);
             }
         }
-        Check::Entropy(min) => {
+        Check::Opaque(n) => {
+            let body = v.get(n..).unwrap_or_default();
+            if !entropy::is_token_placeholder(v) && !entropy::looks_like_identifier(body) {
+                push(out, span);
+            }
+        }
+        // the platform named in the key or, nested, on the parent key the match holds
+        Check::PlatformUuid => {
+            if key.is_some_and(|k| secret_key(&bytes[k]))
+                && names_uuid_platform(&bytes[whole.clone()])
+                && is_live_uuid(v)
+            {
+                push(out, span);
+            }
+        }
+        Check::JwtHeader => {
+            if prefixes::is_jwt_header(v) && prefixes::cut_after_header(bytes, span.end) {
+                push(out, span);
+            }
+        }
+        Check::Entropy(min) | Check::Credential(min) => {
             if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()]))
                 || is_type_annotation(bytes, span.end)
+                || prefixes::is_reduced_jwt(bytes, span.clone())
             {
+                return;
+            }
+            if matches!(r.check, Check::Credential(_)) && is_uuid(v) {
+                if is_live_uuid(v) {
+                    push(out, span);
+                }
                 return;
             }
             let letters = v.iter().any(u8::is_ascii_alphabetic);
@@ -437,6 +296,17 @@ pub(super) fn verify(
             if key.as_ref().is_some_and(|k| benign_key(&bytes[k.clone()]))
                 || is_type_annotation(bytes, span.end)
             {
+                return;
+            }
+            // a UUID where only a password can stand (netrc, JDBC, ODBC, SQL), or beside a
+            // platform's key name
+            if is_uuid(v) {
+                let expected = key
+                    .as_ref()
+                    .is_none_or(|k| platform_uuid_key(&bytes[k.clone()]));
+                if expected && is_live_uuid(v) {
+                    push(out, span);
+                }
                 return;
             }
             let lower = v.to_ascii_lowercase();
@@ -665,102 +535,6 @@ fn trim_ascii(s: &[u8]) -> &[u8] {
 mod tests {
     use super::*;
 
-    /// The split into lowercased words as it was: the reference of the test below.
-    fn key_words(key: &[u8]) -> Vec<String> {
-        let mut words = Vec::new();
-        let mut cur = String::new();
-        let mut prev_lower = false;
-        for &b in key {
-            if !b.is_ascii_alphanumeric() {
-                if !cur.is_empty() {
-                    words.push(std::mem::take(&mut cur));
-                }
-                prev_lower = false;
-                continue;
-            }
-            if b.is_ascii_uppercase() && prev_lower && !cur.is_empty() {
-                words.push(std::mem::take(&mut cur));
-            }
-            prev_lower = b.is_ascii_lowercase() || b.is_ascii_digit();
-            cur.push(b.to_ascii_lowercase() as char);
-        }
-        if !cur.is_empty() {
-            words.push(cur);
-        }
-        words
-    }
-
-    fn benign_key_lowercased(key: &[u8]) -> bool {
-        key_words(key).iter().any(|w| {
-            BENIGN_KEY_WORDS.contains(&w.as_str())
-                || BENIGN_KEY_PREFIXES.iter().any(|p| w.starts_with(p))
-        })
-    }
-
-    /// The word test as it was, a case-insensitive comparison with each listed word: the
-    /// reference of the test below.
-    fn benign_word_linear(w: &[u8]) -> bool {
-        BENIGN_KEY_WORDS
-            .iter()
-            .any(|k| w.eq_ignore_ascii_case(k.as_bytes()))
-            || BENIGN_KEY_PREFIXES.iter().any(|p| {
-                w.get(..p.len())
-                    .is_some_and(|h| h.eq_ignore_ascii_case(p.as_bytes()))
-            })
-    }
-
-    /// The sorted search finds what the linear scan it replaced found: every listed word and
-    /// prefix in random case, with a byte added, removed or changed, words longer than
-    /// [`BENIGN_WORD_MAX`], and random words.
-    #[test]
-    fn the_benign_word_search_agrees_with_the_linear_scan() {
-        assert!(BENIGN_KEY_WORDS.iter().all(|w| w.len() <= BENIGN_WORD_MAX));
-        let mut next = crate::classify::pii::tests::splitmix64(0x18_0080);
-        let mut words: Vec<Vec<u8>> = Vec::new();
-        for w in BENIGN_KEY_WORDS.iter().chain(BENIGN_KEY_PREFIXES) {
-            for _ in 0..20 {
-                let mut v: Vec<u8> = w
-                    .bytes()
-                    .map(|b| {
-                        if next().is_multiple_of(2) {
-                            b.to_ascii_uppercase()
-                        } else {
-                            b
-                        }
-                    })
-                    .collect();
-                match next() % 5 {
-                    0 => v.push(b"as9Z"[(next() % 4) as usize]),
-                    1 => {
-                        v.pop();
-                    }
-                    2 if !v.is_empty() => {
-                        let k = (next() % v.len() as u64) as usize;
-                        v[k] = b"aeiouxZ0"[(next() % 8) as usize];
-                    }
-                    3 => v.extend_from_slice(b"zzzzzzzzzzzzzzzzz"),
-                    _ => {}
-                }
-                words.push(v);
-            }
-        }
-        for _ in 0..5000 {
-            let len = (next() % 20) as usize;
-            words.push((0..len).map(|_| b'a' + (next() % 26) as u8).collect());
-        }
-        let mut benign = 0;
-        for w in &words {
-            let want = benign_word_linear(w);
-            assert_eq!(benign_word(w), want, "{:?}", String::from_utf8_lossy(w));
-            benign += usize::from(want);
-        }
-        assert!(
-            benign > 300 && benign < words.len() - 1000,
-            "{benign} of {}",
-            words.len()
-        );
-    }
-
     /// [`find_sub`] finds the occurrence `memmem::find` (which it used for every haystack)
     /// finds, on haystacks of every length around [`FIND_SUB_NAIVE`], needles longer than the
     /// haystack, at its ends, repeated and overlapping.
@@ -781,52 +555,5 @@ mod tests {
         }
         assert!(found > 5000, "{found}");
         assert_eq!(find_sub(b"abc", b""), None);
-    }
-
-    #[test]
-    fn benign_key_lists_are_lowercase() {
-        for w in BENIGN_KEY_WORDS.iter().chain(BENIGN_KEY_PREFIXES) {
-            assert_eq!(*w, w.to_ascii_lowercase(), "{w}");
-        }
-    }
-
-    #[test]
-    fn benign_keys_agree_with_the_lowercased_word_split() {
-        // reproducible keys made of benign words, prefixes, other words, humps
-        // and separators in any case
-        let mut next = crate::classify::pii::tests::splitmix64(0xBE61);
-        let parts = [
-            "hash",
-            "Sha256",
-            "ID",
-            "expiry",
-            "Tokenizer",
-            "VALID",
-            "min",
-            "admin",
-            "password",
-            "Secret",
-            "key",
-            "api",
-            "2",
-            "x",
-            "_",
-            "-",
-            ".",
-            "__",
-            " ",
-            "aB",
-            "Ab",
-        ];
-        let (mut benign, mut not) = (0, 0);
-        for _ in 0..20_000 {
-            let key: String = (0..1 + next() % 5)
-                .map(|_| parts[(next() % parts.len() as u64) as usize])
-                .collect();
-            let want = benign_key_lowercased(key.as_bytes());
-            assert_eq!(benign_key(key.as_bytes()), want, "{key}");
-            if want { benign += 1 } else { not += 1 }
-        }
-        assert!(benign > 1000 && not > 1000, "{benign} benign, {not} not");
     }
 }
