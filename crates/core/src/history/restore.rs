@@ -221,7 +221,12 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
             };
             let after = s(row, "sha256");
             tx::stage(svc, &undo.tx_id, &path, "restore", |cur| {
-                intent::check_expected(&path, Some(&after), cur.existing.as_ref())?;
+                // A removal (`restore --session` takes back a created file) left it absent.
+                if after.is_empty() {
+                    intent::check_absent(&path, cur.existing.as_ref())?;
+                } else {
+                    intent::check_expected(&path, Some(&after), cur.existing.as_ref())?;
+                }
                 let bytes = objects
                     .as_ref()
                     .map(|o| o.get(prev))

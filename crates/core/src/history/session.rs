@@ -272,7 +272,7 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
                 SessionAction::Restore(h) => {
                     let bytes = content(h, &f.path)?;
                     tx::stage(svc, &undo.tx_id, &abs, "restore", |cur| {
-                        check(session, &abs, expected.as_deref(), cur.existing.as_ref())?;
+                        check(&abs, expected.as_deref(), cur.existing.as_ref())?;
                         Ok(NewContent {
                             bytes,
                             mode: "restore".into(),
@@ -282,7 +282,7 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
                 }
                 _ => {
                     tx::stage_remove(svc, &undo.tx_id, &abs, "restore", |cur| {
-                        check(session, &abs, expected.as_deref(), cur.existing.as_ref())
+                        check(&abs, expected.as_deref(), cur.existing.as_ref())
                     })?;
                 }
             }
@@ -309,19 +309,13 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
 
 /// The file must still hold `expected` (`None`: absent) when staged.
 fn check(
-    session: &str,
     abs: &str,
     expected: Option<&str>,
     existing: Option<&crate::pipeline::Existing>,
 ) -> Result<()> {
     match expected {
         Some(h) => intent::check_expected(abs, Some(h), existing),
-        None if existing.is_none() => Ok(()),
-        None => Err(Failure::SessionConflict {
-            session: session.into(),
-            conflicts: vec![json!({"path": abs, "expected_sha256": null,
-                "actual_sha256": existing.map(|e| e.sha256.clone())})],
-        }),
+        None => intent::check_absent(abs, existing),
     }
 }
 
@@ -462,6 +456,13 @@ mod tests {
                 .iter()
                 .all(|f| f.action == SessionAction::Unchanged)
         );
+        // The restore is itself undoable, the removal too (restore --tx leaves the file the
+        // restore re-created, as it leaves any file a transaction created).
+        let (_, skipped) = crate::history::restore_tx(&svc, &c.tx_id).unwrap();
+        assert_eq!(fs::read(p("app.py")).unwrap(), b"v2 by edit\n");
+        assert_eq!(fs::read(p("gen.txt")).unwrap(), b"generated\n");
+        assert_eq!(skipped.len(), 1);
+        assert_eq!(skipped[0].path, "old.txt");
     }
 
     #[test]

@@ -6,13 +6,16 @@ use crate::hash::sha256_hex;
 use std::fs;
 use std::process::Command;
 
+/// Whether git can be run. Without it the git test is a printed skip here; the same
+/// behaviour is proven through the binary by tests/shell_hooks.rs, which fails under CI when
+/// git is missing (the core reads no environment, not even `CI`).
 fn git_available() -> bool {
     let ok = Command::new("git")
         .arg("--version")
         .output()
         .is_ok_and(|o| o.status.success());
-    if !ok && std::env::var("CI").is_ok_and(|v| v == "true") {
-        panic!("git is required under CI (.ci/run installs it)");
+    if !ok {
+        println!("SKIPPED: git is not installed");
     }
     ok
 }
