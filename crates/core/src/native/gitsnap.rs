@@ -277,7 +277,20 @@ impl GitSnap {
     pub fn snapshot(&self) -> Result<String, String> {
         if !self.index().exists() {
             // A warm start: the user's stat cache, so only what differs from it is hashed.
-            let _ = std::fs::copy(&self.repo.index, self.index());
+            // The copy keeps the index's mtime: git re-checks the entries not older than
+            // it ("racily clean"), and a newer copy would vouch for them wrongly.
+            if std::fs::copy(&self.repo.index, self.index()).is_ok() {
+                let mtime = std::fs::metadata(&self.repo.index).and_then(|m| m.modified());
+                let kept = mtime.and_then(|t| {
+                    std::fs::File::options()
+                        .write(true)
+                        .open(self.index())
+                        .and_then(|f| f.set_modified(t))
+                });
+                if kept.is_err() {
+                    let _ = std::fs::remove_file(self.index());
+                }
+            }
         }
         let add = || {
             self.git()
