@@ -274,7 +274,10 @@ fn gemini_cli_shell_commands_are_journaled_and_a_secret_reported_in_its_format()
     assert_eq!(rows[0]["caller"], "gemini");
     // An MCP write of the same session, attributed by Gemini CLI's AfterTool on our tool.
     let mut server = ws.server();
-    let result = server.call_raw("rw_safe_write", json!({"path": "plan.md", "content": "p\n"}));
+    let result = server.call_raw(
+        "rw_safe_write",
+        json!({"path": "plan.md", "content": "p\n"}),
+    );
     attribute(&ws.root, "gemini", SESSION, &result);
     let (ok, out, err) = cli(&ws.root, &["journal", "--session", SESSION]);
     assert!(ok, "{err}");
