@@ -9,8 +9,8 @@
 //!   manifest and a content cache ([`super::plainsnap`]). Ignored files are out of scope in
 //!   both; symlinks are never followed nor journaled; the state directory is left out.
 //! - What links the two hooks is a record per call in `.resilient_write/hooks/shell/calls/`
-//!   (the snapshot's tree, or its manifest beside it), keyed by the agent's call id (else
-//!   its session). A command the user refuses has no after-hook: its record is dropped by
+//!   with the snapshot beside it (a copy of our git index, or the stat manifest), keyed by
+//!   the agent's call id (else its session). A command the user refuses has no after-hook: its record is dropped by
 //!   a later call for the same key, or after a day by any before-hook.
 //! - Rows of one command are appended in one write ([`crate::journal::Journal::append_many`])
 //!   while holding, in a stable order, the directory lock of every file read for them (the
@@ -83,13 +83,12 @@ pub struct ShellReport {
     pub notes: Vec<String>,
 }
 
-/// The before-hook's record of one call.
+/// The before-hook's record of one call. The snapshot itself lies beside it: a copy of our
+/// git index (`<key>.index`) or the stat manifest (`<key>.manifest`).
 #[derive(Debug, Serialize, Deserialize)]
 struct Before {
-    /// `git` (with `tree`) or `plain` (the manifest beside the record).
+    /// `git` or `plain`.
     engine: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    tree: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     call_id: Option<String>,
 }
@@ -151,10 +150,10 @@ impl NativeWorkspace {
             Some(git) => {
                 let _lock = git.lock()?;
                 git.maybe_rebuild();
-                let tree = git.snapshot().map_err(io::Error::other)?;
+                git.snapshot().map_err(io::Error::other)?;
+                git.save(&calls.join(format!("{key}.index")))?;
                 Before {
                     engine: "git".into(),
-                    tree: Some(tree),
                     call_id: call.call_id.map(str::to_string),
                 }
             }
@@ -165,7 +164,6 @@ impl NativeWorkspace {
                 plainsnap::write_manifest(&calls.join(format!("{key}.manifest")), &m)?;
                 Before {
                     engine: "plain".into(),
-                    tree: None,
                     call_id: call.call_id.map(str::to_string),
                 }
             }
@@ -184,12 +182,22 @@ impl NativeWorkspace {
         let key = Self::call_key(call);
         let record = calls.join(format!("{key}.json"));
         let manifest = calls.join(format!("{key}.manifest"));
+        let index = calls.join(format!("{key}.index"));
         let before: Option<Before> = crate::util::statefile::read(&record)
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok());
         let _ = std::fs::remove_file(&record);
+        // The snapshot goes with its record, used or not.
+        struct Discard<'p>([&'p Path; 2]);
+        impl Drop for Discard<'_> {
+            fn drop(&mut self) {
+                for p in self.0 {
+                    let _ = std::fs::remove_file(p);
+                }
+            }
+        }
+        let _snapshot = Discard([&manifest, &index]);
         let Some(before) = before else {
-            let _ = std::fs::remove_file(&manifest);
             return Ok(ShellReport {
                 notes: vec![
                     "no snapshot from before the command (was the before-hook \
@@ -202,19 +210,17 @@ impl NativeWorkspace {
         if let (Some(a), Some(b)) = (call.call_id, before.call_id.as_deref())
             && a != b
         {
-            let _ = std::fs::remove_file(&manifest);
             return Ok(ShellReport::default());
         }
-        let items = match (before.engine.as_str(), before.tree) {
-            ("git", Some(tree)) => {
+        let items = match before.engine.as_str() {
+            "git" => {
                 let git = GitSnap::open(&root, &self.state_dir)
                     .ok_or_else(|| io::Error::other("the work tree is no longer a git one"))?;
                 let _lock = git.lock()?;
-                self.git_items(&git, &tree, call.max_bytes)?
+                self.git_items(&git, &index, call.max_bytes)?
             }
             _ => {
                 let before = plainsnap::read_manifest(&manifest);
-                let _ = std::fs::remove_file(&manifest);
                 let before =
                     before.ok_or_else(|| io::Error::other("the snapshot's manifest is gone"))?;
                 let plain = PlainSnap::open(&root, &self.state_dir)?;
@@ -224,12 +230,12 @@ impl NativeWorkspace {
         self.journal_items(items, call)
     }
 
-    fn git_items(&self, git: &GitSnap, before: &str, max: u64) -> io::Result<Vec<Item>> {
-        let after = git.snapshot().map_err(io::Error::other)?;
-        if after == before {
+    fn git_items(&self, git: &GitSnap, before: &Path, max: u64) -> io::Result<Vec<Item>> {
+        git.snapshot().map_err(io::Error::other)?;
+        let changes = git.changes(before).map_err(io::Error::other)?;
+        if changes.is_empty() {
             return Ok(Vec::new());
         }
-        let changes = git.changes(before, &after).map_err(io::Error::other)?;
         let wanted: Vec<(PathBuf, String)> = changes
             .iter()
             .filter_map(|c| c.old.clone().map(|o| (c.path.clone(), o)))
