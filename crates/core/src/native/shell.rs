@@ -304,31 +304,6 @@ impl NativeWorkspace {
         self.workspaces.journal_paths().relative(abs)
     }
 
-    /// Keep a pre-image in the object store: whether it is there now.
-    fn keep_pre(&self, pre: &Pre, plain_blob: impl Fn(&str) -> Option<PathBuf>) -> bool {
-        match pre {
-            Pre::Bytes(b) => {
-                let sha = crate::hash::sha256_hex(b);
-                self.objects.contains(&sha) || self.objects.put(b, &sha).is_ok()
-            }
-            Pre::Cached(sha) => {
-                if self.objects.contains(sha) {
-                    return true;
-                }
-                let Some(blob) = plain_blob(sha) else {
-                    return false;
-                };
-                let (Some(dir), Some(name)) = (blob.parent(), blob.file_name()) else {
-                    return false;
-                };
-                std::fs::File::open(dir)
-                    .and_then(|d| self.objects.adopt(&d, name, sha))
-                    .is_ok()
-            }
-            _ => false,
-        }
-    }
-
     fn journal_items(&self, items: Vec<Item>, call: &ShellCall<'_>) -> io::Result<ShellReport> {
         let mut items: Vec<(Item, RowPath)> = items
             .into_iter()
@@ -366,10 +341,10 @@ impl NativeWorkspace {
         let _locks = DirLocks::take(targets.iter().flatten())?;
         let root = self.root()?;
         let plain = PlainSnap::open(&root, &self.state_dir).ok();
-        let plain_blob = |sha: &str| plain.as_ref().map(|p| p.blob(sha)).filter(|b| b.is_file());
         let command = self.redacted_command(call.command);
         let mut rows = Vec::with_capacity(items.len());
-        for ((item, rp), target) in items.iter().zip(&targets) {
+        let mut batch = Batch::default();
+        for ((item, rp), target) in items.into_iter().zip(&targets) {
             let now = match target {
                 Some(t) => match self.read_post(t, call.max_bytes) {
                     Ok(n) => n,
@@ -385,15 +360,47 @@ impl NativeWorkspace {
             if item.exists_after && now.is_none() {
                 continue; // gone again, or beyond the workspace now
             }
-            let prev = match &item.pre {
-                Pre::Absent | Pre::Lost => None,
-                Pre::Bytes(b) => Some(crate::hash::sha256_hex(b)),
-                Pre::Cached(s) | Pre::TooBig(s, _) => Some(s.clone()),
+            let created = matches!(item.pre, Pre::Absent);
+            let too_big = match &item.pre {
+                Pre::TooBig(_, size) => Some(*size),
+                _ => None,
             };
-            if now.as_ref().map(|n| &n.sha256) == prev.as_ref() && now.is_some() {
+            // The content before: its hash, and its bytes when the store lacks them.
+            let (prev, pre_bytes, stored) = match item.pre {
+                Pre::Absent | Pre::Lost => (None, None, false),
+                Pre::Bytes(b) => {
+                    let h = crate::hash::sha256_hex(&b);
+                    let stored = self.objects.contains(&h);
+                    (Some(h), Some(b), stored)
+                }
+                Pre::Cached(h) => {
+                    let stored = self.objects.contains(&h);
+                    let bytes = if stored {
+                        None
+                    } else {
+                        plain
+                            .as_ref()
+                            .and_then(|p| std::fs::read(p.blob(&h)).ok())
+                            .filter(|b| crate::hash::sha256_hex(b) == h)
+                    };
+                    (Some(h), bytes, stored)
+                }
+                Pre::TooBig(h, _) => (Some(h), None, false),
+            };
+            if now.is_some() && now.as_ref().map(|n| &n.sha256) == prev.as_ref() {
                 continue; // touched, not changed
             }
-            let pre_image = self.keep_pre(&item.pre, plain_blob);
+            if let Some(n) = &now {
+                let before = match &pre_bytes {
+                    Some(b) => Some(String::from_utf8_lossy(b).into_owned()),
+                    None if stored => prev
+                        .as_deref()
+                        .and_then(|h| self.objects.get(h).ok().flatten())
+                        .map(|b| String::from_utf8_lossy(&b).into_owned()),
+                    None => None,
+                };
+                self.screen_post(n, before.as_deref(), &rp.path, call, &mut report);
+            }
             let mut extra: BTreeMap<String, Value> = BTreeMap::new();
             if let Some(root) = &rp.root {
                 extra.insert("root".into(), Value::from(root.clone()));
@@ -405,8 +412,7 @@ impl NativeWorkspace {
                 extra.insert("call_id".into(), Value::from(id));
             }
             extra.insert("command".into(), Value::from(command.clone()));
-            extra.insert("pre_image".into(), Value::from(pre_image));
-            if let Pre::TooBig(_, size) = item.pre {
+            if let Some(size) = too_big {
                 extra.insert(
                     crate::pipeline::NOT_KEPT_FIELD.into(),
                     Value::from(format!("{size} bytes, over the write cap")),
@@ -415,31 +421,36 @@ impl NativeWorkspace {
             if let Some(c) = &cap {
                 extra.insert(SHELL_CAP_FIELD.into(), Value::from(c.clone()));
             }
-            if let Some(n) = &now {
-                self.screen_post(n, &item.pre, &rp.path, call, &mut report, plain_blob);
-                if n.size <= call.max_bytes && !self.objects.contains(&n.sha256) {
-                    // The new version stays restorable after the next change, whoever makes it.
-                    let _ = self.objects.put(&n.bytes, &n.sha256);
-                }
-            }
-            let mode = match (&item.pre, &now) {
-                (Pre::Absent, _) => "create",
-                (_, None) => "delete",
+            let mode = match (&now, created) {
+                (_, true) => "create",
+                (None, false) => "delete",
                 _ => "overwrite",
             };
-            rows.push(JournalRow {
+            let row = JournalRow {
                 journal_id: new_journal_id(),
                 ts: now_rfc3339(),
                 path: rp.path.clone(),
                 sha256: now.as_ref().map(|n| n.sha256.clone()).unwrap_or_default(),
-                prev_sha256: prev,
+                prev_sha256: prev.clone(),
                 bytes: now.as_ref().map_or(0, |n| n.size),
                 mode: mode.into(),
                 caller: call.agent.to_string(),
                 tool: format!("native:{}", call.tool),
                 extra,
-            });
+            };
+            let post = now
+                .filter(|n| n.size <= call.max_bytes && !n.bytes.is_empty())
+                .map(|n| (n.bytes, n.sha256));
+            let pre = match (prev, pre_bytes) {
+                (Some(h), Some(b)) if !stored && b.len() as u64 <= call.max_bytes => Some((b, h)),
+                _ => None,
+            };
+            batch.add(row, stored, pre, post);
+            if batch.bytes > BATCH_BYTES {
+                rows.extend(batch.flush(&self.objects));
+            }
         }
+        rows.extend(batch.flush(&self.objects));
         if !rows.is_empty() {
             let need: u64 = rows.iter().map(|r| r.to_line().len() as u64).sum();
             self.with_room(need, || self.journal.append_many(&rows))?
@@ -486,15 +497,15 @@ impl NativeWorkspace {
     }
 
     /// L0 on what the command introduced into a text file (as `safe_replace` scores an
-    /// edit): findings at or above the reject level go to the report.
+    /// edit, against its content `before`): findings at or above the reject level go to the
+    /// report.
     fn screen_post(
         &self,
         now: &Existing,
-        pre: &Pre,
+        before: Option<&str>,
         shown: &str,
         call: &ShellCall<'_>,
         report: &mut ShellReport,
-        plain_blob: impl Fn(&str) -> Option<PathBuf>,
     ) {
         if now.bytes.is_empty() || now.size > call.max_bytes {
             return;
@@ -502,23 +513,9 @@ impl NativeWorkspace {
         let Ok(after) = std::str::from_utf8(&now.bytes) else {
             return; // binary: not screened
         };
-        let before_bytes = match pre {
-            Pre::Bytes(b) => Some(b.clone()),
-            Pre::Cached(sha) => self
-                .objects
-                .get(sha)
-                .ok()
-                .flatten()
-                .or_else(|| plain_blob(sha).and_then(|p| std::fs::read(p).ok())),
-            _ => None,
-        };
-        let before = before_bytes
-            .as_deref()
-            .map(String::from_utf8_lossy)
-            .unwrap_or_default();
         match self
             .policy
-            .preflight_edit(&before, after, true, call.reject_at)
+            .preflight_edit(before.unwrap_or(""), after, true, call.reject_at)
         {
             Ok(()) => {}
             Err(Failure::ContentBlocked { detected, .. }) => {
@@ -547,6 +544,72 @@ impl NativeWorkspace {
             Err(_) => return "(not recorded: the policy is unusable)".into(),
         };
         redacted.chars().take(COMMAND_CHARS).collect()
+    }
+}
+
+/// Contents gathered for one [`ObjectStore::put_many`](crate::objects::ObjectStore::put_many)
+/// before the rows that name them, flushed every [`BATCH_BYTES`].
+#[derive(Default)]
+struct Batch {
+    /// Rows, and whether each one's pre-image is stored already.
+    rows: Vec<(JournalRow, bool)>,
+    /// `(row, bytes, sha256, is the pre-image)` to store.
+    objects: Vec<(usize, Vec<u8>, String, bool)>,
+    bytes: u64,
+}
+
+/// Content held in memory before a batch is stored.
+const BATCH_BYTES: u64 = 64 << 20;
+
+impl Batch {
+    fn add(
+        &mut self,
+        row: JournalRow,
+        stored: bool,
+        pre: Option<(Vec<u8>, String)>,
+        post: Option<(Vec<u8>, String)>,
+    ) {
+        let at = self.rows.len();
+        self.rows.push((row, stored));
+        for (content, is_pre) in [(pre, true), (post, false)] {
+            if let Some((bytes, sha256)) = content {
+                self.bytes += bytes.len() as u64;
+                self.objects.push((at, bytes, sha256, is_pre));
+            }
+        }
+    }
+
+    /// Store the batch's contents (durable before the rows naming them are appended) and
+    /// return its rows, each saying whether its pre-image is kept. A content that cannot be
+    /// kept is a cache miss, never a lost row.
+    fn flush(&mut self, objects: &crate::objects::ObjectStore) -> Vec<JournalRow> {
+        let items: Vec<(&[u8], &str)> = self
+            .objects
+            .iter()
+            .map(|(_, b, h, _)| (b.as_slice(), h.as_str()))
+            .collect();
+        let results = objects.put_many(&items);
+        let mut kept = vec![false; self.rows.len()];
+        for ((at, _, sha256, is_pre), r) in self.objects.iter().zip(results) {
+            if *is_pre {
+                kept[*at] = r.is_ok() || objects.contains(sha256);
+            }
+        }
+        self.objects.clear();
+        self.bytes = 0;
+        std::mem::take(&mut self.rows)
+            .into_iter()
+            .zip(kept)
+            .map(|((mut row, stored), kept)| {
+                // A created file replaced nothing: nothing was lost (as native rows say).
+                let pre_image = match &row.prev_sha256 {
+                    None => row.mode == "create",
+                    Some(_) => stored || kept,
+                };
+                row.extra.insert("pre_image".into(), Value::from(pre_image));
+                row
+            })
+            .collect()
     }
 }
 
