@@ -13,7 +13,7 @@
 //!   of scope; symlinks and submodules left out), which hashes only the files whose stat
 //!   data changed since our index last saw them; the snapshot is then a copy of our index.
 //!   One git process per hook: the changes between two snapshots are found by reading the
-//!   two index files here ([`read_index`], [`diff`]), not by `write-tree` and `diff-tree`
+//!   two index files here ([`parse_index`], [`diff`]), not by `write-tree` and `diff-tree`
 //!   (two more processes, measured at a third of a hook's time on a small repository).
 //! - The previous content of a changed file comes from `git cat-file --batch` (git's stored form;
 //!   `--filters` for a file whose attributes make the checked-out form differ: `eol=crlf`,
@@ -348,10 +348,16 @@ impl GitSnap {
     /// The regular files that differ between the snapshot saved at `before` and our index
     /// now (symlinks and submodules on either side are left out).
     pub fn changes(&self, before: &Path) -> Result<Vec<Change>, String> {
-        let read = |p: &Path| {
-            read_index(p, self.repo.oid_len).map_err(|e| format!("{}: {e}", p.display()))
-        };
-        Ok(diff(&read(before)?, &read(&self.index())?))
+        let read = |p: &Path| read_index_file(p).map_err(|e| format!("{}: {e}", p.display()));
+        let (old, new) = (read(before)?, read(&self.index())?);
+        // Unchanged work tree, unchanged index: nothing to parse.
+        if old == new {
+            return Ok(Vec::new());
+        }
+        let shown = |e: io::Error| format!("{}: {e}", self.index().display());
+        let old = parse_index(&old, self.repo.oid_len).map_err(shown)?;
+        let new = parse_index(&new, self.repo.oid_len).map_err(shown)?;
+        Ok(diff(&old, &new))
     }
 
     /// The previous content of each `(path, blob)`, in order, as the file held it on disk:
@@ -522,19 +528,25 @@ fn read_one(reader: &mut impl BufRead, max: u64) -> io::Result<Blob> {
     Ok(blob)
 }
 
-/// One entry of an index: its path, mode and object id (hex).
+/// One entry of an index: its path, mode and object id, borrowed from the file's bytes
+/// where the format allows (versions 2 and 3; version 4 compresses paths).
 #[derive(Debug, Clone, PartialEq)]
-pub struct IndexEntry {
-    pub path: Vec<u8>,
+pub struct IndexEntry<'a> {
+    pub path: std::borrow::Cow<'a, [u8]>,
     pub mode: u32,
-    pub oid: String,
+    pub oid: &'a [u8],
 }
 
-/// The entries of the git index file at `path` (format versions 2 to 4; the extensions
-/// after the entries are not read), in the index's order (sorted by path).
-pub fn read_index(path: &Path, oid_len: usize) -> io::Result<Vec<IndexEntry>> {
+/// The bytes of the git index file at `path`.
+pub fn read_index_file(path: &Path) -> io::Result<Vec<u8>> {
+    crate::util::statefile::read(path)
+}
+
+/// The entries of a git index (its bytes; format versions 2 to 4; the extensions after the
+/// entries are not read), in the index's order (sorted by path).
+pub fn parse_index(data: &[u8], oid_len: usize) -> io::Result<Vec<IndexEntry<'_>>> {
+    use std::borrow::Cow;
     let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("index: {what}"));
-    let data = crate::util::statefile::read(path)?;
     let u32_at = |at: usize| -> io::Result<u32> {
         data.get(at..at + 4)
             .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
@@ -548,9 +560,8 @@ pub fn read_index(path: &Path, oid_len: usize) -> io::Result<Vec<IndexEntry>> {
         return Err(bad("unknown version"));
     }
     let count = u32_at(8)? as usize;
-    let mut entries = Vec::with_capacity(count.min(1 << 20));
+    let mut entries: Vec<IndexEntry<'_>> = Vec::with_capacity(count.min(1 << 20));
     let mut at = 12;
-    let mut prev: Vec<u8> = Vec::new();
     for _ in 0..count {
         let start = at;
         let mode = u32_at(at + 24)?;
@@ -566,43 +577,40 @@ pub fn read_index(path: &Path, oid_len: usize) -> io::Result<Vec<IndexEntry>> {
         if version >= 3 && flags & 0x4000 != 0 {
             at += 2; // extended flags
         }
-        let path = if version == 4 {
+        let rest = data.get(at..).unwrap_or(&[]);
+        let path: Cow<'_, [u8]> = if version == 4 {
             // Prefix compression: how many bytes of the previous path to drop (a varint),
             // then the rest, NUL-terminated.
             let mut strip: usize = 0;
+            let mut used = 0;
             loop {
-                let b = *data.get(at).ok_or_else(|| bad("cut short"))?;
-                at += 1;
+                let b = *rest.get(used).ok_or_else(|| bad("cut short"))?;
+                used += 1;
                 strip = (strip << 7) | (b & 0x7f) as usize;
                 if b & 0x80 == 0 {
                     break;
                 }
                 strip += 1;
             }
-            let end =
-                at + memchr::memchr(0, data.get(at..).unwrap_or(&[])).ok_or_else(|| bad("path"))?;
+            let tail = &rest[used..];
+            let len = memchr::memchr(0, tail).ok_or_else(|| bad("path"))?;
+            let prev: &[u8] = entries.last().map_or(&[], |e| &e.path);
             let keep = prev
                 .len()
                 .checked_sub(strip)
                 .ok_or_else(|| bad("path prefix"))?;
             let mut p = prev[..keep].to_vec();
-            p.extend_from_slice(&data[at..end]);
-            at = end + 1;
-            p
+            p.extend_from_slice(&tail[..len]);
+            at += used + len + 1;
+            Cow::Owned(p)
         } else {
-            let end =
-                at + memchr::memchr(0, data.get(at..).unwrap_or(&[])).ok_or_else(|| bad("path"))?;
-            let p = data[at..end].to_vec();
+            let len = memchr::memchr(0, rest).ok_or_else(|| bad("path"))?;
+            let p = &rest[..len];
             // Entries are padded with NULs to a multiple of eight bytes.
-            at = start + (end - start + 8) / 8 * 8;
-            p
+            at = start + (at + len - start + 8) / 8 * 8;
+            Cow::Borrowed(p)
         };
-        prev.clone_from(&path);
-        entries.push(IndexEntry {
-            path,
-            mode,
-            oid: hex::encode(oid),
-        });
+        entries.push(IndexEntry { path, mode, oid });
     }
     Ok(entries)
 }
@@ -610,9 +618,9 @@ pub fn read_index(path: &Path, oid_len: usize) -> io::Result<Vec<IndexEntry>> {
 /// What changed between two indexes (both sorted by path): regular files created, changed
 /// (another object or mode) or deleted. Symlinks and submodules on either side, and entries
 /// of a merge in progress (stage above 0, same path repeated), are left out.
-pub fn diff(before: &[IndexEntry], after: &[IndexEntry]) -> Vec<Change> {
-    let regular = |e: &IndexEntry| e.mode & 0o170000 == 0o100000;
-    let special = |e: &IndexEntry| e.mode == SYMLINK || e.mode == GITLINK;
+pub fn diff(before: &[IndexEntry<'_>], after: &[IndexEntry<'_>]) -> Vec<Change> {
+    let regular = |e: &IndexEntry<'_>| e.mode & 0o170000 == 0o100000;
+    let special = |e: &IndexEntry<'_>| e.mode == SYMLINK || e.mode == GITLINK;
     let (mut i, mut j) = (0, 0);
     let mut out = Vec::new();
     let path = |p: &[u8]| PathBuf::from(OsString::from_vec(p.to_vec()));
@@ -628,7 +636,7 @@ pub fn diff(before: &[IndexEntry], after: &[IndexEntry]) -> Vec<Change> {
                 if regular(b) {
                     out.push(Change {
                         path: path(&b.path),
-                        old: Some(b.oid.clone()),
+                        old: Some(hex::encode(b.oid)),
                         exists_after: false,
                     });
                 }
@@ -650,7 +658,7 @@ pub fn diff(before: &[IndexEntry], after: &[IndexEntry]) -> Vec<Change> {
                 if (b.oid != a.oid || b.mode != a.mode) && !special(b) && !special(a) {
                     out.push(Change {
                         path: path(&a.path),
-                        old: Some(b.oid.clone()),
+                        old: Some(hex::encode(b.oid)),
                         exists_after: true,
                     });
                 }
@@ -667,11 +675,11 @@ pub fn diff(before: &[IndexEntry], after: &[IndexEntry]) -> Vec<Change> {
 mod tests {
     use super::*;
 
-    fn entry(path: &str, mode: u32, oid: &str) -> IndexEntry {
+    fn entry<'a>(path: &'a str, mode: u32, oid: &'a str) -> IndexEntry<'a> {
         IndexEntry {
-            path: path.as_bytes().to_vec(),
+            path: std::borrow::Cow::Borrowed(path.as_bytes()),
             mode,
-            oid: oid.into(),
+            oid: oid.as_bytes(),
         }
     }
 
@@ -704,13 +712,14 @@ mod tests {
                 )
             })
             .collect();
+        // Object ids as hex: the test's one-character ids are the bytes 0x32, 0x33, ...
         assert_eq!(
             shown,
             [
-                ("dir/mod.py".into(), Some("2"), true),
-                ("gone.txt".into(), Some("3"), false),
+                ("dir/mod.py".into(), Some("32"), true),
+                ("gone.txt".into(), Some("33"), false),
                 ("new.txt".into(), None, true),
-                ("x.sh".into(), Some("6"), true),
+                ("x.sh".into(), Some("36"), true),
             ]
         );
     }
@@ -747,14 +756,15 @@ mod tests {
         for version in ["2", "4"] {
             git(&["update-index", "--index-version", version]);
             let listed = String::from_utf8(git(&["ls-files", "-s"])).unwrap();
-            let read = read_index(&root.join(".git/index"), 20).unwrap();
+            let bytes = read_index_file(&root.join(".git/index")).unwrap();
+            let read = parse_index(&bytes, 20).unwrap();
             let mine: Vec<String> = read
                 .iter()
                 .map(|e| {
                     format!(
                         "{:o} {} 0\t{}",
                         e.mode,
-                        e.oid,
+                        hex::encode(e.oid),
                         String::from_utf8_lossy(&e.path)
                     )
                 })
