@@ -65,9 +65,7 @@ pub struct RestoreArgs {
     /// Instead of path: put back every file this transaction changed.
     #[serde(default)]
     pub tx_id: Option<String>,
-    /// Instead of path: an agent session (its conversation id, the journal's agent_session):
-    /// every file it changed through these tools, its own edits or shell commands goes back
-    /// to its content before the session, files it created are removed, in one transaction.
+    /// Instead of path: an agent session id: undo all it changed (files it created removed).
     #[serde(default)]
     pub session: Option<String>,
     /// The SHA-256 the file must have now, else stale_precondition.
@@ -99,7 +97,7 @@ pub struct RestoredFile {
     /// True when the file already had that content (nothing written).
     #[serde(default)]
     pub unchanged: bool,
-    /// With session: the session created the file, and it is removed (sha256 empty).
+    /// Removed (the session created it).
     #[serde(default, skip_serializing_if = "is_false")]
     pub removed: bool,
 }
@@ -111,11 +109,10 @@ pub struct RestoreResult {
     /// restore
     pub mode_applied: String,
     pub files: Vec<RestoredFile>,
-    /// With tx_id or session: the transaction that did the restore (undo it with restore
-    /// tx_id=this).
+    /// With tx_id: the transaction that did the restore (undo it with restore tx_id=this).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub restore_tx_id: Option<String>,
-    /// With tx_id or session: files that could not be put back, and why.
+    /// With tx_id: files that could not be put back, and why.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<Skipped>,
     #[serde(default)]
@@ -153,9 +150,7 @@ pub const RESTORE: ToolSpec = ToolSpec {
         from history) through the durable write pipeline; journaled as mode=restore and itself \
         undoable; files[{path, sha256, prev_sha256, journal_id, unchanged}]. With tx_id instead, every file that transaction changed is put back to its \
         previous content in one new transaction (all or nothing; files it created are listed \
-        in skipped[{path, reason}]). With session (an agent's conversation id), every file that \
-        session changed is put back as before it and files it created are removed, in one \
-        transaction; dry_run shows the diff."
+        in skipped[{path, reason}])."
     ),
     read_only: false,
     destructive: true,
