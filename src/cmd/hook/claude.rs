@@ -18,8 +18,8 @@
 //! `PostToolUseFailure`.
 
 use super::{
-    Answer, Change, Format, McpCall, NativeWrite, Parsed, Phase, ShellRun, edits_of,
-    is_our_mcp_tool, required, str_field,
+    Answer, Change, Format, NativeWrite, Parsed, Phase, edits_of, is_our_mcp_tool, mcp_call,
+    required, shell_run, str_field,
 };
 use crate::native::Replacement;
 use serde_json::{Value, json};
@@ -31,25 +31,10 @@ impl Format for Claude {
     fn parse(payload: &Value, phase: Phase) -> Result<Option<Parsed>, String> {
         let tool = required(payload, "tool_name")?;
         if tool == "Bash" {
-            let input = payload.get("tool_input").ok_or("`tool_input` is missing")?;
-            return Ok(Some(Parsed::Shell(ShellRun {
-                workspace: PathBuf::from(required(payload, "cwd")?),
-                tool,
-                command: required(input, "command")?,
-                session: str_field(payload, "session_id"),
-                call_id: str_field(payload, "tool_use_id"),
-            })));
+            return shell_run(payload, tool, str_field(payload, "tool_use_id")).map(Some);
         }
         if is_our_mcp_tool(&tool) {
-            return Ok(match phase {
-                Phase::Before => None,
-                Phase::After => Some(Parsed::Mcp(McpCall {
-                    workspace: PathBuf::from(required(payload, "cwd")?),
-                    tool,
-                    session: str_field(payload, "session_id"),
-                    response: payload.get("tool_response").cloned().unwrap_or_default(),
-                })),
-            });
+            return mcp_call(payload, tool, phase);
         }
         if !matches!(
             tool.as_str(),

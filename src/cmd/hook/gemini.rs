@@ -14,8 +14,8 @@
 //! result.
 
 use super::{
-    Answer, Change, Format, McpCall, NativeWrite, Parsed, Phase, ShellRun, is_our_mcp_tool,
-    required, str_field,
+    Answer, Change, Format, NativeWrite, Parsed, Phase, is_our_mcp_tool, mcp_call, required,
+    shell_run, str_field,
 };
 use crate::native::Replacement;
 use serde_json::{Value, json};
@@ -27,25 +27,10 @@ impl Format for Gemini {
     fn parse(payload: &Value, phase: Phase) -> Result<Option<Parsed>, String> {
         let tool = required(payload, "tool_name")?;
         if tool == "run_shell_command" {
-            let input = payload.get("tool_input").ok_or("`tool_input` is missing")?;
-            return Ok(Some(Parsed::Shell(ShellRun {
-                workspace: PathBuf::from(required(payload, "cwd")?),
-                tool,
-                command: required(input, "command")?,
-                session: str_field(payload, "session_id"),
-                call_id: None,
-            })));
+            return shell_run(payload, tool, None).map(Some);
         }
         if is_our_mcp_tool(&tool) {
-            return Ok(match phase {
-                Phase::Before => None,
-                Phase::After => Some(Parsed::Mcp(McpCall {
-                    workspace: PathBuf::from(required(payload, "cwd")?),
-                    tool,
-                    session: str_field(payload, "session_id"),
-                    response: payload.get("tool_response").cloned().unwrap_or_default(),
-                })),
-            });
+            return mcp_call(payload, tool, phase);
         }
         if !matches!(tool.as_str(), "write_file" | "replace") {
             return Ok(None);

@@ -175,6 +175,32 @@ pub fn is_our_mcp_tool(name: &str) -> bool {
     }
 }
 
+/// A call of the agent's shell tool (every agent's payload has `cwd`, `session_id` and
+/// `tool_input.command`).
+fn shell_run(payload: &Value, tool: String, call_id: Option<String>) -> Result<Parsed, String> {
+    let input = payload.get("tool_input").ok_or("`tool_input` is missing")?;
+    Ok(Parsed::Shell(ShellRun {
+        workspace: PathBuf::from(required(payload, "cwd")?),
+        tool,
+        command: required(input, "command")?,
+        session: str_field(payload, "session_id"),
+        call_id,
+    }))
+}
+
+/// A call of one of our MCP tools: acted on after it, with its result (`tool_response`).
+fn mcp_call(payload: &Value, tool: String, phase: Phase) -> Result<Option<Parsed>, String> {
+    Ok(match phase {
+        Phase::Before => None,
+        Phase::After => Some(Parsed::Mcp(McpCall {
+            workspace: PathBuf::from(required(payload, "cwd")?),
+            tool,
+            session: str_field(payload, "session_id"),
+            response: payload.get("tool_response").cloned().unwrap_or_default(),
+        })),
+    })
+}
+
 /// What one agent's format module provides.
 trait Format {
     /// The call in `payload` for `phase` the hook acts on, or `None` when it is not one

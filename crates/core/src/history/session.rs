@@ -259,19 +259,15 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
             diff: None,
         });
     }
-    let undo = tx::begin(
-        svc,
-        Some(format!("restore of agent session {session}")),
-        None,
-    )?;
-    let staged = (|| -> Result<()> {
+    let label = format!("restore of agent session {session}");
+    let committed = super::restore::in_one_transaction(svc, label, |undo| {
         for f in &acting {
             let abs = f.abs_path.display().to_string();
             let expected = f.current.clone();
             match &f.action {
                 SessionAction::Restore(h) => {
                     let bytes = content(h, &f.path)?;
-                    tx::stage(svc, &undo.tx_id, &abs, "restore", |cur| {
+                    tx::stage(svc, undo, &abs, "restore", |cur| {
                         check(&abs, expected.as_deref(), cur.existing.as_ref())?;
                         Ok(NewContent {
                             bytes,
@@ -281,30 +277,20 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
                     })?;
                 }
                 _ => {
-                    tx::stage_remove(svc, &undo.tx_id, &abs, "restore", |cur| {
+                    tx::stage_remove(svc, undo, &abs, "restore", |cur| {
                         check(&abs, expected.as_deref(), cur.existing.as_ref())
                     })?;
                 }
             }
         }
         Ok(())
-    })();
-    if let Err(e) = staged {
-        let _ = tx::rollback(svc, &undo.tx_id);
-        return Err(e);
-    }
-    match tx::commit(svc, &undo.tx_id) {
-        Ok(c) => Ok(SessionRestore {
-            files,
-            skipped,
-            committed: Some(c),
-            diff: None,
-        }),
-        Err(e) => {
-            let _ = tx::rollback(svc, &undo.tx_id);
-            Err(e)
-        }
-    }
+    })?;
+    Ok(SessionRestore {
+        files,
+        skipped,
+        committed: Some(committed),
+        diff: None,
+    })
 }
 
 /// The file must still hold `expected` (`None`: absent) when staged.
