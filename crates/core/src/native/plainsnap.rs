@@ -14,7 +14,9 @@
 //!   crash is never stored. Blobs no manifest lists are removed after an hour.
 //! - The walk follows no symlink, skips the state directory, `.git` and what `.gitignore` or
 //!   `.ignore` files exclude, and stops at [`MAX_FILES`] files: a larger tree outside git is
-//!   refused with the reason (use git). Files over the size cap are hashed, not cached.
+//!   refused with the reason (use git). One walk hashes and caches at most [`CACHE_BUDGET`]
+//!   bytes of new content; a file past it, or over the size cap, is known by its stat data
+//!   alone (an empty `sha256`): a change to it is journaled without its previous content.
 
 use crate::objects::ObjectStore;
 use serde::{Deserialize, Serialize};
@@ -26,6 +28,10 @@ use std::path::{Path, PathBuf};
 /// Most files a workspace outside git may hold for its shell commands to be snapshotted.
 pub const MAX_FILES: usize = 50_000;
 
+/// Most bytes of new content one walk hashes and caches (a large tree outside git is not
+/// copied whole at its first snapshot).
+pub const CACHE_BUDGET: u64 = 256 << 20;
+
 /// One file as the manifest knows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Entry {
@@ -34,6 +40,7 @@ pub struct Entry {
     pub mtime: i128,
     pub ctime: i128,
     pub ino: u64,
+    /// Empty when the content was not read (over the size cap, or past the walk's budget).
     pub sha256: String,
 }
 
@@ -123,6 +130,7 @@ impl PlainSnap {
             })
             .build();
         let mut out = Manifest::new();
+        let mut budget = CACHE_BUDGET;
         for entry in walk {
             let Ok(entry) = entry else { continue };
             if !entry.file_type().is_some_and(|t| t.is_file()) {
@@ -148,7 +156,13 @@ impl PlainSnap {
                 out.insert(key, e.clone());
                 continue;
             }
-            match self.hash_and_cache(path, &meta, objects, max) {
+            let read = if meta.size() <= max && meta.size() <= budget {
+                budget -= meta.size();
+                self.hash_and_cache(path, &meta, objects)
+            } else {
+                Ok(String::new())
+            };
+            match read {
                 Ok(sha256) => {
                     out.insert(
                         key,
@@ -173,17 +187,14 @@ impl PlainSnap {
         path: &Path,
         meta: &std::fs::Metadata,
         objects: &ObjectStore,
-        max: u64,
     ) -> io::Result<String> {
         let file = std::fs::File::open(path)?;
-        if meta.size() > max {
-            return Ok(crate::hash::sha256_reader(file)?.0);
-        }
         let mut bytes = Vec::with_capacity(meta.size() as usize);
-        file.take(max + 1).read_to_end(&mut bytes)?;
+        // As much as the stat said (a file growing meanwhile is hashed as it was read).
+        file.take(meta.size()).read_to_end(&mut bytes)?;
         let sha256 = crate::hash::sha256_hex(&bytes);
         let blob = self.blob(&sha256);
-        if bytes.len() as u64 <= max && !objects.contains(&sha256) && !blob.exists() {
+        if !objects.contains(&sha256) && !blob.exists() {
             let tmp = self
                 .blobs_dir()
                 .join(format!(".{sha256}.tmp-{}", std::process::id()));
@@ -233,6 +244,16 @@ pub fn write_manifest(path: &Path, m: &Manifest) -> io::Result<()> {
     std::fs::rename(&tmp, path)
 }
 
+/// Whether two entries of one path hold the same content: by hash when both were read, else
+/// by stat data.
+fn same(a: &Entry, b: &Entry) -> bool {
+    if a.sha256.is_empty() || b.sha256.is_empty() {
+        (a.size, a.mtime, a.ctime, a.ino) == (b.size, b.mtime, b.ctime, b.ino)
+    } else {
+        a.sha256 == b.sha256
+    }
+}
+
 /// The files that differ between two manifests: `(path, before, after)`, by path.
 pub fn diff<'m>(
     before: &'m Manifest,
@@ -241,7 +262,7 @@ pub fn diff<'m>(
     let mut out = Vec::new();
     for (k, b) in before {
         match after.get(k) {
-            Some(a) if a.sha256 == b.sha256 => {}
+            Some(a) if same(a, b) => {}
             other => out.push((k.as_str(), Some(b), other)),
         }
     }
@@ -300,5 +321,14 @@ mod tests {
             ]
         );
         assert!(m2.keys().all(|k| !k.starts_with(".resilient_write")));
+        // A file over the cap is known by its stat data: a change to it is still seen.
+        std::fs::write(root.join("big.bin"), vec![7u8; 64]).unwrap();
+        let m3 = snap.scan(&m2, &objects, 16).unwrap();
+        assert_eq!(m3["big.bin"].sha256, "");
+        assert!(!snap.blob(&crate::hash::sha256_hex(&[7u8; 64])).exists());
+        std::fs::write(root.join("big.bin"), vec![8u8; 65]).unwrap();
+        let m4 = snap.scan(&m3, &objects, 16).unwrap();
+        let d: Vec<&str> = diff(&m3, &m4).into_iter().map(|(p, _, _)| p).collect();
+        assert_eq!(d, ["big.bin"]);
     }
 }

@@ -103,6 +103,8 @@ enum Pre {
     Cached(String),
     /// Its hash and size: over the write cap, not kept.
     TooBig(String, u64),
+    /// Its size only: the stat snapshot did not read it (over the cap, or past its budget).
+    Unread(u64),
     /// It existed, but its content cannot be found.
     Lost,
 }
@@ -286,6 +288,8 @@ impl NativeWorkspace {
                 abs: root.join(path),
                 pre: match b {
                     None => Pre::Absent,
+                    // Known by its stat data alone: its content was never read.
+                    Some(e) if e.sha256.is_empty() => Pre::Unread(e.size),
                     Some(e) if e.size > max => Pre::TooBig(e.sha256.clone(), e.size),
                     Some(e) => Pre::Cached(e.sha256.clone()),
                 },
@@ -361,13 +365,17 @@ impl NativeWorkspace {
                 continue; // gone again, or beyond the workspace now
             }
             let created = matches!(item.pre, Pre::Absent);
-            let too_big = match &item.pre {
-                Pre::TooBig(_, size) => Some(*size),
+            let not_kept = match &item.pre {
+                Pre::TooBig(_, size) => Some(format!("{size} bytes, over the write cap")),
+                Pre::Unread(size) => Some(format!(
+                    "{size} bytes, not read by the snapshot (over the write cap, or past the \
+                     content one snapshot caches)"
+                )),
                 _ => None,
             };
             // The content before: its hash, and its bytes when the store lacks them.
             let (prev, pre_bytes, stored) = match item.pre {
-                Pre::Absent | Pre::Lost => (None, None, false),
+                Pre::Absent | Pre::Lost | Pre::Unread(_) => (None, None, false),
                 Pre::Bytes(b) => {
                     let h = crate::hash::sha256_hex(&b);
                     let stored = self.objects.contains(&h);
@@ -412,11 +420,8 @@ impl NativeWorkspace {
                 extra.insert("call_id".into(), Value::from(id));
             }
             extra.insert("command".into(), Value::from(command.clone()));
-            if let Some(size) = too_big {
-                extra.insert(
-                    crate::pipeline::NOT_KEPT_FIELD.into(),
-                    Value::from(format!("{size} bytes, over the write cap")),
-                );
+            if let Some(why) = not_kept {
+                extra.insert(crate::pipeline::NOT_KEPT_FIELD.into(), Value::from(why));
             }
             if let Some(c) = &cap {
                 extra.insert(SHELL_CAP_FIELD.into(), Value::from(c.clone()));
