@@ -114,16 +114,19 @@ pub fn journal_ids_in(text: &str) -> Vec<String> {
         while i < b.len() && matches!(b[i], b'"' | b'\\' | b':' | b' ') {
             i += 1;
         }
-        let id = &text[i..(i + 32).min(text.len())];
+        // Bytes, not a `str` slice: what follows the key may be any text.
+        let id = &b[i..(i + 32).min(b.len())];
         let whole = b.get(i + 32).is_none_or(|c| !c.is_ascii_hexdigit());
         if id.len() == 32
             && whole
             && id
-                .bytes()
-                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(&c))
-            && !out.iter().any(|o| o == id)
+                .iter()
+                .all(|c| c.is_ascii_digit() || (b'a'..=b'f').contains(c))
         {
-            out.push(id.to_string());
+            let id = String::from_utf8_lossy(id).into_owned();
+            if !out.contains(&id) {
+                out.push(id);
+            }
         }
     }
     out
@@ -147,6 +150,9 @@ mod tests {
         );
         assert_eq!(journal_ids_in(&many), [id1, id2]);
         assert!(journal_ids_in(r#"{"journal_id":"not-an-id"}"#).is_empty());
+        // Text that is not an id, multibyte characters included, is skipped, never cut.
+        assert!(journal_ids_in(r#"{"journal_id":"€€€€€€€€€€€€€€€€€€€€"}"#).is_empty());
+        assert!(journal_ids_in(r#""journal_id":"0195f3"#).is_empty());
         assert!(journal_ids_in(&format!(r#"{{"journal_id":"{id1}0"}}"#)).is_empty());
     }
 

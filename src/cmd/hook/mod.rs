@@ -54,7 +54,8 @@ pub struct HookArgs {
     /// The agent whose hook payload is on stdin.
     #[arg(value_enum)]
     pub agent: Agent,
-    /// The hook event, named as the agent names it: PreToolUse or PostToolUse (claude-code),
+    /// The hook event, named as the agent names it: PreToolUse, PostToolUse or
+    /// PostToolUseFailure (claude-code),
     /// afterFileEdit (cursor), BeforeTool or AfterTool (gemini).
     pub event: String,
 }
