@@ -137,6 +137,7 @@ fn main() {
         since: parse_since("2026-04-12T16:00:00Z"),
         session_filter: Some("s3".into()),
         paths: Some(paths.clone()),
+        attributed: Default::default(),
     };
     let (since_s, b) = best_of(3, || {
         let f = std::fs::File::open(journal.path()).expect("open");

@@ -4,33 +4,11 @@
 
 mod common;
 
+use common::hooks::{fixture, hook, hook_raw};
 use common::{Workspace, bin, github_token, journal_rows, sha256};
 use serde_json::{Value, json};
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Stdio};
-
-/// A fixture with its `__NAME__` string values replaced by `fill`.
-fn fixture(rel: &str, fill: &[(&str, &str)]) -> Value {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/hooks")
-        .join(rel);
-    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    fn walk(v: &mut Value, fill: &[(&str, &str)]) {
-        match v {
-            Value::String(s) => {
-                for (k, val) in fill {
-                    *s = s.replace(&format!("__{k}__"), val);
-                }
-            }
-            Value::Array(a) => a.iter_mut().for_each(|x| walk(x, fill)),
-            Value::Object(o) => o.values_mut().for_each(|x| walk(x, fill)),
-            _ => {}
-        }
-    }
-    walk(&mut v, fill);
-    v
-}
+use std::process::Command;
 
 /// The fixture `rel` for a call on `file` in the workspace `root`, with the other `fill`s.
 fn payload(rel: &str, root: &Path, file: &Path, fill: &[(&str, &str)]) -> Value {
@@ -40,46 +18,6 @@ fn payload(rel: &str, root: &Path, file: &Path, fill: &[(&str, &str)]) -> Value 
     ];
     all.extend_from_slice(fill);
     fixture(rel, &all)
-}
-
-#[derive(Debug)]
-struct Ran {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-/// Run the hook with `stdin` from directory `cwd` (not the workspace: the payload names it).
-fn hook_raw(agent: &str, event: &str, stdin: &[u8], env: &[(&str, &str)]) -> Ran {
-    let neutral = std::env::temp_dir();
-    let mut cmd = Command::new(bin());
-    cmd.args(["hook", agent, event])
-        .current_dir(&neutral)
-        .env_remove("RW_STATE_DIR")
-        .env_remove("RW_WORKSPACE")
-        .env_remove("RW_POLICY_FILE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let mut child = cmd.spawn().unwrap();
-    // A hook that answers without reading stdin (an unknown agent) may close it first.
-    match child.stdin.take().unwrap().write_all(stdin) {
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-        other => other.unwrap(),
-    }
-    let out = child.wait_with_output().unwrap();
-    Ran {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
-
-fn hook(agent: &str, event: &str, payload: &Value) -> Ran {
-    hook_raw(agent, event, payload.to_string().as_bytes(), &[])
 }
 
 fn code_with(secret: &str) -> String {
@@ -524,7 +462,8 @@ fn init_hooks_installs_beside_other_settings_idempotently_and_removes_only_ours(
     assert_eq!(post[0], theirs["hooks"]["PostToolUse"][0]);
     assert_eq!(
         post[1],
-        json!({"matcher": "Write|Edit|MultiEdit|NotebookEdit", "hooks": [{"type": "command",
+        json!({"matcher": "^(Write|Edit|MultiEdit|NotebookEdit|Bash|mcp__.+__rw[._].+)$",
+            "hooks": [{"type": "command",
             "command": "/opt/rw/resilient-write hook claude-code PostToolUse"}]})
     );
     assert_eq!(
@@ -534,7 +473,7 @@ fn init_hooks_installs_beside_other_settings_idempotently_and_removes_only_ours(
     let gemini: Value = serde_json::from_str(&read(".gemini/settings.json")).unwrap();
     assert_eq!(
         gemini["hooks"]["BeforeTool"][0]["matcher"],
-        "write_file|replace"
+        "^(write_file|replace|run_shell_command)$"
     );
     let cursor: Value = serde_json::from_str(&read(".cursor/hooks.json")).unwrap();
     assert_eq!(
@@ -676,7 +615,7 @@ fn init_hooks_without_client_sets_up_only_the_agents_configured_in_the_project()
             .unwrap();
     assert_eq!(
         gemini["hooks"]["BeforeTool"][0]["matcher"],
-        "write_file|replace"
+        "^(write_file|replace|run_shell_command)$"
     );
     assert!(gemini["mcpServers"]["resilient-write"].is_object());
     assert!(!ws.path(".cursor/hooks.json").exists(), "{out}");

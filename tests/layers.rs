@@ -13,6 +13,7 @@ use std::path::Path;
 
 /// The core's modules, re-exported by lib.rs: every server module may use them.
 const CORE: &[&str] = &[
+    "agent_session",
     "analytics",
     "checkpoint",
     "chunks",

@@ -94,5 +94,30 @@ pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
             );
         }
     }
+    if !a.agent_sessions.is_empty() {
+        println!(
+            "\n{} agent session(s) (undo one with `restore --session ID`)\n{:<38} {:<12} {:>6} {:>6} {:>6} {:>6} {:>6} last write",
+            a.agent_sessions.len(),
+            "agent session",
+            "agent",
+            "rows",
+            "files",
+            "edits",
+            "shell",
+            "mcp"
+        );
+        for (id, s) in &a.agent_sessions {
+            println!(
+                "{id:<38} {:<12} {:>6} {:>6} {:>6} {:>6} {:>6} {}",
+                s.caller,
+                s.writes,
+                s.files,
+                s.native_edits,
+                s.shell_changes,
+                s.mcp_writes,
+                s.last_write
+            );
+        }
+    }
     ExitCode::SUCCESS
 }

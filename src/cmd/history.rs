@@ -26,17 +26,24 @@ pub struct HistoryCliArgs {
 
 #[derive(Debug, Args)]
 pub struct RestoreCliArgs {
-    /// The file (not with --tx).
-    #[arg(required_unless_present = "tx")]
+    /// The file (not with --tx or --session).
+    #[arg(required_unless_present_any = ["tx", "session"])]
     pub path: Option<String>,
     /// The version from `history`: its SHA-256, a prefix of at least 8 hex digits that only
     /// one version has (as the table prints it), or a journal_id.
-    #[arg(long = "to", value_name = "SHA", required_unless_present = "tx")]
+    #[arg(long = "to", value_name = "SHA", required_unless_present_any = ["tx", "session"])]
     pub to: Option<String>,
     /// Put every file this transaction wrote back to its content before it, as one new
     /// transaction (undo it with --tx and the transaction it prints).
-    #[arg(long = "tx", value_name = "TX_ID", conflicts_with_all = ["path", "to", "diff"])]
+    #[arg(long = "tx", value_name = "TX_ID", conflicts_with_all = ["path", "to", "diff", "session"])]
     pub tx: Option<String>,
+    /// Undo an agent session: every file it changed (through the MCP tools, the agent's own
+    /// edits or its shell commands) back to its content before the session's first change,
+    /// files it created removed, as one transaction. ID is the agent's session (conversation)
+    /// id, as `journal --session` and `analytics` show it. With --diff, show what would
+    /// change and write nothing.
+    #[arg(long = "session", value_name = "ID", conflicts_with_all = ["path", "to"])]
+    pub session: Option<String>,
     /// Show the diff from the current content to that version and write nothing.
     #[arg(long)]
     pub diff: bool,
@@ -120,9 +127,10 @@ pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
     };
     svc.set_caller("cli");
     let (Some(path), Some(to)) = (args.path, args.to) else {
-        return match args.tx {
-            Some(tx) => restore_tx(&svc, &tx),
-            None => fail("give PATH --to VERSION, or --tx TX_ID"),
+        return match (args.tx, args.session) {
+            (Some(tx), _) => restore_tx(&svc, &tx),
+            (None, Some(session)) => restore_session(&svc, &session, args.diff),
+            _ => fail("give PATH --to VERSION, --tx TX_ID or --session ID"),
         };
     };
     let mut call = json!({"path": path, "dry_run": args.diff});
@@ -194,6 +202,50 @@ fn restore_tx(svc: &Service, tx: &str) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(env) => fail(&message(&env)),
+    }
+}
+
+/// `restore --session`: every file an agent session changed back as before it.
+fn restore_session(svc: &Service, session: &str, diff: bool) -> ExitCode {
+    match svc.call("restore", json!({"session": session, "dry_run": diff})) {
+        Ok(v) => {
+            let s = |f: &Value, k: &str| f[k].as_str().unwrap_or("").to_string();
+            if diff {
+                print!("{}", v["diff"].as_str().unwrap_or(""));
+            }
+            for f in v["files"].as_array().into_iter().flatten() {
+                let what = match (f["unchanged"] == json!(true), f["removed"] == json!(true)) {
+                    (true, _) => "already as before the session".to_string(),
+                    (_, true) if diff => "would be removed (the session created it)".into(),
+                    (_, true) => "removed (the session created it)".into(),
+                    _ if diff => format!("would be restored to {}", s(f, "sha256")),
+                    _ => format!("restored to {}", s(f, "sha256")),
+                };
+                println!("{}: {what}", s(f, "path"));
+            }
+            for k in v["skipped"].as_array().into_iter().flatten() {
+                println!("{}: skipped ({})", s(k, "path"), s(k, "reason"));
+            }
+            if let Some(tx) = v["restore_tx_id"].as_str() {
+                println!("as transaction {tx} (undo with --tx {tx})");
+            }
+            ExitCode::SUCCESS
+        }
+        Err(env) => {
+            for c in env
+                .context
+                .get("conflicts")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
+                eprintln!(
+                    "resilient-write: {}: changed since the session left it",
+                    c["path"].as_str().unwrap_or("")
+                );
+            }
+            fail(&message(&env))
+        }
     }
 }
 

@@ -6,15 +6,14 @@ use std::process::ExitCode;
 
 #[derive(Debug, Args)]
 pub struct JournalArgs {
-    /// How many rows (the newest; `--n` is an old spelling, still accepted).
-    #[arg(
-        short = 'n',
-        long = "lines",
-        alias = "n",
-        value_name = "N",
-        default_value_t = 20
-    )]
-    pub lines: usize,
+    /// How many rows (the newest; `--n` is an old spelling, still accepted). Default 20, or
+    /// every row of the session with --session.
+    #[arg(short = 'n', long = "lines", alias = "n", value_name = "N")]
+    pub lines: Option<usize>,
+    /// Only the rows of this agent session (its conversation id): its shell commands and
+    /// native edits, and the MCP tool calls its hooks attributed to it. Oldest first.
+    #[arg(long, value_name = "ID")]
+    pub session: Option<String>,
     /// Only rows at or after this time: a duration back from now (30m, 24h, 7d), a date
     /// (2026-12-01, midnight UTC) or an RFC 3339 time.
     #[arg(long, value_name = "WHEN", value_parser = super::since::parse)]
@@ -36,7 +35,10 @@ pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
     let Some(service) = super::service(config) else {
         return ExitCode::from(2);
     };
-    let mut call = serde_json::json!({ "n": args.lines });
+    if let Some(session) = &args.session {
+        return session_rows(&service, session, &args);
+    }
+    let mut call = serde_json::json!({ "n": args.lines.unwrap_or(20) });
     if let Some(p) = args.path {
         call["filter_path"] = p.into();
     }
@@ -94,4 +96,57 @@ pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `journal --session`: the rows of one agent session, oldest first, with the tool of each.
+fn session_rows(service: &crate::dispatch::Service, session: &str, args: &JournalArgs) -> ExitCode {
+    let mut rows = match crate::history::session_rows(service, session) {
+        Ok(r) => r,
+        Err(f) => {
+            eprintln!("resilient-write: {f}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let paths = service.workspaces().journal_paths();
+    for r in &mut rows {
+        paths.relativize_row(r);
+    }
+    rows.retain(|r| {
+        let s = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("");
+        args.mode.as_deref().is_none_or(|m| s("mode") == m)
+            && args
+                .path
+                .as_deref()
+                .is_none_or(|p| s("path") == p.trim_start_matches("./"))
+            && args.since.is_none_or(|since| {
+                crate::analytics::parse_since(s("ts")).is_some_and(|t| t >= since)
+            })
+    });
+    if let Some(n) = args.lines {
+        let skip = rows.len().saturating_sub(n);
+        rows.drain(..skip);
+    }
+    if args.json {
+        for r in rows {
+            println!("{}", serde_json::Value::Object(r));
+        }
+        return ExitCode::SUCCESS;
+    }
+    println!(
+        "{:<27} {:<9} {:>10} {:<12} {:<20} path",
+        "ts", "mode", "bytes", "sha256", "tool"
+    );
+    for r in rows {
+        let s = |k: &str| r.get(k).and_then(|v| v.as_str()).unwrap_or("").to_string();
+        println!(
+            "{:<27} {:<9} {:>10} {:<12} {:<20} {}",
+            s("ts"),
+            s("mode"),
+            r.get("bytes").and_then(|v| v.as_u64()).unwrap_or(0),
+            s("sha256").chars().take(12).collect::<String>(),
+            s("tool"),
+            s("path"),
+        );
+    }
+    ExitCode::SUCCESS
 }

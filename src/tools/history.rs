@@ -43,7 +43,8 @@ pub struct HistoryResult {
     pub truncated: bool,
 }
 
-/// Arguments of `restore`: give exactly one of to_sha256, journal_id (with path) or tx_id.
+/// Arguments of `restore`: give exactly one of to_sha256, journal_id (with path), tx_id or
+/// session.
 #[derive(Debug, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct RestoreArgs {
@@ -61,6 +62,9 @@ pub struct RestoreArgs {
     /// Instead of path: put back every file this transaction changed.
     #[serde(default)]
     pub tx_id: Option<String>,
+    /// Instead of path: an agent session id: undo all it changed (files it created removed).
+    #[serde(default)]
+    pub session: Option<String>,
     /// The SHA-256 the file must have now, else stale_precondition.
     #[serde(default)]
     pub expected_prev_sha256: Option<String>,
@@ -89,6 +93,9 @@ pub struct RestoredFile {
     /// True when the file already had that content (nothing written).
     #[serde(default)]
     pub unchanged: bool,
+    /// Removed (the session created it).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub removed: bool,
 }
 
 /// Result of `restore`.
@@ -228,6 +235,19 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let bad = |m: &str| Failure::InvalidArguments { message: m.into() };
+    if let Some(session) = args.session {
+        if args.path.is_some()
+            || args.to_sha256.is_some()
+            || args.journal_id.is_some()
+            || args.tx_id.is_some()
+            || expected.is_some()
+        {
+            return Err(bad(
+                "session restores a whole agent session: give it alone (dry_run allowed)",
+            ));
+        }
+        return restore_session(svc, &session, args.dry_run);
+    }
     if let Some(tx_id) = args.tx_id {
         if args.path.is_some() || args.to_sha256.is_some() || args.journal_id.is_some() {
             return Err(bad("tx_id restores a whole transaction: give it alone"));
@@ -254,6 +274,7 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
                     prev_sha256: o.prev_sha256,
                     journal_id: Some(o.journal_id),
                     unchanged: false,
+                    removed: false,
                 })
                 .collect(),
             restore_tx_id: Some(c.tx_id),
@@ -281,6 +302,7 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
             prev_sha256: o.prev_sha256,
             journal_id: Some(o.journal_id),
             unchanged: false,
+            removed: false,
         },
         None => RestoredFile {
             path: r.path.clone(),
@@ -293,6 +315,7 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
             prev_sha256: r.prev_sha256,
             journal_id: None,
             unchanged,
+            removed: false,
         },
     };
     to_value(&RestoreResult {
@@ -302,6 +325,61 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
         restore_tx_id: None,
         skipped: Vec::new(),
         dry_run: args.dry_run,
+        diff: r.diff,
+        idempotent_replay: false,
+    })
+}
+
+/// `restore` with `session`: every file the agent session changed, back as before it.
+fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Value> {
+    use history::SessionAction;
+    let r = history::restore_session(svc, session, dry_run)?;
+    let mut applied: std::collections::HashMap<std::path::PathBuf, crate::pipeline::Outcome> = r
+        .committed
+        .iter()
+        .flat_map(|c| c.files.iter().map(|(_, o)| (o.abs_path.clone(), o.clone())))
+        .collect();
+    let files = r
+        .files
+        .into_iter()
+        .map(|f| {
+            let abs_path = f.abs_path.display().to_string();
+            let removed = f.action == SessionAction::Remove;
+            let target = match &f.action {
+                SessionAction::Restore(h) => h.clone(),
+                SessionAction::Remove => String::new(),
+                SessionAction::Unchanged => f.current.clone().unwrap_or_default(),
+            };
+            match applied.remove(&f.abs_path) {
+                Some(o) => RestoredFile {
+                    path: f.path,
+                    abs_path,
+                    sha256: o.sha256,
+                    prev_sha256: o.prev_sha256,
+                    journal_id: Some(o.journal_id),
+                    unchanged: false,
+                    removed,
+                },
+                None => RestoredFile {
+                    path: f.path,
+                    abs_path,
+                    // A dry run names the content it would put back; nothing changes here.
+                    sha256: target,
+                    prev_sha256: f.current,
+                    journal_id: None,
+                    unchanged: f.action == SessionAction::Unchanged,
+                    removed,
+                },
+            }
+        })
+        .collect();
+    to_value(&RestoreResult {
+        ok: true,
+        mode_applied: "restore".into(),
+        files,
+        restore_tx_id: r.committed.map(|c| c.tx_id),
+        skipped: r.skipped,
+        dry_run,
         diff: r.diff,
         idempotent_replay: false,
     })

@@ -2,6 +2,7 @@
 //! stdio in a throwaway workspace and speaks JSON-RPC to it line by line.
 #![allow(dead_code)]
 
+pub mod hooks;
 pub mod http;
 pub mod tmpfs;
 

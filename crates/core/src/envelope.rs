@@ -191,6 +191,15 @@ pub enum Failure {
         prefix: String,
         candidates: Vec<String>,
     },
+    /// `restore --session`: no journal row belongs to that agent session.
+    #[error("no journal row belongs to agent session {session:?}: nothing to restore")]
+    SessionUnknown { session: String },
+    /// `restore --session`: files changed since the session left them; nothing was written.
+    #[error("agent session {session}: {} file(s) changed since the session left them; nothing was written", conflicts.len())]
+    SessionConflict {
+        session: String,
+        conflicts: Vec<Value>,
+    },
     #[error("unknown tool {name:?}")]
     UnknownTool { name: String },
     /// A tool this server does not expose (`serve --tools`, `--read-only`).
@@ -444,6 +453,8 @@ impl Failure {
             Failure::TxConflict { .. } => (K::StalePrecondition, R::Unknown, A::RetryLater),
             Failure::VersionUnavailable { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
             Failure::AmbiguousVersion { .. } => (K::PolicyViolation, R::Unknown, A::AskUser),
+            Failure::SessionUnknown { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
+            Failure::SessionConflict { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
             Failure::Internal(_) => (K::PolicyViolation, R::Unknown, A::AskUser),
             Failure::ChunkArgument { .. } => (K::PolicyViolation, R::Unknown, A::Abort),
             Failure::ChunkSession { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
@@ -473,6 +484,7 @@ impl Failure {
                 | Failure::InvalidDocument { .. }
                 | Failure::TxNotOpen { .. }
                 | Failure::AmbiguousVersion { .. }
+                | Failure::SessionUnknown { .. }
         )
     }
 
@@ -683,6 +695,15 @@ impl Failure {
                 put("version", json!(prefix));
                 put("reason", json!("ambiguous_version"));
                 put("candidates", json!(candidates));
+            }
+            Failure::SessionUnknown { session } => {
+                put("agent_session", json!(session));
+                put("reason", json!("unknown_session"));
+            }
+            Failure::SessionConflict { session, conflicts } => {
+                put("agent_session", json!(session));
+                put("reason", json!("session_conflict"));
+                put("conflicts", json!(conflicts));
             }
             Failure::Internal(_) => put("reason", json!("internal")),
             Failure::ChunkArgument {

@@ -8,6 +8,7 @@
 #[cfg(not(unix))]
 compile_error!("resilient-write supports Linux and macOS only; on Windows run it under WSL2");
 
+pub mod agent_session;
 pub mod analytics;
 pub mod checkpoint;
 pub mod chunks;

@@ -6,14 +6,14 @@
 //! rows say `pre_image: false`, and `history` says so). The answer is `{}` (Cursor reads JSON
 //! from every hook; `afterFileEdit` cannot refuse).
 
-use super::{Answer, Format, NativeWrite, Phase, required, str_field};
+use super::{Answer, Format, NativeWrite, Parsed, Phase, required, str_field};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 pub struct Cursor;
 
 impl Format for Cursor {
-    fn parse(payload: &Value, _phase: Phase) -> Result<Option<NativeWrite>, String> {
+    fn parse(payload: &Value, _phase: Phase) -> Result<Option<Parsed>, String> {
         let file_path = required(payload, "file_path")?;
         let roots: Vec<&str> = payload
             .get("workspace_roots")
@@ -28,14 +28,14 @@ impl Format for Cursor {
         else {
             return Err("`workspace_roots` is missing or empty".into());
         };
-        Ok(Some(NativeWrite {
+        Ok(Some(Parsed::File(NativeWrite {
             workspace: PathBuf::from(root),
             file_path,
             tool: "edit_file".into(),
             change: None,
             session: str_field(payload, "conversation_id"),
             call_id: str_field(payload, "generation_id"),
-        }))
+        })))
     }
 
     fn answer(_event: &str, _answer: &Answer) -> String {

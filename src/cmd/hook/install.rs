@@ -1,8 +1,10 @@
 //! `init --hooks [--client AGENT]... [--remove]`: the hook entries in each agent's project
 //! settings (the agents named, or those already set up in the project), beside the
-//! MCP entry `init` writes. Claude Code: `.claude/settings.json` (`PreToolUse` and
-//! `PostToolUse` on `Write|Edit|MultiEdit|NotebookEdit`); Cursor: `.cursor/hooks.json` (`afterFileEdit`);
-//! Gemini CLI: `.gemini/settings.json` (`BeforeTool` and `AfterTool` on `write_file|replace`).
+//! MCP entry `init` writes. Claude Code: `.claude/settings.json` (`PreToolUse` on the file
+//! tools and `Bash`, `PostToolUse` on those and our MCP tools, `PostToolUseFailure` on
+//! `Bash`); Cursor: `.cursor/hooks.json` (`afterFileEdit`); Gemini CLI:
+//! `.gemini/settings.json` (`BeforeTool` on `write_file|replace|run_shell_command`,
+//! `AfterTool` on those and our MCP tools). See [`matcher`].
 //!
 //! Idempotent: an entry is ours when its command ends with `hook <agent> <event>` and names
 //! resilient-write (or is the command given); installing replaces ours and keeps every other
@@ -25,12 +27,21 @@ pub fn settings_file(agent: Agent) -> &'static str {
     }
 }
 
-/// The tools each matcher covers (Cursor's `afterFileEdit` has no matcher).
-fn matcher(agent: Agent) -> Option<&'static str> {
-    match agent {
-        Agent::ClaudeCode => Some("Write|Edit|MultiEdit|NotebookEdit"),
-        Agent::Cursor => None,
-        Agent::Gemini => Some("write_file|replace"),
+/// The tools each event's matcher covers (Cursor's `afterFileEdit` has no matcher): the
+/// agent's file tools and its shell before and after a call, our MCP tools after one (to
+/// attribute their writes to the agent's session). Claude Code reads a matcher of names and
+/// `|` as a list of exact names, anything else as a regular expression; Gemini CLI reads
+/// every matcher as a regular expression, hence the anchors.
+fn matcher(agent: Agent, event: &str) -> Option<&'static str> {
+    match (agent, event) {
+        (Agent::ClaudeCode, "PreToolUse") => Some("Write|Edit|MultiEdit|NotebookEdit|Bash"),
+        (Agent::ClaudeCode, "PostToolUseFailure") => Some("Bash"),
+        (Agent::ClaudeCode, _) => {
+            Some("^(Write|Edit|MultiEdit|NotebookEdit|Bash|mcp__.+__rw[._].+)$")
+        }
+        (Agent::Cursor, _) => None,
+        (Agent::Gemini, "BeforeTool") => Some("^(write_file|replace|run_shell_command)$"),
+        (Agent::Gemini, _) => Some("^(write_file|replace|run_shell_command|mcp_.+_rw[._].+)$"),
     }
 }
 
@@ -65,7 +76,7 @@ fn entry(command: &str, agent: Agent, event: &str) -> Value {
     match agent {
         Agent::Cursor => json!({"command": cmd}),
         _ => json!({
-            "matcher": matcher(agent),
+            "matcher": matcher(agent, event),
             "hooks": [{"type": "command", "command": cmd}],
         }),
     }
@@ -322,9 +333,10 @@ pub fn run(
     }
     if !remove {
         println!(
-            "\nThe agents' own Write/Edit tools now run `{command} hook ...` before and after each \
-             edit (Gemini CLI runs them unless `hooksConfig.enabled` is false in its settings). \
-             Undo with `init --hooks --remove`."
+            "\nThe agents' own Write/Edit tools and shell commands now run `{command} hook ...` \
+             before and after each call, and after each call of our MCP tools (Gemini CLI runs \
+             them unless `hooksConfig.enabled` is false in its settings). Undo with \
+             `init --hooks --remove`."
         );
     }
     ExitCode::SUCCESS
@@ -349,7 +361,11 @@ mod tests {
         );
         assert_eq!(
             v["hooks"]["PreToolUse"][1]["matcher"],
-            "Write|Edit|MultiEdit|NotebookEdit"
+            "Write|Edit|MultiEdit|NotebookEdit|Bash"
+        );
+        assert_eq!(
+            v["hooks"]["PostToolUseFailure"][0]["hooks"][0]["command"],
+            "resilient-write hook claude-code PostToolUseFailure"
         );
         assert_eq!(
             edit(Some(&once), Agent::ClaudeCode, "resilient-write", false).unwrap(),
@@ -361,6 +377,48 @@ mod tests {
         let r: Value = serde_json::from_str(&removed).unwrap();
         assert_eq!(r, serde_json::from_str::<Value>(theirs).unwrap());
         assert_eq!(edit(None, Agent::Gemini, "rw", true).unwrap(), None);
+    }
+
+    /// The matchers as the agents read them: a regular expression anchored at both ends
+    /// (Claude Code's list of names is a plain alternation).
+    #[test]
+    fn matchers_cover_the_file_tools_the_shell_and_our_mcp_tools_and_nothing_else() {
+        let m = |agent, event| regex::Regex::new(matcher(agent, event).unwrap()).unwrap();
+        let claude_post = m(Agent::ClaudeCode, "PostToolUse");
+        for name in [
+            "Write",
+            "Bash",
+            "mcp__resilient-write__rw_safe_write",
+            "mcp__rw__rw.restore",
+        ] {
+            assert!(claude_post.is_match(name), "{name}");
+        }
+        for name in [
+            "BashOutput",
+            "Read",
+            "mcp__other__search",
+            "mcp__rw__tool_rw_x",
+        ] {
+            assert!(!claude_post.is_match(name), "{name}");
+        }
+        assert_eq!(
+            matcher(Agent::ClaudeCode, "PreToolUse"),
+            Some("Write|Edit|MultiEdit|NotebookEdit|Bash")
+        );
+        let gemini_after = m(Agent::Gemini, "AfterTool");
+        for name in [
+            "replace",
+            "run_shell_command",
+            "mcp_resilient-write_rw_safe_write",
+        ] {
+            assert!(gemini_after.is_match(name), "{name}");
+        }
+        for name in ["read_file", "mcp_other_search", "replace_all"] {
+            assert!(!gemini_after.is_match(name), "{name}");
+        }
+        let gemini_before = m(Agent::Gemini, "BeforeTool");
+        assert!(gemini_before.is_match("run_shell_command"));
+        assert!(!gemini_before.is_match("mcp_resilient-write_rw_safe_write"));
     }
 
     #[test]

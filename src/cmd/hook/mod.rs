@@ -12,6 +12,12 @@
 //!   kept in the object store (`native::NativeWorkspace::keep_pre_image`).
 //! - After it (Claude Code `PostToolUse`, Cursor `afterFileEdit`, Gemini CLI `AfterTool`): one
 //!   journal row, tool `native:<Tool>`, caller the agent (`native::NativeWorkspace::record`).
+//! - Around a shell command (Claude Code `Bash`, Gemini CLI `run_shell_command`; also Claude
+//!   Code's `PostToolUseFailure`, a failed command may have written): the workspace is
+//!   snapshotted before, and every file the command created, changed or deleted is journaled
+//!   after, a secret it wrote reported to the model in the agent's after-hook format
+//!   (`shell.rs`). After a call of our own MCP tools, the rows it wrote are attributed to the
+//!   agent's session, for `restore --session`.
 //!
 //! The workspace is the payload's `cwd` (Cursor: the `workspace_roots` entry holding the file),
 //! so one global entry serves every repository. The hook must never break an agent: a path
@@ -24,6 +30,7 @@ mod claude;
 mod cursor;
 mod gemini;
 pub mod install;
+mod shell;
 
 use crate::dispatch::Config;
 use crate::envelope::Failure;
@@ -47,7 +54,8 @@ pub struct HookArgs {
     /// The agent whose hook payload is on stdin.
     #[arg(value_enum)]
     pub agent: Agent,
-    /// The hook event, named as the agent names it: PreToolUse or PostToolUse (claude-code),
+    /// The hook event, named as the agent names it: PreToolUse, PostToolUse or
+    /// PostToolUseFailure (claude-code),
     /// afterFileEdit (cursor), BeforeTool or AfterTool (gemini).
     pub event: String,
 }
@@ -72,7 +80,7 @@ impl Agent {
     /// The events this agent sends that the hook handles, before-hooks first.
     pub fn events(self) -> &'static [&'static str] {
         match self {
-            Agent::ClaudeCode => &["PreToolUse", "PostToolUse"],
+            Agent::ClaudeCode => &["PreToolUse", "PostToolUse", "PostToolUseFailure"],
             Agent::Cursor => &["afterFileEdit"],
             Agent::Gemini => &["BeforeTool", "AfterTool"],
         }
@@ -112,6 +120,37 @@ pub struct NativeWrite {
     pub call_id: Option<String>,
 }
 
+/// A shell command of the agent (its shell tool).
+#[derive(Debug, Clone)]
+pub struct ShellRun {
+    /// The workspace root (the payload's cwd).
+    pub workspace: PathBuf,
+    /// The agent's shell tool (the rows' `native:<tool>`).
+    pub tool: String,
+    pub command: String,
+    pub session: Option<String>,
+    pub call_id: Option<String>,
+}
+
+/// A call of one of our MCP tools, seen by the agent's after-hook.
+#[derive(Debug, Clone)]
+pub struct McpCall {
+    pub workspace: PathBuf,
+    /// The tool as the agent names it.
+    pub tool: String,
+    pub session: Option<String>,
+    /// The tool's result as the agent hands it to the hook.
+    pub response: Value,
+}
+
+/// A tool call the hook acts on.
+#[derive(Debug, Clone)]
+pub enum Parsed {
+    File(NativeWrite),
+    Shell(ShellRun),
+    Mcp(McpCall),
+}
+
 /// The hook's answer, rendered by each agent's module.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Answer {
@@ -119,13 +158,55 @@ pub enum Answer {
     Allow,
     /// Refuse the call, telling the model why.
     Deny(String),
+    /// After the call: tell the model something it must act on (a secret its command wrote).
+    Report(String),
+}
+
+/// Whether `name` is one of our MCP tools as an agent names it: `mcp__<server>__rw_<tool>`
+/// (Claude Code) or `mcp_<server>_rw_<tool>` (Gemini CLI), either spelling of our names.
+pub fn is_our_mcp_tool(name: &str) -> bool {
+    let Some(rest) = name.strip_prefix("mcp_") else {
+        return false;
+    };
+    match rest.strip_prefix('_') {
+        Some(claude) => claude
+            .rsplit_once("__")
+            .is_some_and(|(_, tool)| tool.starts_with("rw_") || tool.starts_with("rw.")),
+        None => rest.contains("_rw_") || rest.contains("_rw."),
+    }
+}
+
+/// A call of the agent's shell tool (every agent's payload has `cwd`, `session_id` and
+/// `tool_input.command`).
+fn shell_run(payload: &Value, tool: String, call_id: Option<String>) -> Result<Parsed, String> {
+    let input = payload.get("tool_input").ok_or("`tool_input` is missing")?;
+    Ok(Parsed::Shell(ShellRun {
+        workspace: PathBuf::from(required(payload, "cwd")?),
+        tool,
+        command: required(input, "command")?,
+        session: str_field(payload, "session_id"),
+        call_id,
+    }))
+}
+
+/// A call of one of our MCP tools: acted on after it, with its result (`tool_response`).
+fn mcp_call(payload: &Value, tool: String, phase: Phase) -> Result<Option<Parsed>, String> {
+    Ok(match phase {
+        Phase::Before => None,
+        Phase::After => Some(Parsed::Mcp(McpCall {
+            workspace: PathBuf::from(required(payload, "cwd")?),
+            tool,
+            session: str_field(payload, "session_id"),
+            response: payload.get("tool_response").cloned().unwrap_or_default(),
+        })),
+    })
 }
 
 /// What one agent's format module provides.
 trait Format {
-    /// The native write in `payload` for `phase`, or `None` when the call is not one (another
-    /// tool): the hook then allows it untouched. `Err` for a payload it cannot read.
-    fn parse(payload: &Value, phase: Phase) -> Result<Option<NativeWrite>, String>;
+    /// The call in `payload` for `phase` the hook acts on, or `None` when it is not one
+    /// (another tool): the hook then allows it untouched. `Err` for a payload it cannot read.
+    fn parse(payload: &Value, phase: Phase) -> Result<Option<Parsed>, String>;
     /// Print the answer on stdout in the agent's format.
     fn answer(event: &str, answer: &Answer) -> String;
 }
@@ -133,7 +214,7 @@ trait Format {
 fn phase_of(agent: Agent, event: &str) -> Option<Phase> {
     match (agent, event) {
         (Agent::ClaudeCode, "PreToolUse") | (Agent::Gemini, "BeforeTool") => Some(Phase::Before),
-        (Agent::ClaudeCode, "PostToolUse")
+        (Agent::ClaudeCode, "PostToolUse" | "PostToolUseFailure")
         | (Agent::Cursor, "afterFileEdit")
         | (Agent::Gemini, "AfterTool") => Some(Phase::After),
         _ => None,
@@ -143,6 +224,12 @@ fn phase_of(agent: Agent, event: &str) -> Option<Phase> {
 fn warn(msg: impl std::fmt::Display) {
     let line = msg.to_string().replace(['\n', '\r'], " ");
     eprintln!("resilient-write hook: {line}; the call is allowed");
+}
+
+/// One line on stderr for a person (a cap reached, a file not journaled).
+fn note(msg: impl std::fmt::Display) {
+    let line = msg.to_string().replace(['\n', '\r'], " ");
+    eprintln!("resilient-write hook: {line}");
 }
 
 /// Run the hook: read stdin, answer on stdout, always exit 0.
@@ -197,19 +284,16 @@ pub fn handle(config: &Config, agent: Agent, event: &str, input: &[u8]) -> Answe
         Agent::Gemini => gemini::Gemini::parse(&payload, phase),
     };
     let write = match parsed {
-        Ok(Some(w)) => w,
+        Ok(Some(Parsed::File(w))) => w,
+        Ok(Some(Parsed::Shell(run))) => return shell::shell(config, agent, phase, &run),
+        Ok(Some(Parsed::Mcp(m))) => return shell::attribute(config, agent, &m),
         Ok(None) => return Answer::Allow,
         Err(e) => {
             warn(format!("unreadable {} {event} payload: {e}", agent.name()));
             return Answer::Allow;
         }
     };
-    let ws = NativeWorkspace::open(
-        &write.workspace,
-        config.store.state_root.as_deref(),
-        config.store.policy_file.as_deref(),
-        config.store.home.as_deref(),
-    );
+    let ws = workspace(config, &write.workspace);
     if !ws.inside(&write.file_path) {
         return Answer::Allow;
     }
@@ -238,6 +322,18 @@ pub fn handle(config: &Config, agent: Agent, event: &str, input: &[u8]) -> Answe
             Answer::Allow
         }
     }
+}
+
+/// The workspace rooted at `root` (a payload's cwd), with the configured state, policy and
+/// write cap.
+fn workspace(config: &Config, root: &std::path::Path) -> NativeWorkspace {
+    NativeWorkspace::open(
+        root,
+        config.store.state_root.as_deref(),
+        config.store.policy_file.as_deref(),
+        config.store.home.as_deref(),
+    )
+    .with_max_bytes(config.store.max_write_bytes)
 }
 
 fn before(ws: &NativeWorkspace, write: &NativeWrite, call: &NativeCall<'_>) -> Answer {
@@ -270,7 +366,7 @@ fn before(ws: &NativeWorkspace, write: &NativeWrite, call: &NativeCall<'_>) -> A
 }
 
 /// The keys of the policy file's `hooks` section this command reads (docs/policy.md).
-pub const POLICY_KEYS: [&str; 1] = [REJECT_AT];
+pub const POLICY_KEYS: [&str; 2] = [REJECT_AT, shell::SHELL_MAX_FILES];
 const REJECT_AT: &str = "reject_at";
 
 /// The policy's reject level for native writes: `hooks.reject_at`, default `medium` (one live

@@ -69,7 +69,8 @@ pub struct InitArgs {
     /// use the pre-commit framework; with it, use the repository's .pre-commit-hooks.yaml).
     #[arg(long, conflicts_with_all = ["clients", "write_global"])]
     pub pre_commit: bool,
-    /// Only install the agents' native-edit hooks (`resilient-write hook`): Claude Code
+    /// Only install the agents' hooks on their own edits and shell commands, and after our
+    /// MCP tools (`resilient-write hook`): Claude Code
     /// .claude/settings.json, Cursor .cursor/hooks.json, Gemini CLI .gemini/settings.json.
     /// For the agents named with --client; without it, for the agents already set up in the
     /// project (their MCP entry or our hooks are there).

@@ -20,7 +20,10 @@
 //! [`query`] runs the analysis against a [`crate::journal::Journal`], as `analytics` (tool and
 //! command) asks for it.
 
+mod agents;
 pub mod query;
+
+pub use agents::AgentSessionStats;
 
 use crate::journal::paths::JournalPaths;
 use chrono::{DateTime, Utc};
@@ -103,6 +106,10 @@ pub struct Analytics {
     pub hot_paths: Vec<HotPath>,
     /// Chunk sessions by name.
     pub sessions: BTreeMap<String, SessionStats>,
+    /// Agent sessions (an agent's conversation, as its hooks journal it) by id: their native
+    /// edits, shell-command changes and attributed MCP writes.
+    #[serde(default)]
+    pub agent_sessions: BTreeMap<String, AgentSessionStats>,
     pub write_velocity: WriteVelocity,
     pub period: Period,
     /// Lines skipped because they are not journal rows (torn or corrupt).
@@ -119,6 +126,9 @@ pub struct Query {
     /// How row paths map to files: rows of one file written in the relative and the old
     /// absolute form count as one path. `None`: paths are taken as written.
     pub paths: Option<JournalPaths>,
+    /// The agent session of each MCP write its hooks attributed (`journal_id` → session,
+    /// caller), from [`crate::agent_session`].
+    pub attributed: HashMap<String, (String, String)>,
 }
 
 #[derive(Deserialize)]
@@ -137,6 +147,12 @@ struct Row<'a> {
     caller: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     session: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    agent_session: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    journal_id: Option<Cow<'a, str>>,
 }
 
 #[derive(Default)]
@@ -208,6 +224,9 @@ fn scan_flat(line: &[u8]) -> Option<Row<'_>> {
         mode: None,
         caller: None,
         session: None,
+        agent_session: None,
+        tool: None,
+        journal_id: None,
     };
     let ws = |i: &mut usize| {
         while *i < b.len() && matches!(b[*i], b' ' | b'\t' | b'\r') {
@@ -257,6 +276,9 @@ fn scan_flat(line: &[u8]) -> Option<Row<'_>> {
                         "mode" => row.mode = v,
                         "caller" => row.caller = v,
                         "session" => row.session = v,
+                        "agent_session" => row.agent_session = v,
+                        "tool" => row.tool = v,
+                        "journal_id" => row.journal_id = v,
                         _ => {}
                     }
                 }
@@ -312,6 +334,7 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
     let mut paths: HashMap<String, PathStat> = HashMap::new();
     let mut timeline: VecDeque<Vec<u8>> = VecDeque::with_capacity(TIMELINE_LIMIT + 1);
     let mut sessions: HashMap<String, SessionAcc> = HashMap::new();
+    let mut agents = agents::AgentAcc::default();
     let mut minutes: HashMap<String, u64> = HashMap::new();
     let mut first_ts: Option<String> = None;
     let mut last_ts: Option<String> = None;
@@ -360,6 +383,7 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
         total_bytes += bytes;
         bump(&mut by_mode, mode);
         bump(&mut by_caller, caller);
+        agents.add(q, &row, &key, ts);
         let stat = match paths.get_mut(key.as_ref()) {
             Some(s) => s,
             None => paths.entry(key.into_owned()).or_default(),
@@ -487,6 +511,7 @@ pub fn analyse(reader: impl Read, q: &Query) -> io::Result<Analytics> {
                 )
             })
             .collect(),
+        agent_sessions: agents.finish(),
         write_velocity: WriteVelocity {
             writes_per_minute: if span > 0.0 {
                 total_writes as f64 / (span / 60.0)

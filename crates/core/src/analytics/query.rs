@@ -24,10 +24,14 @@ pub fn query(
             ),
         })?),
     };
+    let state_dir = journal.path().parent().unwrap_or(std::path::Path::new("."));
+    let attributed = crate::agent_session::by_journal_id(state_dir)
+        .map_err(|e| Failure::io("read agent sessions", state_dir, e))?;
     let q = Query {
         since,
         session_filter,
         paths: Some(paths),
+        attributed,
     };
     let file = match crate::util::statefile::open_read(journal.path()) {
         Ok(f) => Some(f),

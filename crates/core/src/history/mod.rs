@@ -13,7 +13,8 @@
 //!   write, until `gc` removes it.
 //! - [`restore`] goes through the write pipeline (mode `restore`, journaled, its own
 //!   pre-image kept, so a restore is itself undoable); [`restore_tx`] puts every file of a
-//!   transaction back as one new transaction ([`crate::tx`]).
+//!   transaction back as one new transaction ([`crate::tx`]), and [`restore_session`] every
+//!   file an agent session changed (`session.rs`).
 //! - Retention comes from the policy file's `history:` section ([`Retention`]): `keep_last`
 //!   pre-images per path are always kept; others go when older than `max_age`, then oldest
 //!   first while the store is over `max_bytes`.
@@ -28,11 +29,13 @@ use std::io;
 use std::path::Path;
 
 mod restore;
+mod session;
 
 /// Retention lives with the pipeline, which enforces it as it adds objects
 /// ([`crate::write::pipeline::retention`]); `gc` on request is the same pass.
 pub use crate::write::pipeline::retention::{GcReport, Retention, gc};
 pub use restore::{RestoreTo, Restored, Skipped, restore, restore_tx};
+pub use session::{SessionAction, SessionFile, SessionRestore, restore_session, session_rows};
 
 /// One journaled version of a path.
 #[derive(Debug, Clone, Serialize, Deserialize, schemars::JsonSchema, PartialEq)]

@@ -204,9 +204,8 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
     }
     let objects = svc.pipeline().objects().cloned();
     let paths = svc.workspaces().journal_paths();
-    let undo = tx::begin(svc, Some(format!("restore of {tx_id}")), None)?;
     let mut skipped = Vec::new();
-    let staged = (|| -> Result<()> {
+    let c = in_one_transaction(svc, format!("restore of {tx_id}"), |undo| {
         for row in &rows {
             let (row_path, root) = row_fields(row).unwrap_or_default();
             // Staged by absolute path: a relative row path is relative to its root, not to
@@ -220,8 +219,13 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
                 continue;
             };
             let after = s(row, "sha256");
-            tx::stage(svc, &undo.tx_id, &path, "restore", |cur| {
-                intent::check_expected(&path, Some(&after), cur.existing.as_ref())?;
+            tx::stage(svc, undo, &path, "restore", |cur| {
+                // A removal (`restore --session` takes back a created file) left it absent.
+                if after.is_empty() {
+                    intent::check_absent(&path, cur.existing.as_ref())?;
+                } else {
+                    intent::check_expected(&path, Some(&after), cur.existing.as_ref())?;
+                }
                 let bytes = objects
                     .as_ref()
                     .map(|o| o.get(prev))
@@ -241,18 +245,23 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
             })?;
         }
         Ok(())
-    })();
-    if let Err(e) = staged {
+    })?;
+    Ok((c, skipped))
+}
+
+/// Begin a transaction labelled `label`, let `stage` stage into it (given its id), and
+/// commit it; a failure while staging or committing rolls it back, so nothing of it lands.
+pub(super) fn in_one_transaction(
+    svc: &Store,
+    label: String,
+    stage: impl FnOnce(&str) -> Result<()>,
+) -> Result<tx::Committed> {
+    let undo = tx::begin(svc, Some(label), None)?;
+    let done = stage(&undo.tx_id).and_then(|()| tx::commit(svc, &undo.tx_id));
+    if done.is_err() {
         let _ = tx::rollback(svc, &undo.tx_id);
-        return Err(e);
     }
-    match tx::commit(svc, &undo.tx_id) {
-        Ok(c) => Ok((c, skipped)),
-        Err(e) => {
-            let _ = tx::rollback(svc, &undo.tx_id);
-            Err(e)
-        }
-    }
+    done
 }
 
 #[cfg(test)]

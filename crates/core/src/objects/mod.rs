@@ -38,6 +38,10 @@ pub const OBJECTS_DIR: &str = "objects";
 
 static OBJ_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// [`ObjectStore::put_many`] syncs each object's data up to this many, the filesystem once
+/// beyond.
+pub const SYNC_EACH_UP_TO: usize = 8;
+
 /// A pre-image just linked into the store ([`ObjectStore::link_from`]).
 #[derive(Debug)]
 pub struct Linked {
@@ -526,6 +530,101 @@ impl ObjectStore {
         self.stored(sha256, &fan_dir, new_dirs)
     }
 
+    /// Store many contents at once (`(bytes, sha256)` each, the hashes computed by the
+    /// caller), each as durably as [`ObjectStore::put`] would, for the cost of a few syncs:
+    /// every new object is written to a temp file, then their data is synced (each file's
+    /// `fdatasync` for up to [`SYNC_EACH_UP_TO`] objects, one `syncfs` beyond: measured
+    /// twice as fast for a hundred, though it also waits for other programs' dirty data on
+    /// the filesystem), then each is renamed to its name and every directory that gained
+    /// one is synced once. A name therefore never appears without its whole content behind
+    /// it. Returns, in order, whether each was newly stored (`false`: it was already, or
+    /// repeats an earlier item).
+    pub fn put_many(&self, items: &[(&[u8], &str)]) -> Vec<io::Result<bool>> {
+        let mut out: Vec<io::Result<bool>> = Vec::with_capacity(items.len());
+        let mut pending: Vec<(usize, PathBuf, PathBuf)> = Vec::new();
+        let mut dirs: Vec<PathBuf> = Vec::new();
+        let mut seen = HashSet::new();
+        for (i, (bytes, sha256)) in items.iter().enumerate() {
+            if !seen.insert(*sha256) {
+                out.push(Ok(false));
+                continue;
+            }
+            let prepared = self.prepare(sha256).and_then(|p| {
+                let Some((final_path, fan_dir, new_dirs)) = p else {
+                    return Ok(None);
+                };
+                let tmp = fan_dir.join(format!(
+                    ".{sha256}.tmp-{}-{}",
+                    std::process::id(),
+                    OBJ_COUNTER.fetch_add(1, Ordering::Relaxed)
+                ));
+                let written = OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .mode(0o600)
+                    .open(&tmp)
+                    .and_then(|mut f| f.write_all(bytes));
+                if let Err(e) = written {
+                    let _ = fs::remove_file(&tmp);
+                    return Err(e);
+                }
+                dirs.push(fan_dir);
+                dirs.extend(new_dirs);
+                Ok(Some((tmp, final_path)))
+            });
+            match prepared {
+                Ok(Some((tmp, final_path))) => {
+                    pending.push((i, tmp, final_path));
+                    out.push(Ok(true));
+                }
+                Ok(None) => out.push(Ok(false)),
+                Err(e) => out.push(Err(e)),
+            }
+        }
+        if pending.is_empty() {
+            return out;
+        }
+        let synced = if pending.len() <= SYNC_EACH_UP_TO {
+            pending
+                .iter()
+                .try_for_each(|(_, tmp, _)| File::open(tmp)?.sync_data())
+        } else {
+            File::open(&self.dir).and_then(|d| rustix::fs::syncfs(&d).map_err(io::Error::from))
+        };
+        for (i, tmp, final_path) in &pending {
+            let renamed = synced
+                .as_ref()
+                .map_err(|e| io::Error::new(e.kind(), e.to_string()))
+                .and_then(|()| fs::rename(tmp, final_path));
+            match renamed {
+                Ok(()) => {
+                    if let Some(sha) = final_path.file_name().and_then(|n| n.to_str()) {
+                        self.indexed(sha, true);
+                    }
+                }
+                Err(e) => {
+                    let _ = fs::remove_file(tmp);
+                    out[*i] = Err(e);
+                }
+            }
+        }
+        dirs.sort();
+        dirs.dedup();
+        for d in dirs {
+            if let Err(e) = File::open(&d).and_then(|f| f.sync_all()) {
+                // Not durable: none of the names this batch gave may be relied on.
+                for (i, _, final_path) in &pending {
+                    if out[*i].is_ok() {
+                        let _ = fs::remove_file(final_path);
+                        out[*i] = Err(io::Error::new(e.kind(), e.to_string()));
+                    }
+                }
+                break;
+            }
+        }
+        out
+    }
+
     /// The bytes of object `sha256`, verified; `None` when absent or damaged.
     pub fn get(&self, sha256: &str) -> io::Result<Option<Vec<u8>>> {
         if !crate::hash::is_sha256_hex(sha256) {
@@ -622,6 +721,50 @@ mod tests {
         assert_eq!(s.list().unwrap().len(), 1);
         fs::write(s.path_of(&h), b"tampered").unwrap();
         assert!(s.get(&h).unwrap().is_none());
+    }
+
+    /// A batch is stored whole with few syncs, deduplicated within itself and against the
+    /// store, and leaves no temp file (both the per-file and the `syncfs` path).
+    #[test]
+    fn put_many_stores_a_batch_deduplicated_and_verifiable() {
+        let t = tempfile::tempdir().unwrap();
+        let s = ObjectStore::new(t.path());
+        let old = sha256_hex(b"old");
+        s.put(b"old", &old).unwrap();
+        for n in [2usize, 40] {
+            let contents: Vec<Vec<u8>> = (0..n).map(|i| format!("c{n}-{i}").into_bytes()).collect();
+            let hashes: Vec<String> = contents.iter().map(|c| sha256_hex(c)).collect();
+            let mut items: Vec<(&[u8], &str)> = contents
+                .iter()
+                .zip(&hashes)
+                .map(|(c, h)| (c.as_slice(), h.as_str()))
+                .collect();
+            items.push((b"old", &old));
+            items.push((&contents[0], &hashes[0]));
+            let out: Vec<bool> = s.put_many(&items).into_iter().map(|r| r.unwrap()).collect();
+            assert_eq!(out.iter().filter(|&&b| b).count(), n, "new ones only");
+            assert!(!out[n] && !out[n + 1], "stored already, repeated");
+            for (c, h) in contents.iter().zip(&hashes) {
+                assert_eq!(s.get(h).unwrap().as_deref(), Some(c.as_slice()));
+            }
+        }
+        let temps = walk_files(s.dir())
+            .into_iter()
+            .filter(|p| p.to_string_lossy().contains(".tmp-"))
+            .count();
+        assert_eq!(temps, 0);
+    }
+
+    fn walk_files(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for e in fs::read_dir(dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                out.extend(walk_files(&e.path()));
+            } else {
+                out.push(e.path());
+            }
+        }
+        out
     }
 
     /// `touch` dates an object from now, a read-only one too (a linked object keeps the

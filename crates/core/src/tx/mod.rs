@@ -49,7 +49,7 @@ use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::journal::now_rfc3339;
 use crate::journal::recorded::{RecordedRow, lenient};
-use crate::pipeline::{Body, Caller, Existing, Outcome, Plan, read_existing};
+use crate::pipeline::{Body, Caller, Existing, Outcome, Plan, Step, read_existing};
 use crate::store::Store;
 use crate::workspace::Target;
 use crate::write::idempotency::Answer;
@@ -61,6 +61,9 @@ use std::collections::BTreeMap;
 use std::fs::{self, File};
 use std::io;
 use std::path::{Path, PathBuf};
+
+/// The journal mode (and a staged operation's `mode`) of a file a transaction removes.
+pub const REMOVE_MODE: &str = "delete";
 
 /// Default and longest timeout of an open transaction.
 pub const DEFAULT_TIMEOUT_SECS: u64 = 3600;
@@ -198,6 +201,31 @@ pub fn stage(
     tool: &str,
     compute: impl FnOnce(&Current) -> Result<NewContent>,
 ) -> Result<(StagedOp, usize)> {
+    stage_change(svc, tx_id, path, tool, |cur| compute(cur).map(Some))
+}
+
+/// Stage the removal of `path` in `tx_id` (`restore --session` takes back the files a
+/// session created): `check` sees the current content and refuses what must not be
+/// removed. The commit removes the file, keeping its content as a pre-image; a file already
+/// gone by then is left alone.
+pub fn stage_remove(
+    svc: &Store,
+    tx_id: &str,
+    path: &str,
+    tool: &str,
+    check: impl FnOnce(&Current) -> Result<()>,
+) -> Result<(StagedOp, usize)> {
+    stage_change(svc, tx_id, path, tool, |cur| check(cur).map(|()| None))
+}
+
+/// [`stage`] and [`stage_remove`]: `compute` returns the new content, or `None` to remove.
+fn stage_change(
+    svc: &Store,
+    tx_id: &str,
+    path: &str,
+    tool: &str,
+    compute: impl FnOnce(&Current) -> Result<Option<NewContent>>,
+) -> Result<(StagedOp, usize)> {
     let tx = open(svc, tx_id)?;
     let resolved = svc.workspaces().resolve(path, false);
     let (abs_path, disk) = match resolved {
@@ -216,6 +244,14 @@ pub fn stage(
     };
     let earlier = tx.manifest.ops.iter().position(|o| o.abs_path == abs_path);
     let (current, base) = match earlier {
+        // Removed earlier in this transaction: absent as the transaction sees it.
+        Some(i) if tx.manifest.ops[i].mode == REMOVE_MODE => (
+            Current {
+                existing: None,
+                staged: true,
+            },
+            tx.manifest.ops[i].base_sha256.clone(),
+        ),
         Some(i) => {
             let op = &tx.manifest.ops[i];
             let bytes = read_staged(&tx.dir, op)
@@ -251,30 +287,46 @@ pub fn stage(
         }
     };
     let new = compute(&current)?;
-    let data_path = tx.dir.join(STAGED_DATA);
     // The transaction's log is a record: history yields room for it (`room.rs`).
     let room = svc.pipeline();
-    let offset = room.with_state_room(new.bytes.len() as u64, || {
-        append_whole(&data_path, &new.bytes)
-            .map_err(|e| Failure::io("write staged content", &data_path, e))
-    })?;
-    // A second write to the same path in one transaction supersedes the first (chained on
-    // its content) and keeps the original base, which the commit checks.
-    let op = StagedOp {
-        path: path.to_string(),
-        abs_path,
-        mode: match earlier {
-            // Still a creation, however it was edited since.
-            Some(i) if tx.manifest.ops[i].mode == "create" => "create".into(),
-            _ => new.mode.clone(),
+    let op = match new {
+        Some(new) => {
+            let data_path = tx.dir.join(STAGED_DATA);
+            let offset = room.with_state_room(new.bytes.len() as u64, || {
+                append_whole(&data_path, &new.bytes)
+                    .map_err(|e| Failure::io("write staged content", &data_path, e))
+            })?;
+            // A second write to the same path in one transaction supersedes the first
+            // (chained on its content) and keeps the original base, which the commit checks.
+            StagedOp {
+                path: path.to_string(),
+                abs_path,
+                mode: match earlier {
+                    // Still a creation, however it was edited since.
+                    Some(i) if tx.manifest.ops[i].mode == "create" => "create".into(),
+                    _ => new.mode.clone(),
+                },
+                base_sha256: base,
+                sha256: sha256_hex(&new.bytes),
+                bytes: new.bytes.len() as u64,
+                staged: STAGED_DATA.into(),
+                offset: Some(offset),
+                tool: tool.to_string(),
+                replacements: new.replacements,
+            }
+        }
+        None => StagedOp {
+            path: path.to_string(),
+            abs_path,
+            mode: REMOVE_MODE.into(),
+            base_sha256: base,
+            sha256: String::new(),
+            bytes: 0,
+            staged: String::new(),
+            offset: None,
+            tool: tool.to_string(),
+            replacements: None,
         },
-        base_sha256: base,
-        sha256: sha256_hex(&new.bytes),
-        bytes: new.bytes.len() as u64,
-        staged: STAGED_DATA.into(),
-        offset: Some(offset),
-        tool: tool.to_string(),
-        replacements: new.replacements,
     };
     let mut line =
         serde_json::to_vec(&op).map_err(|e| Failure::Internal(format!("staged operation: {e}")))?;
@@ -513,7 +565,18 @@ pub fn commit(svc: &Store, tx_id: &str) -> Result<Committed> {
     })
 }
 
-fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Plan> {
+/// What the commit does to `op`'s file: write its staged content, or remove it.
+fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Step> {
+    let mut extra = BTreeMap::new();
+    extra.insert("tx_id".into(), json!(tx_id));
+    // The path as the caller staged it, so a retried tx_commit can answer as the first did.
+    extra.insert("tx_path".into(), json!(op.path));
+    if op.mode == REMOVE_MODE {
+        return Ok(Step::Remove {
+            mode_label: REMOVE_MODE.into(),
+            extra,
+        });
+    }
     let bytes = read_staged(dir, op).map_err(|e| Failure::io("read staged content", dir, e))?;
     if sha256_hex(&bytes) != op.sha256 {
         return Err(Failure::Corruption {
@@ -522,21 +585,17 @@ fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Plan> {
             actual: sha256_hex(&bytes),
         });
     }
-    let mut extra = BTreeMap::new();
-    extra.insert("tx_id".into(), json!(tx_id));
-    // The path as the caller staged it, so a retried tx_commit can answer as the first did.
-    extra.insert("tx_path".into(), json!(op.path));
     if let Some(r) = op.replacements {
         extra.insert("replacements".into(), json!(r));
     }
-    Ok(Plan {
+    Ok(Step::Write(Plan {
         body: Body::Bytes(bytes),
         mode_label: op.mode.clone(),
         // A file that did not exist when staged must not be clobbered if it appeared.
         create_only: op.base_sha256.is_none(),
         extra,
         new_file_mode: None,
-    })
+    }))
 }
 
 #[cfg(test)]

@@ -212,7 +212,13 @@ fn roll_forward(
                 .zip(existing)
                 .map(|(op, e)| {
                     let now = e.as_ref().map(|e| &e.sha256);
-                    if now == Some(&op.sha256) {
+                    // Done: the new content is there, or the file to remove is gone.
+                    let done = if op.mode == super::REMOVE_MODE {
+                        now.is_none()
+                    } else {
+                        now == Some(&op.sha256)
+                    };
+                    if done {
                         Ok(None)
                     } else if now == op.base_sha256.as_ref() {
                         plan_for(dir, tx_id, op).map(Some)
@@ -306,6 +312,35 @@ mod tests {
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b new");
         assert!(!dir.exists(), "the WAL is retired");
         assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_committed_removal_is_rolled_forward_and_journaled_once() {
+        let (t, svc) = service();
+        fs::write(t.path().join("gone.txt"), b"created by a session").unwrap();
+        fs::write(t.path().join("b.txt"), b"b old").unwrap();
+        let m = begin(&svc, None, None).unwrap();
+        crate::tx::stage_remove(&svc, &m.tx_id, "gone.txt", "restore", |cur| {
+            assert!(cur.existing.is_some());
+            Ok(())
+        })
+        .unwrap();
+        stage_bytes(&svc, &m.tx_id, "b.txt", b"b new");
+        commit_point_only(&svc, &m.tx_id);
+        assert!(t.path().join("gone.txt").exists(), "nothing applied yet");
+        let report = recover(&svc);
+        assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
+        assert!(report.problems.is_empty(), "{:?}", report.problems);
+        assert!(!t.path().join("gone.txt").exists());
+        assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b new");
+        let rows = committed_rows(&svc, &m.tx_id).unwrap();
+        assert_eq!(rows.len(), 2);
+        let removal = rows.iter().find(|r| r["path"] == "gone.txt").unwrap();
+        assert_eq!(removal["mode"], "delete");
+        assert_eq!(removal["sha256"], "");
+        let kept = crate::hash::sha256_hex(b"created by a session");
+        assert_eq!(removal["prev_sha256"], kept.as_str());
+        assert!(svc.pipeline().objects().unwrap().contains(&kept));
     }
 
     #[test]

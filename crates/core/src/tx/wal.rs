@@ -27,7 +27,8 @@ pub struct StagedOp {
     /// The path as the agent gave it.
     pub path: String,
     pub abs_path: String,
-    /// Journal mode: create, overwrite, append, replace or restore.
+    /// Journal mode: create, overwrite, append, replace, restore, or delete (a removal:
+    /// `sha256` empty, nothing staged).
     pub mode: String,
     /// Hash of the target when first staged in this transaction (`None`: did not exist).
     pub base_sha256: Option<String>,

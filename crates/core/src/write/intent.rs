@@ -140,6 +140,18 @@ pub fn check_expected(
     Ok(())
 }
 
+/// The file must not exist (`TargetExists` when it does): a restore that puts back a file a
+/// deletion took, or takes back a file a session created and someone wrote again.
+pub fn check_absent(shown: &str, existing: Option<&Existing>) -> Result<()> {
+    match existing {
+        None => Ok(()),
+        Some(e) => Err(Failure::TargetExists {
+            path: shown.into(),
+            existing_sha256: e.sha256.clone(),
+        }),
+    }
+}
+
 /// The file an edit applies to: `TargetMissing` when there is none, then the expected hash.
 pub fn existing_for_edit<'e>(
     shown: &str,

@@ -358,7 +358,7 @@ mod tests {
     use super::*;
     use crate::envelope::Failure;
     use crate::hash::sha256_hex;
-    use crate::pipeline::{Body, Caller, Decision, Outcome, Pipeline, Plan};
+    use crate::pipeline::{Body, Caller, Decision, Outcome, Pipeline, Plan, Step};
     use crate::workspace::Workspaces;
     use std::collections::BTreeMap;
     use std::os::unix::fs::MetadataExt;
@@ -664,7 +664,12 @@ mod tests {
             .commit_many(
                 &[&a, &b],
                 &who(),
-                |_| Ok(vec![Some(plan(b"new a")), Some(plan(b"new b"))]),
+                |_| {
+                    Ok(vec![
+                        Some(Step::Write(plan(b"new a"))),
+                        Some(Step::Write(plan(b"new b"))),
+                    ])
+                },
                 |_| Err(Failure::Internal("commit record not written".into())),
                 true,
             )

@@ -1,5 +1,8 @@
 //! [`Pipeline::commit_many`]: the protocol for several targets at once, all or nothing, for
-//! transactions (`tx`).
+//! transactions (`tx`). A target is written ([`Step::Write`]) or removed ([`Step::Remove`]:
+//! `restore --session` takes back the files an agent session created); a removal keeps the
+//! file's content as a pre-image and is journaled like a write (`sha256` empty, `bytes` 0),
+//! so it is undoable like one.
 
 use super::PRUNED_FIELD;
 use super::keep::Kept;
@@ -16,8 +19,46 @@ use crate::objects::Dropped;
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
 use rustix::fd::AsFd;
-use rustix::fs::FlockOperation;
+use rustix::fs::{AtFlags, FlockOperation};
 use serde_json::Value;
+use std::collections::BTreeMap;
+
+/// What [`Pipeline::commit_many`] does to one target.
+pub enum Step {
+    /// Write the plan's content.
+    Write(Plan),
+    /// Remove the file. Its content is kept in the object store as the pre-image, and its
+    /// journal row (`sha256` empty, `bytes` 0, `prev_sha256` the removed content) carries
+    /// `mode_label` and `extra`. A target already absent is left alone (no row).
+    Remove {
+        mode_label: String,
+        extra: BTreeMap<String, Value>,
+    },
+}
+
+/// A target past step 3: its temp file staged, or its removal decided.
+enum Applied<'a> {
+    Written(Staged<'a>),
+    Removed,
+}
+
+/// One target that changes, from step 3 on.
+struct Entry<'a> {
+    index: usize,
+    applied: Applied<'a>,
+    mode_label: String,
+    extra: BTreeMap<String, Value>,
+    create_only: bool,
+}
+
+impl Entry<'_> {
+    fn digest(&self) -> (&str, u64) {
+        match &self.applied {
+            Applied::Written(s) => (s.sha256.as_str(), s.bytes),
+            Applied::Removed => ("", 0),
+        }
+    }
+}
 
 /// What [`Pipeline::commit_many`] staged for one target, shown to its commit-point callback.
 #[derive(Debug, Clone)]
@@ -36,15 +77,16 @@ impl Pipeline {
     ///    commits never deadlock (single-file commits lock one directory, so they cannot
     ///    take part in a cycle).
     /// 2. Read every target and let `decide` check all preconditions at once: it returns one
-    ///    entry per target (`None`: leave it untouched) or fails the whole commit.
+    ///    [`Step`] per target (`None`: leave it untouched) or fails the whole commit.
     /// 3. Stage every temp file (all written, then all fsynced back to back, then all read
-    ///    back) and keep every pre-image.
+    ///    back) and keep every pre-image (also of the files to remove).
     /// 4. `commit_point` runs with everything staged: the caller makes its commit record
     ///    durable there. Before it returns, nothing is applied; after, the caller's recovery
     ///    must roll forward.
     /// 5. Journal one row per written target with one durable append (skipped when
     ///    `journal_rows` is false: recovery of a transaction whose rows already landed).
-    /// 6. Rename every temp file into place, then fsync each touched directory once.
+    /// 6. Rename every temp file into place (unlink each file to remove), then fsync each
+    ///    touched directory once.
     ///
     /// A failure after the commit point returns the error with the commit record in place:
     /// the caller's recovery finishes the renames.
@@ -52,7 +94,7 @@ impl Pipeline {
         &self,
         targets: &[&Target],
         who: &Caller,
-        decide: impl FnOnce(&[Option<Existing>]) -> Result<Vec<Option<Plan>>>,
+        decide: impl FnOnce(&[Option<Existing>]) -> Result<Vec<Option<Step>>>,
         commit_point: impl FnOnce(&[StagedFile]) -> Result<()>,
         journal_rows: bool,
     ) -> Result<Vec<Option<Outcome>>> {
@@ -98,9 +140,25 @@ impl Pipeline {
             }
         };
         let mut written: Vec<(usize, Written, Plan)> = Vec::new();
+        let mut removals: Vec<Entry> = Vec::new();
         let mut pruned = Dropped::default();
-        for (i, plan) in plans.into_iter().enumerate() {
-            let Some(mut plan) = plan else { continue };
+        for (i, step) in plans.into_iter().enumerate() {
+            let mut plan = match step {
+                None => continue,
+                // Nothing there: nothing to remove, and no row.
+                Some(Step::Remove { .. }) if existing[i].is_none() => continue,
+                Some(Step::Remove { mode_label, extra }) => {
+                    removals.push(Entry {
+                        index: i,
+                        applied: Applied::Removed,
+                        mode_label,
+                        extra,
+                        create_only: false,
+                    });
+                    continue;
+                }
+                Some(Step::Write(plan)) => plan,
+            };
             let t = targets[i];
             check_writable(t, existing[i].as_ref())?;
             let body = std::mem::replace(&mut plan.body, Body::Bytes(Vec::new()));
@@ -117,14 +175,21 @@ impl Pipeline {
         for (_, w, _) in &written {
             w.sync()?;
         }
-        let mut staged: Vec<(usize, Staged, Plan)> = Vec::with_capacity(written.len());
+        let mut entries: Vec<Entry> = Vec::with_capacity(written.len() + removals.len());
         for (i, mut w, plan) in written {
             let actual = w.read_back()?;
-            staged.push((i, w.verify(actual)?, plan));
+            entries.push(Entry {
+                index: i,
+                applied: Applied::Written(w.verify(actual)?),
+                mode_label: plan.mode_label,
+                extra: plan.extra,
+                create_only: plan.create_only,
+            });
         }
-        let mut kept: Vec<Kept> = staged
+        entries.extend(removals);
+        let mut kept: Vec<Kept> = entries
             .iter()
-            .map(|(i, _, _)| self.preserve(targets[*i], existing[*i].as_ref()))
+            .map(|e| self.preserve(targets[e.index], existing[e.index].as_ref()))
             .collect();
         for k in &mut kept {
             self.sync_kept(k);
@@ -135,9 +200,9 @@ impl Pipeline {
                 self.settle(k, applied);
             }
         };
-        for ((_, _, plan), k) in staged.iter_mut().zip(&kept) {
+        for (e, k) in entries.iter_mut().zip(&kept) {
             if let Some(reason) = &k.not_kept {
-                plan.extra
+                e.extra
                     .insert(NOT_KEPT_FIELD.into(), Value::from(reason.clone()));
             }
         }
@@ -148,13 +213,16 @@ impl Pipeline {
         }
 
         // 4. The commit point.
-        let shown: Vec<StagedFile> = staged
+        let shown: Vec<StagedFile> = entries
             .iter()
-            .map(|(i, s, _)| StagedFile {
-                index: *i,
-                sha256: s.sha256.clone(),
-                bytes: s.bytes,
-                prev_sha256: existing[*i].as_ref().map(|e| e.sha256.clone()),
+            .map(|e| {
+                let (sha256, bytes) = e.digest();
+                StagedFile {
+                    index: e.index,
+                    sha256: sha256.to_string(),
+                    bytes,
+                    prev_sha256: existing[e.index].as_ref().map(|x| x.sha256.clone()),
+                }
             })
             .collect();
         if let Err(e) = commit_point(&shown) {
@@ -167,26 +235,26 @@ impl Pipeline {
 
         // 5. One durable append for every row; once more after history made room if the
         // state's filesystem is full.
-        let rows = |pruned: &Dropped, staged: &[(usize, Staged, Plan)]| -> Vec<JournalRow> {
-            staged
+        let rows = |pruned: &Dropped, entries: &[Entry]| -> Vec<JournalRow> {
+            entries
                 .iter()
-                .map(|(i, s, plan)| {
-                    let mut extra = plan.extra.clone();
+                .map(|e| {
+                    let mut extra = e.extra.clone();
                     if let Some(p) = pruned_field(pruned) {
                         extra.insert(PRUNED_FIELD.into(), p);
                     }
                     journal_row(
-                        targets[*i],
+                        targets[e.index],
                         who,
-                        s,
-                        existing[*i].as_ref(),
-                        &plan.mode_label,
+                        e.digest(),
+                        existing[e.index].as_ref(),
+                        &e.mode_label,
                         extra,
                     )
                 })
                 .collect()
         };
-        let mut rows = rows(&pruned, &staged);
+        let mut rows = rows(&pruned, &entries);
         let appended = if journal_rows && !rows.is_empty() {
             let append = |rows: &[JournalRow]| {
                 self.journal
@@ -215,40 +283,50 @@ impl Pipeline {
             std::process::abort();
         }
 
-        // 6. Renames, then one fsync per touched directory.
+        // 6. Renames (and removals), then one fsync per touched directory.
         let mut outcomes: Vec<Option<Outcome>> = (0..targets.len()).map(|_| None).collect();
         let mut renamed_dirs: Vec<usize> = Vec::new();
-        for (n, ((i, s, plan), row)) in staged.iter_mut().zip(&rows).enumerate() {
-            let t = targets[*i];
+        for (n, (e, row)) in entries.iter_mut().zip(&rows).enumerate() {
+            let t = targets[e.index];
             if n == 1 && fault("tx_crash_mid_renames") {
                 std::process::abort();
             }
-            if let Err(e) = rename_into_place(t, &s.guard.name, plan.create_only) {
+            let applied = match &e.applied {
+                Applied::Written(s) => rename_into_place(t, &s.guard.name, e.create_only),
+                Applied::Removed => remove_in_place(t),
+            };
+            if let Err(err) = applied {
                 if let Some(a) = appended {
                     a.commit();
                 }
                 settle_all(n, false);
-                return Err(rename_failure(t, e));
+                return Err(rename_failure(t, err));
             }
-            s.guard.armed = false;
+            let mut warnings = match &mut e.applied {
+                Applied::Written(s) => {
+                    s.guard.armed = false;
+                    std::mem::take(&mut s.warnings)
+                }
+                Applied::Removed => Vec::new(),
+            };
             self.settle(&kept[n], true);
-            renamed_dirs.push(*i);
+            renamed_dirs.push(e.index);
             tick(steps / 2 + n as u64 + 1);
-            let mut warnings = std::mem::take(&mut s.warnings);
             if n == 0 {
                 warnings.extend(pruned_warning(&pruned));
             }
-            let detached_hardlinks =
-                hardlink_warning(self.objects.as_ref(), existing[*i].as_ref(), &mut warnings);
+            let prev = existing[e.index].as_ref();
+            let detached_hardlinks = hardlink_warning(self.objects.as_ref(), prev, &mut warnings);
             warnings.extend(kept[n].warning());
-            outcomes[*i] = Some(Outcome {
+            let (sha256, bytes) = e.digest();
+            outcomes[e.index] = Some(Outcome {
                 abs_path: t.abs_path.clone(),
-                sha256: s.sha256.clone(),
-                bytes: s.bytes,
-                prev_sha256: existing[*i].as_ref().map(|e| e.sha256.clone()),
+                sha256: sha256.to_string(),
+                bytes,
+                prev_sha256: prev.map(|x| x.sha256.clone()),
                 journal_id: row.journal_id.clone(),
                 wrote_at: row.ts.clone(),
-                mode_label: plan.mode_label.clone(),
+                mode_label: e.mode_label.clone(),
                 detached_hardlinks,
                 warnings,
             });
@@ -277,6 +355,16 @@ impl Pipeline {
         drop(locks);
         self.enforce_retention(kept.iter().map(|k| k.added).sum());
         Ok(outcomes)
+    }
+}
+
+/// Step 6 for a removal: unlink the target (already gone counts as removed: only a program
+/// that ignores the directory lock could have taken it meanwhile).
+fn remove_in_place(target: &Target) -> std::io::Result<()> {
+    match rustix::fs::unlinkat(&target.dir, &target.name, AtFlags::empty()) {
+        Ok(()) => Ok(()),
+        Err(e) if e == rustix::io::Errno::NOENT => Ok(()),
+        Err(e) => Err(errno_io(e)),
     }
 }
 

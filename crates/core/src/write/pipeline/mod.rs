@@ -94,7 +94,7 @@ pub use crate::util::fault::install_faults;
 pub use crate::util::sys::{fsync_dir, process_alive};
 pub use keep::AutoRetention;
 use keep::Kept;
-pub use many::StagedFile;
+pub use many::{StagedFile, Step};
 use readback::PendingSync;
 pub use retention::NOT_KEPT_FIELD;
 pub use room::{FreeSpace, PRUNED_FIELD, Space, Statvfs};
@@ -390,10 +390,12 @@ fn hardlink_warning(
     detached
 }
 
+/// The journal row of a write of `target` whose new content has `digest` (sha256, bytes;
+/// empty and 0 for a removal).
 fn journal_row(
     target: &Target,
     who: &Caller,
-    staged: &Staged,
+    (sha256, bytes): (&str, u64),
     prev: Option<&Existing>,
     plan_mode: &str,
     mut extra: BTreeMap<String, Value>,
@@ -405,9 +407,9 @@ fn journal_row(
         journal_id: new_journal_id(),
         ts: now_rfc3339(),
         path: target.row_path.path.clone(),
-        sha256: staged.sha256.clone(),
+        sha256: sha256.to_string(),
         prev_sha256: prev.map(|e| e.sha256.clone()),
-        bytes: staged.bytes,
+        bytes,
         mode: plan_mode.to_string(),
         caller: who.caller.clone(),
         tool: who.tool.clone(),
@@ -724,7 +726,8 @@ impl Pipeline {
         if let Some(p) = pruned_field(pruned) {
             extra.insert(PRUNED_FIELD.into(), p);
         }
-        let row = journal_row(target, who, staged, existing, mode_label, extra);
+        let digest = (staged.sha256.as_str(), staged.bytes);
+        let row = journal_row(target, who, digest, existing, mode_label, extra);
         let ids = (row.journal_id.clone(), row.ts.clone());
         let rename = renamer(target, &staged.guard.name, create_only)
             .map_err(|e| Attempt::Failed(Failure::io("rename into place", shown, e)))?;

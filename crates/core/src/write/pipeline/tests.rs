@@ -308,14 +308,14 @@ fn a_stream_of_several_writeback_steps_lands_whole() {
 // commit_many (many.rs): all-or-nothing before the commit point; after it, what was renamed
 // stays and the rows are kept, for recovery to roll forward.
 
-fn plan(bytes: &[u8], create_only: bool) -> Plan {
-    Plan {
+fn plan(bytes: &[u8], create_only: bool) -> Step {
+    Step::Write(Plan {
         body: Body::Bytes(bytes.to_vec()),
         mode_label: if create_only { "create" } else { "overwrite" }.into(),
         create_only,
         extra: BTreeMap::new(),
         new_file_mode: None,
-    }
+    })
 }
 
 fn temp_files(root: &Path) -> Vec<String> {

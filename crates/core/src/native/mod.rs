@@ -1,8 +1,12 @@
 //! Native edits (beyond the paper): writes an agent makes with its own Write and Edit tools,
 //! which never pass through this server. The agents' hooks (`resilient-write hook`) call this
 //! module before such a write (compute the resulting content to screen it, keep the current
-//! content as a pre-image) and after it (journal the new content), so `history`, `restore`,
-//! `journal_tail` and `analytics` cover native edits too.
+//! content as a pre-image) and after it (journal the new content, and keep it too, so this
+//! version stays restorable whoever changes the file next), so `history`, `restore`,
+//! `journal_tail` and `analytics` cover native edits too. The agents' shell commands are
+//! journaled file by file (`shell.rs`, with the snapshots of `gitsnap.rs` and `plainsnap.rs`),
+//! and the journal rows of their MCP tool calls attributed to their session
+//! ([`NativeWorkspace::attribute`], [`crate::agent_session`]).
 //!
 //! Guarantees:
 //! - Files are named through [`Workspaces::resolve`], like every tool path: a path outside the
@@ -33,6 +37,14 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+
+mod gitsnap;
+mod plainsnap;
+mod shell;
+#[cfg(test)]
+mod shell_tests;
+
+pub use shell::{COMMAND_CHARS, DEFAULT_MAX_FILES, Found, SHELL_CAP_FIELD, ShellCall, ShellReport};
 
 /// Directory of the before/after records inside the state directory.
 pub use crate::layout::HOOKS_DIR;
@@ -108,6 +120,8 @@ pub struct NativeWorkspace {
     policy: ActivePolicy,
     /// Why the state directory must not be used (`state::planted`).
     planted: Vec<String>,
+    /// The write cap: a larger new version is journaled without its content.
+    max_bytes: u64,
 }
 
 impl NativeWorkspace {
@@ -144,7 +158,35 @@ impl NativeWorkspace {
             state_dir,
             policy,
             planted,
+            max_bytes: crate::layout::DEFAULT_MAX_WRITE_BYTES,
         }
+    }
+
+    /// With the write cap `max_bytes` (`RW_MAX_WRITE_BYTES`).
+    pub fn with_max_bytes(mut self, max_bytes: u64) -> NativeWorkspace {
+        self.max_bytes = max_bytes;
+        self
+    }
+
+    /// Record that agent `agent`'s session `session` wrote the journal rows `journal_ids`
+    /// through our MCP tool `tool` (the agent's after-hook on our tools).
+    pub fn attribute(
+        &self,
+        agent: &str,
+        session: &str,
+        tool: &str,
+        journal_ids: Vec<String>,
+    ) -> io::Result<()> {
+        self.usable()?;
+        let a = crate::agent_session::Attribution {
+            ts: now_rfc3339(),
+            agent_session: session.into(),
+            caller: agent.into(),
+            tool: tool.into(),
+            journal_ids,
+        };
+        let need = serde_json::to_vec(&a).map_or(4096, |v| v.len() as u64);
+        self.with_room(need, || crate::agent_session::append(&self.state_dir, &a))
     }
 
     pub fn policy(&self) -> &ActivePolicy {
@@ -308,6 +350,15 @@ impl NativeWorkspace {
         }
         // The pre-image is durable in the store before the row naming it is appended.
         self.settle_staged(target, prev.as_deref(), &mut staged);
+        // So is the new content: this version stays restorable after the next change,
+        // whoever makes it (a shell command outside git, the user's editor). A cache like
+        // any pre-image: one that cannot be kept is a warning, never a lost row.
+        if now.bytes.len() as u64 <= self.max_bytes
+            && !self.objects.contains(&now.sha256)
+            && let Err(e) = self.objects.put(&now.bytes, &now.sha256)
+        {
+            tracing::warn!("new content of {} not kept: {e}", target.display);
+        }
         let pre_image = match &prev {
             Some(h) => self.objects.contains(h),
             // Known absent before: a created file has nothing to keep.
@@ -611,7 +662,15 @@ mod tests {
         let row = w.record(&target, &call(None)).unwrap().unwrap();
         assert_eq!(row.extra["pre_image"], Value::Bool(false));
         assert!(!w.objects.contains(&sha256_hex(b"old")));
-        assert!(w.objects.list().unwrap().is_empty());
+        // Only the new content, kept so that this version stays restorable.
+        let stored: Vec<String> = w
+            .objects
+            .list()
+            .unwrap()
+            .into_iter()
+            .map(|o| o.sha256)
+            .collect();
+        assert_eq!(stored, [sha256_hex(b"new")]);
         assert!(staged_files(&t).is_empty());
     }
 
@@ -635,7 +694,10 @@ mod tests {
         let row = w.record(&target, &call(Some("t2"))).unwrap().unwrap();
         assert_eq!(row.prev_sha256.as_deref(), Some(sha256_hex(b"v1").as_str()));
         assert_eq!(row.extra["pre_image"], Value::Bool(true));
-        // An after-hook of another call than the staged one removes the staged content.
+        // An after-hook of another call than the staged one removes the staged content. (The
+        // user changes the file first: v2 itself is stored, kept by the t2 row.)
+        assert!(w.objects.contains(&sha256_hex(b"v2")));
+        std::fs::write(&file, "v2 edited by the user").unwrap();
         w.keep_pre_image(
             &target,
             w.current(&target).unwrap().as_ref(),
@@ -646,11 +708,13 @@ mod tests {
         std::fs::write(&file, "v3").unwrap();
         w.record(&target, &call(Some("other"))).unwrap();
         assert!(staged_files(&t).is_empty());
-        assert!(!w.objects.contains(&sha256_hex(b"v2")));
+        assert!(!w.objects.contains(&sha256_hex(b"v2 edited by the user")));
     }
 
+    /// Without a before-hook (Cursor) the first row says no pre-image; every version a row
+    /// journals is kept, so the next change, whoever makes it, can be undone.
     #[test]
-    fn without_a_before_hook_the_row_says_no_pre_image() {
+    fn without_a_before_hook_only_the_first_edit_has_no_pre_image() {
         let (t, w) = ws();
         let file = t.path().join("g.txt");
         std::fs::write(&file, "v1").unwrap();
@@ -660,9 +724,10 @@ mod tests {
         assert_eq!(row.extra["pre_image"], Value::Bool(false));
         std::fs::write(&file, "v2").unwrap();
         let row = w.record(&target, &call(None)).unwrap().unwrap();
-        // The newest journaled version is the previous one; its content is gone.
+        // The newest journaled version is the previous one, kept by the first row.
         assert_eq!(row.prev_sha256.as_deref(), Some(sha256_hex(b"v1").as_str()));
-        assert_eq!(row.extra["pre_image"], Value::Bool(false));
+        assert_eq!(row.extra["pre_image"], Value::Bool(true));
+        assert_eq!(w.objects.get(&sha256_hex(b"v1")).unwrap().unwrap(), b"v1");
     }
 
     #[test]

@@ -1,0 +1,794 @@
+//! A shell command's snapshot in a git work tree, made by git itself: git's index is the
+//! existing engine for "which files changed, and what did each hold", with a stat cache
+//! that makes the question cheap on a large tree.
+//!
+//! The user's repository is never written to. Snapshots go through an index and an object
+//! directory of our own (`.resilient_write/hooks/shell/git/`): `GIT_INDEX_FILE` names our
+//! index (seeded once from a copy of the user's, so the stat cache starts warm), and
+//! `GIT_OBJECT_DIRECTORY` our objects, with the repository's as an alternate, so the blobs
+//! `git add` writes land with us while every blob the repository has is found there. The
+//! user's index, stash, refs and object database stay byte for byte as they were.
+//!
+//! - A snapshot is one `git add -A` (untracked, non-ignored files included; ignored ones out
+//!   of scope; symlinks and submodules left out), which hashes only the files whose stat
+//!   data changed since our index last saw them; the snapshot is then a copy of our index.
+//!   One git process per hook: the changes between two snapshots are found by reading the
+//!   two index files here ([`parse_index`], [`diff`]), not by `write-tree` and `diff-tree`
+//!   (two more processes, measured at a third of a hook's time on a small repository).
+//! - The previous content of a changed file comes from `git cat-file --batch` (git's stored form;
+//!   `--filters` for a file whose attributes make the checked-out form differ: `eol=crlf`,
+//!   `core.autocrlf=true`, a `filter`, `ident`, `working-tree-encoding`). The caller copies
+//!   what it keeps into our object store, so `history`, `restore` and `gc` never depend on
+//!   git's objects, and a `git gc` in the repository cannot take a kept version away.
+//! - Our object directory only grows with the content of changed files; past
+//!   [`REBUILD_AFTER`] bytes it is dropped with our index, and the next snapshot starts again
+//!   from a copy of the user's index.
+//! - One snapshot at a time per workspace: an exclusive `flock` on `git/lock` around every
+//!   use of our index (git's own `index.lock` would fail a concurrent one instead).
+
+use serde::{Deserialize, Serialize};
+use std::ffi::OsString;
+use std::io::{self, BufRead, BufReader, Read, Write};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// Bytes of changed content hashed into our object directory before it is dropped.
+pub const REBUILD_AFTER: u64 = 512 << 20;
+
+/// File modes git records that are not regular files: symlinks and submodules.
+const SYMLINK: u32 = 0o120000;
+const GITLINK: u32 = 0o160000;
+
+/// Where the repository holding a workspace keeps what we read (cached in `git/repo.json`).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Repo {
+    /// The work tree's top level.
+    pub top: PathBuf,
+    /// The repository's object directory (the alternate of ours).
+    objects: PathBuf,
+    /// The user's index (the seed of ours).
+    index: PathBuf,
+    /// `core.autocrlf` is true: checked-out text differs from the stored form.
+    #[serde(default)]
+    autocrlf: bool,
+    /// Bytes of an object id (20 for SHA-1, 32 for SHA-256 repositories).
+    #[serde(default = "sha1_len")]
+    oid_len: usize,
+}
+
+fn sha1_len() -> usize {
+    20
+}
+
+/// One file that differs between two snapshots (a path relative to the top level).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub path: PathBuf,
+    /// The blob before (`None`: created).
+    pub old: Option<String>,
+    /// Whether it exists after (`false`: deleted).
+    pub exists_after: bool,
+}
+
+/// The previous content of a changed file, as git has it.
+pub enum Blob {
+    Bytes(Vec<u8>),
+    /// Over the size cap: only its digest and size.
+    TooBig {
+        sha256: String,
+        size: u64,
+    },
+    Missing,
+}
+
+/// Snapshots of one workspace's repository through our own index and objects.
+pub struct GitSnap {
+    repo: Repo,
+    /// `.resilient_write/hooks/shell/git`.
+    dir: PathBuf,
+    /// `add -A`'s pathspecs: the workspace, less the state directory.
+    specs: Vec<OsString>,
+}
+
+fn failed(what: &str, out: &std::process::Output) -> String {
+    let err = String::from_utf8_lossy(&out.stderr);
+    let line = err.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    format!("git {what} failed: {}", line.trim())
+}
+
+/// A `git` command run in `dir` with nothing of the caller's git environment.
+fn bare_git(dir: &Path) -> Command {
+    let mut c = Command::new("git");
+    c.current_dir(dir).stdin(Stdio::null());
+    for v in [
+        "GIT_DIR",
+        "GIT_WORK_TREE",
+        "GIT_INDEX_FILE",
+        "GIT_OBJECT_DIRECTORY",
+        "GIT_ALTERNATE_OBJECT_DIRECTORIES",
+        "GIT_COMMON_DIR",
+        "GIT_NAMESPACE",
+        "GIT_QUARANTINE_PATH",
+        "GIT_LITERAL_PATHSPECS",
+        "GIT_GLOB_PATHSPECS",
+        "GIT_NOGLOB_PATHSPECS",
+        "GIT_ICASE_PATHSPECS",
+        "GIT_EXTERNAL_DIFF",
+    ] {
+        c.env_remove(v);
+    }
+    c.env("LC_ALL", "C").env("GIT_TERMINAL_PROMPT", "0");
+    c
+}
+
+/// Whether `root` lies in a git work tree: a `.git` entry in it or an ancestor (what git's
+/// own discovery looks for), found without starting a process.
+fn looks_like_git(root: &Path) -> bool {
+    root.ancestors().any(|d| d.join(".git").exists())
+}
+
+impl Repo {
+    /// The repository holding `root`, asked of git (`None`: not a work tree, or no git).
+    fn discover(root: &Path) -> Option<Repo> {
+        let out = bare_git(root)
+            .args([
+                "rev-parse",
+                "--path-format=absolute",
+                "--show-toplevel",
+                "--git-path",
+                "objects",
+                "--git-path",
+                "index",
+                "--show-object-format",
+            ])
+            .stderr(Stdio::null())
+            .output()
+            .ok()?;
+        if !out.status.success() {
+            return None;
+        }
+        let text = String::from_utf8(out.stdout).ok()?;
+        let mut lines = text.lines();
+        let (top, objects, index) = (lines.next()?, lines.next()?, lines.next()?);
+        let oid_len = match lines.next()? {
+            "sha1" => 20,
+            "sha256" => 32,
+            _ => return None,
+        };
+        let autocrlf = bare_git(root)
+            .args(["config", "--type=bool", "--get", "core.autocrlf"])
+            .stderr(Stdio::null())
+            .output()
+            .is_ok_and(|o| o.stdout.starts_with(b"true"));
+        Some(Repo {
+            top: PathBuf::from(top),
+            objects: PathBuf::from(objects),
+            index: PathBuf::from(index),
+            autocrlf,
+            oid_len,
+        })
+    }
+}
+
+impl GitSnap {
+    /// The snapshotter of the workspace at `root` whose state directory is `state_dir`, or
+    /// `None` when `root` is not in a git work tree (or git cannot be run). The
+    /// repository's location is cached beside our index.
+    pub fn open(root: &Path, state_dir: &Path) -> Option<GitSnap> {
+        if !looks_like_git(root) {
+            return None;
+        }
+        // Opened component by component without following a symlink: a repository that
+        // plants one in its `.resilient_write/` cannot send our index elsewhere.
+        let dir =
+            crate::state::open_subdir(state_dir, &[super::HOOKS_DIR, "shell", "git"], 0o700, true)
+                .ok()??
+                .path;
+        let cache = dir.join("repo.json");
+        let cached = crate::util::statefile::read(&cache)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<Repo>(&b).ok())
+            .filter(|r| r.objects.is_dir() && root.starts_with(&r.top));
+        let repo = match cached {
+            Some(r) => r,
+            None => {
+                let r = Repo::discover(root)?;
+                if let Ok(body) = serde_json::to_vec(&r) {
+                    let _ = std::fs::write(&cache, body);
+                }
+                r
+            }
+        };
+        let literal = |p: &Path| {
+            let mut s = OsString::from(":(literal)");
+            s.push(p.as_os_str());
+            s
+        };
+        let mut specs = match root.strip_prefix(&repo.top) {
+            Ok(rel) if !rel.as_os_str().is_empty() => vec![literal(rel)],
+            _ => vec![OsString::from(".")],
+        };
+        if let Ok(rel) = state_dir.strip_prefix(&repo.top) {
+            let mut s = OsString::from(":(exclude,literal)");
+            s.push(rel.as_os_str());
+            specs.push(s);
+        }
+        Some(GitSnap { repo, dir, specs })
+    }
+
+    pub fn top(&self) -> &Path {
+        &self.repo.top
+    }
+
+    fn index(&self) -> PathBuf {
+        self.dir.join("index")
+    }
+
+    fn objects(&self) -> PathBuf {
+        self.dir.join("objects")
+    }
+
+    /// `git` on our index and objects.
+    fn git(&self) -> Command {
+        let mut c = bare_git(&self.repo.top);
+        c.env("GIT_INDEX_FILE", self.index())
+            .env("GIT_OBJECT_DIRECTORY", self.objects())
+            .env("GIT_ALTERNATE_OBJECT_DIRECTORIES", &self.repo.objects)
+            .args([
+                "-c",
+                "advice.addIgnoredFile=false",
+                "-c",
+                "core.fsmonitor=false",
+                "-c",
+                "core.untrackedCache=true",
+                "-c",
+                "core.splitIndex=false",
+                "-c",
+                "gc.auto=0",
+            ]);
+        c
+    }
+
+    /// Hold our index for one snapshot (released when dropped).
+    pub fn lock(&self) -> io::Result<std::fs::File> {
+        std::fs::create_dir_all(self.objects())?;
+        let f = crate::util::statefile::open_with(
+            &self.dir.join("lock"),
+            rustix::fs::OFlags::RDWR | rustix::fs::OFlags::CREATE,
+            0o600,
+        )?;
+        rustix::fs::flock(&f, rustix::fs::FlockOperation::LockExclusive)?;
+        // We hold the only right to our index: a lock file left by a killed git is stale.
+        let _ = std::fs::remove_file(self.dir.join("index.lock"));
+        Ok(f)
+    }
+
+    /// Drop our index and objects when the objects have grown past [`REBUILD_AFTER`] (call
+    /// with the lock held, before a snapshot).
+    pub fn maybe_rebuild(&self) {
+        let grown = std::fs::read_to_string(self.dir.join("grown"))
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        if grown > REBUILD_AFTER {
+            let _ = std::fs::remove_file(self.index());
+            let _ = std::fs::remove_dir_all(self.objects());
+            let _ = std::fs::remove_file(self.dir.join("grown"));
+            let _ = std::fs::create_dir_all(self.objects());
+        }
+    }
+
+    /// Count `bytes` of content hashed into our objects (see [`GitSnap::maybe_rebuild`]).
+    pub fn grew(&self, bytes: u64) {
+        let path = self.dir.join("grown");
+        let now = std::fs::read_to_string(&path)
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok())
+            .unwrap_or(0);
+        let _ = std::fs::write(path, (now + bytes).to_string());
+    }
+
+    /// Snapshot the work tree (call with the lock held) into our index; [`GitSnap::save`]
+    /// keeps a copy of it.
+    pub fn snapshot(&self) -> Result<(), String> {
+        if !self.index().exists() {
+            // A warm start: the user's stat cache, so only what differs from it is hashed.
+            // The copy keeps the index's mtime: git re-checks the entries not older than
+            // it ("racily clean"), and a newer copy would vouch for them wrongly.
+            if std::fs::copy(&self.repo.index, self.index()).is_ok() {
+                let mtime = std::fs::metadata(&self.repo.index).and_then(|m| m.modified());
+                let kept = mtime.and_then(|t| {
+                    std::fs::File::options()
+                        .write(true)
+                        .open(self.index())
+                        .and_then(|f| f.set_modified(t))
+                });
+                if kept.is_err() {
+                    let _ = std::fs::remove_file(self.index());
+                }
+            }
+        }
+        let add = || {
+            self.git()
+                .args(["add", "-A", "--ignore-errors", "--"])
+                .args(&self.specs)
+                .stdout(Stdio::null())
+                .stderr(Stdio::piped())
+                .output()
+                .map_err(|e| format!("cannot run git: {e}"))
+        };
+        // Excluding the state directory when it is ignored anyway makes git say so and
+        // exit 1, with the index updated all the same (LC_ALL=C: the message is git's own).
+        let done = |o: &std::process::Output| {
+            o.status.success()
+                || (o.status.code() == Some(1)
+                    && String::from_utf8_lossy(&o.stderr)
+                        .contains("are ignored by one of your .gitignore files"))
+        };
+        let out = add()?;
+        if !done(&out) {
+            // A seed git cannot use here (a split or sparse index): start from nothing.
+            let _ = std::fs::remove_file(self.index());
+            let again = add()?;
+            if !done(&again) {
+                return Err(failed("add", &again));
+            }
+        }
+        Ok(())
+    }
+
+    /// Keep a copy of our index as the snapshot at `to`.
+    pub fn save(&self, to: &Path) -> io::Result<()> {
+        let tmp = to.with_extension(format!("tmp-{}", std::process::id()));
+        std::fs::copy(self.index(), &tmp)?;
+        std::fs::rename(&tmp, to)
+    }
+
+    /// The regular files that differ between the snapshot saved at `before` and our index
+    /// now (symlinks and submodules on either side are left out).
+    pub fn changes(&self, before: &Path) -> Result<Vec<Change>, String> {
+        let read = |p: &Path| read_index_file(p).map_err(|e| format!("{}: {e}", p.display()));
+        let (old, new) = (read(before)?, read(&self.index())?);
+        // Unchanged work tree, unchanged index: nothing to parse.
+        if old == new {
+            return Ok(Vec::new());
+        }
+        let shown = |e: io::Error| format!("{}: {e}", self.index().display());
+        let old = parse_index(&old, self.repo.oid_len).map_err(shown)?;
+        let new = parse_index(&new, self.repo.oid_len).map_err(shown)?;
+        Ok(diff(&old, &new))
+    }
+
+    /// The previous content of each `(path, blob)`, in order, as the file held it on disk:
+    /// git's stored form, or its checked-out form where attributes make them differ.
+    /// Contents over `max` bytes are hashed, not kept.
+    pub fn read_blobs(&self, blobs: &[(PathBuf, String)], max: u64) -> Result<Vec<Blob>, String> {
+        let filtered = self.filtered(blobs)?;
+        let mut out = self.cat_batch(blobs, max)?;
+        for (i, (path, oid)) in blobs.iter().enumerate() {
+            if filtered[i] {
+                out[i] = self.cat_filtered(path, oid, max)?;
+            }
+        }
+        Ok(out)
+    }
+
+    /// Which of `blobs`' paths git converts between the stored and the checked-out form.
+    fn filtered(&self, blobs: &[(PathBuf, String)]) -> Result<Vec<bool>, String> {
+        if blobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        if self.repo.autocrlf {
+            return Ok(vec![true; blobs.len()]);
+        }
+        let mut input = Vec::new();
+        for (p, _) in blobs {
+            input.extend_from_slice(p.as_os_str().as_bytes());
+            input.push(0);
+        }
+        let out = self.piped(
+            &[
+                "check-attr",
+                "-z",
+                "--stdin",
+                "eol",
+                "filter",
+                "ident",
+                "working-tree-encoding",
+            ],
+            input,
+        )?;
+        let mut converted = std::collections::HashSet::new();
+        let fields: Vec<&[u8]> = out.split(|&b| b == 0).collect();
+        for f in fields.chunks(3) {
+            if let [path, attr, value] = f {
+                let set = !matches!(*value, b"unspecified" | b"unset" | b"");
+                let converts = match *attr {
+                    b"eol" => *value == b"crlf",
+                    _ => set,
+                };
+                if converts {
+                    converted.insert(path.to_vec());
+                }
+            }
+        }
+        Ok(blobs
+            .iter()
+            .map(|(p, _)| converted.contains(p.as_os_str().as_bytes()))
+            .collect())
+    }
+
+    /// Run git with `args`, `input` on stdin (fed from a thread, so a large input and output
+    /// never wait on each other), returning stdout.
+    fn piped(&self, args: &[&str], input: Vec<u8>) -> Result<Vec<u8>, String> {
+        let mut child = self
+            .git()
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let feeder = std::thread::spawn(move || stdin.write_all(&input));
+        let out = child
+            .wait_with_output()
+            .map_err(|e| format!("git {}: {e}", args[0]))?;
+        let _ = feeder.join();
+        if !out.status.success() {
+            return Err(failed(args[0], &out));
+        }
+        Ok(out.stdout)
+    }
+
+    /// Every blob's stored content through one `git cat-file --batch`.
+    fn cat_batch(&self, blobs: &[(PathBuf, String)], max: u64) -> Result<Vec<Blob>, String> {
+        if blobs.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut child = self
+            .git()
+            .args(["cat-file", "--batch"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        let mut stdin = child.stdin.take().ok_or("no stdin")?;
+        let input: String = blobs.iter().map(|(_, oid)| format!("{oid}\n")).collect();
+        let feeder = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let stdout = child.stdout.take().ok_or("no stdout")?;
+        let mut reader = BufReader::with_capacity(1 << 16, stdout);
+        let mut out = Vec::with_capacity(blobs.len());
+        for _ in blobs {
+            out.push(read_one(&mut reader, max).map_err(|e| format!("git cat-file: {e}"))?);
+        }
+        let _ = feeder.join();
+        let _ = child.wait();
+        Ok(out)
+    }
+
+    /// One blob's checked-out form (`git cat-file --filters`).
+    fn cat_filtered(&self, path: &Path, oid: &str, max: u64) -> Result<Blob, String> {
+        let mut arg = OsString::from("--path=");
+        arg.push(path.as_os_str());
+        let out = self
+            .git()
+            .args(["cat-file", "--filters"])
+            .arg(arg)
+            .arg(oid)
+            .stderr(Stdio::null())
+            .output()
+            .map_err(|e| format!("cannot run git: {e}"))?;
+        if !out.status.success() {
+            return Ok(Blob::Missing);
+        }
+        Ok(if out.stdout.len() as u64 > max {
+            Blob::TooBig {
+                sha256: crate::hash::sha256_hex(&out.stdout),
+                size: out.stdout.len() as u64,
+            }
+        } else {
+            Blob::Bytes(out.stdout)
+        })
+    }
+}
+
+/// One answer of `git cat-file --batch`: `<oid> blob <size>\n<content>\n`, or
+/// `<oid> missing\n`.
+fn read_one(reader: &mut impl BufRead, max: u64) -> io::Result<Blob> {
+    let mut header = String::new();
+    reader.read_line(&mut header)?;
+    let parts: Vec<&str> = header.split_whitespace().collect();
+    let size: u64 = match parts.as_slice() {
+        [_, "blob", size] => size
+            .parse()
+            .map_err(|_| io::Error::other(format!("bad header {header:?}")))?,
+        [_, "missing"] | [_, "ambiguous"] => return Ok(Blob::Missing),
+        _ => return Err(io::Error::other(format!("bad header {header:?}"))),
+    };
+    let mut body = reader.take(size);
+    let blob = if size > max {
+        let (sha256, n) = crate::hash::sha256_reader(&mut body)?;
+        if n != size {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        Blob::TooBig { sha256, size }
+    } else {
+        let mut bytes = Vec::with_capacity(size as usize);
+        body.read_to_end(&mut bytes)?;
+        if bytes.len() as u64 != size {
+            return Err(io::Error::from(io::ErrorKind::UnexpectedEof));
+        }
+        Blob::Bytes(bytes)
+    };
+    let mut nl = [0u8; 1];
+    reader.read_exact(&mut nl)?;
+    Ok(blob)
+}
+
+/// One entry of an index: its path, mode and object id, borrowed from the file's bytes
+/// where the format allows (versions 2 and 3; version 4 compresses paths).
+#[derive(Debug, Clone, PartialEq)]
+pub struct IndexEntry<'a> {
+    pub path: std::borrow::Cow<'a, [u8]>,
+    pub mode: u32,
+    pub oid: &'a [u8],
+}
+
+/// The bytes of the git index file at `path`.
+pub fn read_index_file(path: &Path) -> io::Result<Vec<u8>> {
+    crate::util::statefile::read(path)
+}
+
+/// The entries of a git index (its bytes; format versions 2 to 4; the extensions after the
+/// entries are not read), in the index's order (sorted by path).
+pub fn parse_index(data: &[u8], oid_len: usize) -> io::Result<Vec<IndexEntry<'_>>> {
+    use std::borrow::Cow;
+    let bad = |what: &str| io::Error::new(io::ErrorKind::InvalidData, format!("index: {what}"));
+    let u32_at = |at: usize| -> io::Result<u32> {
+        data.get(at..at + 4)
+            .map(|b| u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+            .ok_or_else(|| bad("cut short"))
+    };
+    if data.get(..4) != Some(b"DIRC") {
+        return Err(bad("not an index file"));
+    }
+    let version = u32_at(4)?;
+    if !(2..=4).contains(&version) {
+        return Err(bad("unknown version"));
+    }
+    let count = u32_at(8)? as usize;
+    let mut entries: Vec<IndexEntry<'_>> = Vec::with_capacity(count.min(1 << 20));
+    let mut at = 12;
+    for _ in 0..count {
+        let start = at;
+        let mode = u32_at(at + 24)?;
+        let oid = data
+            .get(at + 40..at + 40 + oid_len)
+            .ok_or_else(|| bad("cut short"))?;
+        let flags_at = at + 40 + oid_len;
+        let flags = data
+            .get(flags_at..flags_at + 2)
+            .map(|b| u16::from_be_bytes([b[0], b[1]]))
+            .ok_or_else(|| bad("cut short"))?;
+        at = flags_at + 2;
+        if version >= 3 && flags & 0x4000 != 0 {
+            at += 2; // extended flags
+        }
+        let rest = data.get(at..).unwrap_or(&[]);
+        let path: Cow<'_, [u8]> = if version == 4 {
+            // Prefix compression: how many bytes of the previous path to drop (a varint),
+            // then the rest, NUL-terminated.
+            let mut strip: usize = 0;
+            let mut used = 0;
+            loop {
+                let b = *rest.get(used).ok_or_else(|| bad("cut short"))?;
+                used += 1;
+                strip = (strip << 7) | (b & 0x7f) as usize;
+                if b & 0x80 == 0 {
+                    break;
+                }
+                strip += 1;
+            }
+            let tail = &rest[used..];
+            let len = memchr::memchr(0, tail).ok_or_else(|| bad("path"))?;
+            let prev: &[u8] = entries.last().map_or(&[], |e| &e.path);
+            let keep = prev
+                .len()
+                .checked_sub(strip)
+                .ok_or_else(|| bad("path prefix"))?;
+            let mut p = prev[..keep].to_vec();
+            p.extend_from_slice(&tail[..len]);
+            at += used + len + 1;
+            Cow::Owned(p)
+        } else {
+            let len = memchr::memchr(0, rest).ok_or_else(|| bad("path"))?;
+            let p = &rest[..len];
+            // Entries are padded with NULs to a multiple of eight bytes.
+            at = start + (at + len - start + 8) / 8 * 8;
+            Cow::Borrowed(p)
+        };
+        entries.push(IndexEntry { path, mode, oid });
+    }
+    Ok(entries)
+}
+
+/// What changed between two indexes (both sorted by path): regular files created, changed
+/// (another object or mode) or deleted. Symlinks and submodules on either side, and entries
+/// of a merge in progress (stage above 0, same path repeated), are left out.
+pub fn diff(before: &[IndexEntry<'_>], after: &[IndexEntry<'_>]) -> Vec<Change> {
+    let regular = |e: &IndexEntry<'_>| e.mode & 0o170000 == 0o100000;
+    let special = |e: &IndexEntry<'_>| e.mode == SYMLINK || e.mode == GITLINK;
+    let (mut i, mut j) = (0, 0);
+    let mut out = Vec::new();
+    let path = |p: &[u8]| PathBuf::from(OsString::from_vec(p.to_vec()));
+    while i < before.len() || j < after.len() {
+        let order = match (before.get(i), after.get(j)) {
+            (Some(b), Some(a)) => b.path.cmp(&a.path),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            _ => std::cmp::Ordering::Greater,
+        };
+        match order {
+            std::cmp::Ordering::Less => {
+                let b = &before[i];
+                if regular(b) {
+                    out.push(Change {
+                        path: path(&b.path),
+                        old: Some(hex::encode(b.oid)),
+                        exists_after: false,
+                    });
+                }
+                i += 1;
+            }
+            std::cmp::Ordering::Greater => {
+                let a = &after[j];
+                if regular(a) {
+                    out.push(Change {
+                        path: path(&a.path),
+                        old: None,
+                        exists_after: true,
+                    });
+                }
+                j += 1;
+            }
+            std::cmp::Ordering::Equal => {
+                let (b, a) = (&before[i], &after[j]);
+                if (b.oid != a.oid || b.mode != a.mode) && !special(b) && !special(a) {
+                    out.push(Change {
+                        path: path(&a.path),
+                        old: Some(hex::encode(b.oid)),
+                        exists_after: true,
+                    });
+                }
+                i += 1;
+                j += 1;
+            }
+        }
+    }
+    out.dedup_by(|x, y| x.path == y.path);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entry<'a>(path: &'a str, mode: u32, oid: &'a str) -> IndexEntry<'a> {
+        IndexEntry {
+            path: std::borrow::Cow::Borrowed(path.as_bytes()),
+            mode,
+            oid: oid.as_bytes(),
+        }
+    }
+
+    #[test]
+    fn two_indexes_differ_by_created_changed_and_deleted_files_and_symlinks_are_left_out() {
+        let before = [
+            entry("a.txt", 0o100644, "1"),
+            entry("dir/mod.py", 0o100644, "2"),
+            entry("gone.txt", 0o100644, "3"),
+            entry("link", 0o120000, "4"),
+            entry("same.txt", 0o100644, "5"),
+            entry("x.sh", 0o100644, "6"),
+        ];
+        let after = [
+            entry("a.txt", 0o100644, "1"),
+            entry("dir/mod.py", 0o100644, "9"),
+            entry("link", 0o120000, "8"),
+            entry("new.txt", 0o100644, "7"),
+            entry("same.txt", 0o100644, "5"),
+            entry("x.sh", 0o100755, "6"),
+        ];
+        let c = diff(&before, &after);
+        let shown: Vec<(String, Option<&str>, bool)> = c
+            .iter()
+            .map(|c| {
+                (
+                    c.path.display().to_string(),
+                    c.old.as_deref(),
+                    c.exists_after,
+                )
+            })
+            .collect();
+        // Object ids as hex: the test's one-character ids are the bytes 0x32, 0x33, ...
+        assert_eq!(
+            shown,
+            [
+                ("dir/mod.py".into(), Some("32"), true),
+                ("gone.txt".into(), Some("33"), false),
+                ("new.txt".into(), None, true),
+                ("x.sh".into(), Some("36"), true),
+            ]
+        );
+    }
+
+    /// The index git writes, versions 2 and 4, read back entry by entry.
+    #[test]
+    fn index_files_git_writes_are_read_in_versions_2_and_4() {
+        if Command::new("git").arg("--version").output().is_err() {
+            println!("SKIPPED: git is not installed");
+            return;
+        }
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path();
+        let git = |args: &[&str]| {
+            let out = Command::new("git")
+                .args(args)
+                .current_dir(root)
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{out:?}");
+            out.stdout
+        };
+        git(&["init", "-q"]);
+        for (p, c) in [
+            ("a.txt", "a"),
+            ("dir/sub/b.txt", "b"),
+            ("dir/sub/bb.txt", "bb"),
+            ("z", "z"),
+        ] {
+            std::fs::create_dir_all(root.join(p).parent().unwrap()).unwrap();
+            std::fs::write(root.join(p), c).unwrap();
+        }
+        git(&["add", "-A"]);
+        for version in ["2", "4"] {
+            git(&["update-index", "--index-version", version]);
+            let listed = String::from_utf8(git(&["ls-files", "-s"])).unwrap();
+            let bytes = read_index_file(&root.join(".git/index")).unwrap();
+            let read = parse_index(&bytes, 20).unwrap();
+            let mine: Vec<String> = read
+                .iter()
+                .map(|e| {
+                    format!(
+                        "{:o} {} 0\t{}",
+                        e.mode,
+                        hex::encode(e.oid),
+                        String::from_utf8_lossy(&e.path)
+                    )
+                })
+                .collect();
+            assert_eq!(
+                mine,
+                listed.lines().collect::<Vec<_>>(),
+                "version {version}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_batch_answer_is_read_whole_missing_or_hashed_over_the_cap() {
+        let input = b"1111 blob 3\nabc\n2222 missing\n3333 blob 5\nhello\n".to_vec();
+        let mut r = BufReader::new(&input[..]);
+        assert!(matches!(read_one(&mut r, 10).unwrap(), Blob::Bytes(b) if b == b"abc"));
+        assert!(matches!(read_one(&mut r, 10).unwrap(), Blob::Missing));
+        match read_one(&mut r, 4).unwrap() {
+            Blob::TooBig { sha256, size } => {
+                assert_eq!(size, 5);
+                assert_eq!(sha256, crate::hash::sha256_hex(b"hello"));
+            }
+            _ => panic!("over the cap"),
+        }
+    }
+}
