@@ -14,9 +14,9 @@
 //! `warm_memory`), so both runs fill equally warm pages. The last line says whether the targets
 //! were met (median ratio of the rounds, peak RSS).
 
-use resilient_write::chunks::{self, ComposeOptions};
 use resilient_write::dispatch::{Config, Service};
-use resilient_write::pipeline::Caller;
+use resilient_write_core::chunks::{self, ComposeOptions};
+use resilient_write_core::write::pipeline::Caller;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::Write;
@@ -123,7 +123,7 @@ fn main() {
     let mut config = Config::new(root.clone());
     config.store.workspaces = vec![root.clone()];
     config.store.sweep_on_start = false;
-    let svc = Service::start(config);
+    let service = Service::start(config);
 
     // The session, written with chunk_write as an agent would (each chunk recorded), or with
     // RW_BENCH_PLAIN=1 as plain files without records (compose then hashes every chunk).
@@ -147,7 +147,7 @@ fn main() {
                 .expect("write chunk");
         } else {
             let done = chunks::write_chunk(
-                &svc,
+                service.store(),
                 &writer,
                 "bench",
                 Some(i),
@@ -189,7 +189,8 @@ fn main() {
         warm_page_cache(&root, bytes);
         let cat = cat_and_fsync(&dir, n, &root.join("cat.out"));
         std::fs::remove_file(root.join("cat.out")).ok();
-        let target = svc
+        let target = service
+            .store()
             .workspaces()
             .resolve(&format!("composed-{round}.out"), true)
             .expect("resolve output");
@@ -198,7 +199,7 @@ fn main() {
         let cpu0 = cpu_secs();
         let t = Instant::now();
         let done = chunks::compose_with(
-            &svc,
+            service.store(),
             &who,
             "bench",
             &target,

@@ -8,11 +8,11 @@
 //! form earlier versions wrote, which the reads map back to the relative one), then reports the best of a few runs of each read and its ratio to
 //! the target, plus the raw read throughput of the file as a floor for the analysis.
 
-use resilient_write::analytics::{Query, analyse, parse_since};
-use resilient_write::hash::sha256_hex;
-use resilient_write::journal::paths::JournalPaths;
-use resilient_write::journal::tail::{PathFilter, TailQuery, tail};
-use resilient_write::journal::{Journal, JournalRow};
+use resilient_write_core::analytics::{Query, analyse, parse_since};
+use resilient_write_core::hash::sha256_hex;
+use resilient_write_core::journal::paths::JournalPaths;
+use resilient_write_core::journal::tail::{PathFilter, TailQuery, tail};
+use resilient_write_core::journal::{Journal, JournalRow};
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Read, Write};
 use std::time::Instant;

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Instant;
 
-use resilient_write::classify::{Classifier, SPLIT_MIN, redact, risk_score};
+use resilient_write_core::classify::{Classifier, SPLIT_MIN, redact, risk_score};
 
 fn time_it(label: &str, input: &str, c: &Classifier, iters: usize) -> f64 {
     let per = time_quiet(input, c, iters);

@@ -9,7 +9,7 @@
 #[path = "l0_corpus/mod.rs"]
 mod corpus;
 
-use resilient_write::classify::{Classifier, Verdict, risk_score};
+use resilient_write_core::classify::{Classifier, Verdict, risk_score};
 
 const CASES_PER_RULE: usize = 40;
 const NEGATIVE_FILES: usize = 2000;

@@ -12,7 +12,7 @@
 mod recall;
 
 use recall::{Expect, pct};
-use resilient_write::classify::Classifier;
+use resilient_write_core::classify::Classifier;
 
 const PER_CATEGORY: usize = 400;
 const NEGATIVE_FILES: usize = 4000;

@@ -10,7 +10,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use resilient_write::classify::{Classifier, Verdict, risk_score};
+use resilient_write_core::classify::{Classifier, Verdict, risk_score};
 
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
     let Ok(rd) = std::fs::read_dir(dir) else {

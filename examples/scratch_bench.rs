@@ -11,7 +11,7 @@
 //! Run: `cargo run --release --example scratch_bench [CALLS]` (default 200 calls per case).
 
 use resilient_write::dispatch::{Config, Service};
-use resilient_write::pipeline::{Body, Caller, Decision, Plan};
+use resilient_write_core::write::pipeline::{Body, Caller, Decision, Plan};
 use serde_json::json;
 use std::io::Write;
 use std::time::Instant;
@@ -33,15 +33,16 @@ fn median_ms(mut v: Vec<f64>) -> f64 {
 fn prepared(rows: usize) -> (tempfile::TempDir, std::sync::Arc<Service>) {
     let t = tempfile::tempdir().expect("tempdir");
     let root = t.path().canonicalize().expect("canonical");
-    let svc = service(&root);
-    svc.call("scratch_put", json!({"content": "stored", "label": "seed"}))
+    let service = service(&root);
+    service
+        .call("scratch_put", json!({"content": "stored", "label": "seed"}))
         .expect("seed deposit");
     let index = root.join(".resilient_write/scratch/index.jsonl");
     let mut f = std::fs::OpenOptions::new()
         .append(true)
         .open(&index)
         .expect("index");
-    let sha = resilient_write::hash::sha256_hex(b"stored");
+    let sha = resilient_write_core::hash::sha256_hex(b"stored");
     let mut buf = Vec::new();
     for i in 1..rows {
         writeln!(
@@ -52,38 +53,45 @@ fn prepared(rows: usize) -> (tempfile::TempDir, std::sync::Arc<Service>) {
     }
     f.write_all(&buf).expect("prefill");
     f.sync_all().expect("sync");
-    (t, svc)
+    (t, service)
 }
 
 /// Per call: deduplicated deposits, new-content deposits, whole-index rewrites.
 fn measure(rows: usize, calls: usize) -> [f64; 3] {
-    let (_t, svc) = prepared(rows);
+    let (_t, service) = prepared(rows);
     let mut dedup = Vec::with_capacity(calls);
     let mut fresh = Vec::with_capacity(calls);
     let mut rewrite = Vec::with_capacity(calls);
     for i in 0..calls {
         let t0 = Instant::now();
-        svc.call(
-            "scratch_put",
-            json!({"content": "stored", "label": format!("again-{i}")}),
-        )
-        .expect("dedup deposit");
+        service
+            .call(
+                "scratch_put",
+                json!({"content": "stored", "label": format!("again-{i}")}),
+            )
+            .expect("dedup deposit");
         dedup.push(t0.elapsed().as_secs_f64());
 
         let t0 = Instant::now();
-        svc.call(
-            "scratch_put",
-            json!({"content": format!("new content {i}"), "label": format!("new-{i}")}),
-        )
-        .expect("new deposit");
+        service
+            .call(
+                "scratch_put",
+                json!({"content": format!("new content {i}"), "label": format!("new-{i}")}),
+            )
+            .expect("new deposit");
         fresh.push(t0.elapsed().as_secs_f64());
     }
     // The previous design: read the index, add one row, write it all through the pipeline;
     // on an index of its own, of the same starting size.
-    let (_t2, svc) = prepared(rows);
-    let dir = resilient_write::state::open_subdir(svc.state_dir(), &["scratch"], 0o700, false)
-        .expect("scratch dir")
-        .expect("exists");
+    let (_t2, service) = prepared(rows);
+    let dir = resilient_write_core::state::open_subdir(
+        service.store().state_dir(),
+        &["scratch"],
+        0o700,
+        false,
+    )
+    .expect("scratch dir")
+    .expect("exists");
     let target = dir.target("index.jsonl").expect("target");
     let who = Caller {
         caller: "bench".into(),
@@ -92,10 +100,12 @@ fn measure(rows: usize, calls: usize) -> [f64; 3] {
     for i in 0..calls.min(50) {
         let line = format!(
             "{{\"bytes\":6,\"label\":\"rewrite-{i}\",\"sha256\":\"{}\"}}\n",
-            resilient_write::hash::sha256_hex(b"stored")
+            resilient_write_core::hash::sha256_hex(b"stored")
         );
         let t0 = Instant::now();
-        svc.pipeline()
+        service
+            .store()
+            .pipeline()
             .commit(&target, &who, |existing| {
                 let mut body = existing.map(|e| e.bytes.clone()).unwrap_or_default();
                 body.extend_from_slice(line.as_bytes());

@@ -9,7 +9,7 @@
 //! particular filesystem; the default is a temp dir).
 
 use resilient_write::dispatch::{Config, Service};
-use resilient_write::journal::{JournalRow, new_journal_id, now_rfc3339};
+use resilient_write_core::journal::{JournalRow, new_journal_id, now_rfc3339};
 use serde_json::json;
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -29,7 +29,7 @@ fn main() {
         .unwrap_or_else(std::env::temp_dir);
     let t = tempfile::tempdir_in(base).expect("tempdir");
     let root = t.path().canonicalize().expect("canonical");
-    let svc = service(&root);
+    let tx_service = service(&root);
     let content: String = "0123456789abcdef\n".repeat(10 * 1024 / 17);
     let rounds = 5;
 
@@ -38,7 +38,7 @@ fn main() {
     for round in 0..rounds {
         let t0 = Instant::now();
         for i in 0..100 {
-            svc.call(
+            tx_service.call(
                 "safe_write",
                 json!({"path": format!("sep{round}/f{i}.txt"), "content": content, "mode": "overwrite"}),
             )
@@ -47,16 +47,18 @@ fn main() {
         separate.push(t0.elapsed().as_secs_f64() * 1e3);
 
         let t0 = Instant::now();
-        let b = svc.call("tx_begin", json!({})).expect("begin");
+        let b = tx_service.call("tx_begin", json!({})).expect("begin");
         let id = b["tx_id"].as_str().unwrap_or_default().to_string();
         for i in 0..100 {
-            svc.call(
+            tx_service.call(
                 "tx_write",
                 json!({"tx_id": id, "path": format!("tx{round}/f{i}.txt"), "content": content, "mode": "overwrite"}),
             )
             .expect("tx_write");
         }
-        svc.call("tx_commit", json!({"tx_id": id})).expect("commit");
+        tx_service
+            .call("tx_commit", json!({"tx_id": id}))
+            .expect("commit");
         tx.push(t0.elapsed().as_secs_f64() * 1e3);
     }
     let median = |v: &mut Vec<f64>| {
@@ -103,12 +105,12 @@ fn main() {
         journal.write_all(row.to_line().as_bytes()).expect("row");
     }
     drop(journal);
-    let hsvc = service(&hroot);
+    let history_service = service(&hroot);
     let mut times = Vec::new();
     let mut n = 0;
     for _ in 0..7 {
         let t0 = Instant::now();
-        let v = hsvc
+        let v = history_service
             .call("history", json!({"path": "hot.txt", "limit": 10000}))
             .expect("history");
         times.push(t0.elapsed().as_secs_f64() * 1e3);

@@ -6,7 +6,7 @@
 #[path = "../crates/core/src/validate/samples.rs"]
 mod samples;
 
-use resilient_write::validate::validate;
+use resilient_write_core::validate::validate;
 use std::time::Instant;
 
 fn main() {

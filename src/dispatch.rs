@@ -47,13 +47,6 @@ pub struct Service {
     recovery: Option<RecoveryReport>,
 }
 
-impl std::ops::Deref for Service {
-    type Target = Store;
-    fn deref(&self) -> &Store {
-        &self.store
-    }
-}
-
 impl Service {
     /// Open the store (with its start-up repairs) and serve it. Never fails: configuration
     /// problems are logged and reported by every tool call that they affect.
@@ -72,9 +65,9 @@ impl Service {
     /// not be used (`Store::state_refused`): what every front end that serves or reads state
     /// calls, so a symlink planted for `.resilient_write/` stops the process at start.
     pub fn start_checked(config: Config) -> Result<Arc<Service>, String> {
-        let svc = Service::start(config);
-        match svc.state_refused() {
-            [] => Ok(svc),
+        let service = Service::start(config);
+        match service.store().state_refused() {
+            [] => Ok(service),
             problems => Err(format!(
                 "refusing to use the state directory:\n  {}",
                 problems.join("\n  ")
@@ -138,9 +131,13 @@ impl Service {
             let mut key = RetryBudgets::key(spec.name, args);
             // A client's roots are part of what a call means: once they change, a call refused
             // outside every root may succeed, so it counts against a budget of its own.
-            if let Some(ws) = crate::session::current().and_then(|s| s.workspaces.clone()) {
+            if let Some(ws) =
+                resilient_write_core::session::current().and_then(|s| s.workspaces.clone())
+            {
                 let roots: Vec<String> = ws.roots().map(|r| r.display().to_string()).collect();
-                key = crate::hash::sha256_hex(format!("{key}\0{}", roots.join("\0")).as_bytes());
+                key = resilient_write_core::hash::sha256_hex(
+                    format!("{key}\0{}", roots.join("\0")).as_bytes(),
+                );
             }
             key
         };
@@ -167,7 +164,7 @@ impl Service {
         let started = std::time::Instant::now();
         if tracing::enabled!(tracing::Level::DEBUG) {
             let bytes = serde_json::to_vec(&args).unwrap_or_default();
-            let hash = crate::hash::sha256_hex(&bytes);
+            let hash = resilient_write_core::hash::sha256_hex(&bytes);
             tracing::debug!(
                 tool = %shown,
                 arg_bytes = bytes.len(),

@@ -9,14 +9,6 @@
 #[cfg(not(unix))]
 compile_error!("resilient-write supports Linux and macOS only; on Windows run it under WSL2");
 
-// The core's modules under their old paths, for the adapters and the integration tests.
-pub use resilient_write_core::{
-    agent_session, analytics, checkpoint, chunks, classify, edit, envelope, files, handoff, hash,
-    history,
-    journal, layout, maint, native, notices, objects, pipeline, policy, preflight, progress, read,
-    retry, scratch, session, startup, state, store, tx, validate, workspace, write,
-};
-
 pub mod client;
 pub mod cmd;
 pub mod dispatch;

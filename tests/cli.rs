@@ -507,7 +507,7 @@ fn expected_keys(message: &str) -> Vec<String> {
 
 #[test]
 fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
-    use resilient_write::policy::Policy;
+    use resilient_write_core::policy::Policy;
     let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md"))
         .unwrap();
     // The parser names what it accepts when it refuses an unknown key: the doc cannot fall
@@ -540,8 +540,9 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
         }
     }
     // `history` is parsed by the retention layer, which lists its keys in its error.
-    let e = resilient_write::history::Retention::from_policy(Some(&serde_json::json!({"zzz": 1})))
-        .unwrap_err();
+    let e =
+        resilient_write_core::history::Retention::from_policy(Some(&serde_json::json!({"zzz": 1})))
+            .unwrap_err();
     let known = e.split_once("known: ").unwrap().1.trim_end_matches(')');
     for key in known.split(", ") {
         assert!(
@@ -550,9 +551,10 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
         );
     }
     // `idempotency` is parsed by the result log, which lists its keys in its error.
-    let e =
-        resilient_write::write::results::Expiry::from_policy(Some(&serde_json::json!({"zzz": 1})))
-            .unwrap_err();
+    let e = resilient_write_core::write::results::Expiry::from_policy(Some(
+        &serde_json::json!({"zzz": 1}),
+    ))
+    .unwrap_err();
     let known = e.split_once("known: ").unwrap().1.trim_end_matches(')');
     for key in known.split(", ") {
         assert!(
@@ -560,7 +562,7 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
             "docs/policy.md lacks idempotency `{key}`"
         );
     }
-    let max_age = resilient_write::write::results::DEFAULT_MAX_AGE.as_secs() / 86_400;
+    let max_age = resilient_write_core::write::results::DEFAULT_MAX_AGE.as_secs() / 86_400;
     assert!(doc.contains(&format!("- `max_age`: default `{max_age}d`")));
     for key in resilient_write::cmd::hook::POLICY_KEYS {
         assert!(
@@ -584,7 +586,7 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
         "- `default`: default `{}`",
         d.retry_budget.default
     )));
-    let r = resilient_write::history::Retention::default();
+    let r = resilient_write_core::history::Retention::default();
     assert!(doc.contains(&format!("- `keep_last`: default `{}`", r.keep_last)));
     assert!(doc.contains(&format!("({} bytes)", r.max_bytes)));
     assert!(doc.contains(&format!(
@@ -593,9 +595,9 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
     )));
     assert!(doc.contains(&format!(
         "Default `{}`",
-        resilient_write::policy::POLICY_VERSION
+        resilient_write_core::policy::POLICY_VERSION
     )));
-    for (family, weight) in resilient_write::classify::DEFAULT_WEIGHTS {
+    for (family, weight) in resilient_write_core::classify::DEFAULT_WEIGHTS {
         assert!(
             doc.contains(&format!("| `{family}` | {weight:.2} |")),
             "{family} {weight}"

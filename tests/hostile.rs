@@ -349,7 +349,7 @@ fn a_symlinked_state_directory_is_refused_and_nothing_lands_outside() {
 
 #[test]
 fn a_symlink_for_any_state_subdirectory_is_refused() {
-    for sub in resilient_write::layout::STATE_SUBDIRS {
+    for sub in resilient_write_core::layout::STATE_SUBDIRS {
         let ws = Workspace::new();
         std::fs::create_dir_all(ws.path(".resilient_write")).unwrap();
         let (_, outside) = planted(&ws, &format!(".resilient_write/{sub}"));
@@ -384,16 +384,16 @@ fn an_explicit_state_root_may_be_reached_through_a_symlink() {
 #[test]
 fn the_subdirectory_list_names_every_state_directory() {
     let mut known = vec![
-        resilient_write::objects::OBJECTS_DIR,
-        resilient_write::tx::WAL_DIR,
-        resilient_write::scratch::SCRATCH_DIR,
-        resilient_write::chunks::CHUNKS_DIR,
-        resilient_write::checkpoint::doc::CHECKPOINT_DIR,
-        resilient_write::handoff::store::ARCHIVE_DIR,
-        resilient_write::native::HOOKS_DIR,
+        resilient_write_core::objects::OBJECTS_DIR,
+        resilient_write_core::tx::WAL_DIR,
+        resilient_write_core::scratch::SCRATCH_DIR,
+        resilient_write_core::chunks::CHUNKS_DIR,
+        resilient_write_core::checkpoint::doc::CHECKPOINT_DIR,
+        resilient_write_core::handoff::store::ARCHIVE_DIR,
+        resilient_write_core::native::HOOKS_DIR,
     ];
     known.sort();
-    let mut listed = resilient_write::layout::STATE_SUBDIRS.to_vec();
+    let mut listed = resilient_write_core::layout::STATE_SUBDIRS.to_vec();
     listed.sort();
     assert_eq!(listed, known);
 }

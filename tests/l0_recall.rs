@@ -7,7 +7,7 @@
 mod recall;
 
 use recall::pct;
-use resilient_write::classify::Classifier;
+use resilient_write_core::classify::Classifier;
 
 /// (category, minimum % of cases that pass).
 const FLOORS: &[(&str, f64)] = &[

@@ -19,7 +19,7 @@
 #![allow(dead_code)]
 
 use base64::Engine;
-use resilient_write::classify::{Classifier, Verdict, risk_score};
+use resilient_write_core::classify::{Classifier, Verdict, risk_score};
 
 // The PRNG and the alphabets are the evaluation corpus's (examples/l0_corpus).
 #[path = "../l0_corpus/mod.rs"]

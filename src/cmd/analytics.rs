@@ -23,9 +23,9 @@ pub fn run(mut config: Config, args: AnalyticsCliArgs) -> ExitCode {
     let Some(service) = super::service(config) else {
         return ExitCode::from(2);
     };
-    let a = match crate::analytics::query::query(
-        service.pipeline().journal(),
-        service.workspaces().journal_paths(),
+    let a = match resilient_write_core::analytics::query::query(
+        service.store().pipeline().journal(),
+        service.store().workspaces().journal_paths(),
         args.since
             .map(|t| t.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true))
             .as_deref(),

@@ -18,8 +18,8 @@
 use crate::client::{ClientError, Launch, McpClient};
 use crate::cmd::style::{self, paint};
 use crate::dispatch::{Config, STATE_DIR_NAME};
-use crate::hash::sha256_hex;
 use clap::Args;
+use resilient_write_core::hash::sha256_hex;
 use serde_json::{Value, json};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

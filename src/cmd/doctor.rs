@@ -1,7 +1,7 @@
 //! `resilient-write doctor [--fix] [--json]`: check the configuration and the state directory,
 //! print each problem with its fix, and with `--fix` repair what is safe to repair.
 //!
-//! The checks and the repairs live in the core ([`crate::maint`], which lists them); this
+//! The checks and the repairs live in the core ([`resilient_write_core::maint`], which lists them); this
 //! file parses the arguments, starts the service, shows progress, prints and sets the exit
 //! status. The checks write nothing: the service is started with its start-up repairs turned
 //! off. `--fix` carries out every finding's repair (one recovery or gc serves every finding
@@ -11,8 +11,8 @@
 
 use crate::cmd::style::{self, paint};
 use crate::dispatch::{Config, Service};
-use crate::maint::{Finding, Repair, Severity, problems};
 use clap::Args;
+use resilient_write_core::maint::{Finding, Repair, Severity, problems};
 use serde_json::json;
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -68,14 +68,15 @@ impl Progress {
     }
 }
 
-/// Every check, in order ([`crate::maint::check`]), with progress on stderr, then the
+/// Every check, in order ([`resilient_write_core::maint::check`]), with progress on stderr, then the
 /// client configs; each finding once.
-fn check(svc: &Service, config: &Config, progress: &mut Progress) -> Vec<Finding> {
-    let mut findings = crate::maint::check(svc, &mut |what, done, total| {
-        progress.tick(what, done, total)
-    });
+fn check(service: &Service, config: &Config, progress: &mut Progress) -> Vec<Finding> {
+    let mut findings =
+        resilient_write_core::maint::check(service.store(), &mut |what, done, total| {
+            progress.tick(what, done, total)
+        });
     progress.clear();
-    if let Some(project) = svc.state_dir().parent() {
+    if let Some(project) = service.store().state_dir().parent() {
         let path_var = std::env::var_os("PATH");
         findings.extend(client_findings(
             project,
@@ -144,11 +145,12 @@ fn print_findings(findings: &[Finding], fixed: &[(usize, Result<(), String>)]) {
 
 /// Run the checks (and with `--fix` the repairs, then the checks again).
 pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
-    let svc = start(config);
-    let state_dir = svc.state_dir().display().to_string();
+    let service = start(config);
+    let state_dir = service.store().state_dir().display().to_string();
     let mut progress = Progress::new(args.json);
-    let store = crate::maint::history_store(&svc).map(|r| r.map_err(|e| e.to_string()));
-    let findings = check(&svc, config, &mut progress);
+    let store = resilient_write_core::maint::history_store(service.store())
+        .map(|r| r.map_err(|e| e.to_string()));
+    let findings = check(&service, config, &mut progress);
     let mut fixed: Vec<(usize, Result<(), String>)> = Vec::new();
     let mut done: Vec<Repair> = Vec::new();
     if args.fix {
@@ -164,15 +166,15 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
                 fixed.push((i, earlier));
                 continue;
             }
-            fixed.push((i, crate::maint::repair(&svc, r)));
+            fixed.push((i, resilient_write_core::maint::repair(service.store(), r)));
             done.push(r.clone());
         }
     }
     let after = if args.fix {
         // Check again with a fresh service: what remains is what the exit status reports.
-        drop(svc);
-        let svc = start(config);
-        Some(check(&svc, config, &mut progress))
+        drop(service);
+        let service = start(config);
+        Some(check(&service, config, &mut progress))
     } else {
         None
     };

@@ -65,7 +65,7 @@ fn fail(msg: &str) -> ExitCode {
     ExitCode::FAILURE
 }
 
-fn message(env: &crate::envelope::Envelope) -> String {
+fn message(env: &resilient_write_core::envelope::Envelope) -> String {
     env.context
         .get("message")
         .and_then(Value::as_str)
@@ -75,10 +75,10 @@ fn message(env: &crate::envelope::Envelope) -> String {
 
 pub fn history(mut config: Config, args: HistoryCliArgs) -> ExitCode {
     config.store.sweep_on_start = false;
-    let Some(svc) = super::service(config) else {
+    let Some(service) = super::service(config) else {
         return ExitCode::from(2);
     };
-    let v = match svc.call(
+    let v = match service.call(
         "history",
         json!({"path": args.path, "limit": args.lines.clamp(1, 10_000)}),
     ) {
@@ -122,14 +122,14 @@ pub fn history(mut config: Config, args: HistoryCliArgs) -> ExitCode {
 
 pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
     config.store.sweep_on_start = false;
-    let Some(svc) = super::service(config) else {
+    let Some(service) = super::service(config) else {
         return ExitCode::from(2);
     };
-    svc.set_caller("cli");
+    service.store().set_caller("cli");
     let (Some(path), Some(to)) = (args.path, args.to) else {
         return match (args.tx, args.session) {
-            (Some(tx), _) => restore_tx(&svc, &tx),
-            (None, Some(session)) => restore_session(&svc, &session, args.diff),
+            (Some(tx), _) => restore_tx(&service, &tx),
+            (None, Some(session)) => restore_session(&service, &session, args.diff),
             _ => fail("give PATH --to VERSION, --tx TX_ID or --session ID"),
         };
     };
@@ -137,13 +137,13 @@ pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
     let hex = to.bytes().all(|b| b.is_ascii_hexdigit());
     let named = if hex && to.len() >= 8 && to.len() != 32 {
         call["to_sha256"] = json!(to);
-        svc.call("restore", call)
+        service.call("restore", call)
     } else {
         call["journal_id"] = json!(to);
-        match svc.call("restore", call) {
+        match service.call("restore", call) {
             // 32 hex digits are one of our journal_ids or a hash prefix: when no version has
             // that journal_id, try the prefix (and report the first refusal if it fails too).
-            Err(env) if hex && env.context.contains_key("version") => svc
+            Err(env) if hex && env.context.contains_key("version") => service
                 .call(
                     "restore",
                     json!({"path": path, "dry_run": args.diff, "to_sha256": to}),
@@ -177,8 +177,8 @@ pub fn restore(mut config: Config, args: RestoreCliArgs) -> ExitCode {
 }
 
 /// `restore --tx`: every file of a transaction back to its content before it.
-fn restore_tx(svc: &Service, tx: &str) -> ExitCode {
-    match svc.call("restore", json!({"tx_id": tx})) {
+fn restore_tx(service: &Service, tx: &str) -> ExitCode {
+    match service.call("restore", json!({"tx_id": tx})) {
         Ok(v) => {
             for f in v["files"].as_array().into_iter().flatten() {
                 println!(
@@ -206,8 +206,8 @@ fn restore_tx(svc: &Service, tx: &str) -> ExitCode {
 }
 
 /// `restore --session`: every file an agent session changed back as before it.
-fn restore_session(svc: &Service, session: &str, diff: bool) -> ExitCode {
-    match svc.call("restore", json!({"session": session, "dry_run": diff})) {
+fn restore_session(service: &Service, session: &str, diff: bool) -> ExitCode {
+    match service.call("restore", json!({"session": session, "dry_run": diff})) {
         Ok(v) => {
             let s = |f: &Value, k: &str| f[k].as_str().unwrap_or("").to_string();
             if diff {
@@ -251,32 +251,40 @@ fn restore_session(svc: &Service, session: &str, diff: bool) -> ExitCode {
 
 pub fn gc(mut config: Config, args: GcArgs) -> ExitCode {
     config.store.sweep_on_start = false;
-    let Some(svc) = super::service(config) else {
+    let Some(service) = super::service(config) else {
         return ExitCode::from(2);
     };
     let policy_path = match args.policy {
         Some(p) if p.is_absolute() => p,
-        Some(p) => svc.state_dir().parent().map(|r| r.join(&p)).unwrap_or(p),
-        None => svc.state_dir().join("policy.yaml"),
+        Some(p) => service
+            .store()
+            .state_dir()
+            .parent()
+            .map(|r| r.join(&p))
+            .unwrap_or(p),
+        None => service.store().state_dir().join("policy.yaml"),
     };
-    let policy = match crate::policy::Policy::load(&policy_path) {
+    let policy = match resilient_write_core::policy::Policy::load(&policy_path) {
         Ok(p) => p,
         Err(e) => return fail(&e.to_string()),
     };
-    let retention = match crate::history::Retention::from_policy(policy.history.as_ref()) {
-        Ok(r) => r,
-        Err(e) => return fail(&format!("{}: {e}", policy_path.display())),
-    };
-    let expiry = match crate::write::results::Expiry::from_policy(policy.idempotency.as_ref()) {
+    let retention =
+        match resilient_write_core::history::Retention::from_policy(policy.history.as_ref()) {
+            Ok(r) => r,
+            Err(e) => return fail(&format!("{}: {e}", policy_path.display())),
+        };
+    let expiry = match resilient_write_core::write::results::Expiry::from_policy(
+        policy.idempotency.as_ref(),
+    ) {
         Ok(e) => e,
         Err(e) => return fail(&format!("{}: {e}", policy_path.display())),
     };
-    let Some(objects) = svc.pipeline().objects() else {
+    let Some(objects) = service.store().pipeline().objects() else {
         return fail("no object store");
     };
-    match crate::history::gc(
-        svc.pipeline().journal(),
-        &svc.workspaces().journal_paths(),
+    match resilient_write_core::history::gc(
+        service.store().pipeline().journal(),
+        &service.store().workspaces().journal_paths(),
         objects,
         &retention,
         args.dry_run,
@@ -293,16 +301,17 @@ pub fn gc(mut config: Config, args: GcArgs) -> ExitCode {
         }
         Err(e) => return fail(&format!("gc: {e}")),
     }
-    compact_results(&svc, expiry, args.dry_run)
+    compact_results(&service, expiry, args.dry_run)
 }
 
 /// `gc`'s second half: drop the first results of keyed calls past `idempotency.max_age`.
 fn compact_results(
-    svc: &crate::dispatch::Service,
-    expiry: crate::write::results::Expiry,
+    service: &crate::dispatch::Service,
+    expiry: resilient_write_core::write::results::Expiry,
     dry_run: bool,
 ) -> ExitCode {
-    let results = crate::write::results::ResultLog::new(svc.state_dir()).with_expiry(expiry);
+    let results = resilient_write_core::write::results::ResultLog::new(service.store().state_dir())
+        .with_expiry(expiry);
     match results.compact(dry_run) {
         Ok(c) => {
             println!(
@@ -325,10 +334,10 @@ fn compact_results(
 pub fn recover(mut config: Config) -> ExitCode {
     config.store.sweep_on_start = false;
     // Service::start recovers; report what it did.
-    let Some(svc) = super::service(config) else {
+    let Some(service) = super::service(config) else {
         return ExitCode::from(2);
     };
-    let r = svc.recovery().cloned().unwrap_or_default();
+    let r = service.recovery().cloned().unwrap_or_default();
     for line in r.summary() {
         println!("{line}");
     }

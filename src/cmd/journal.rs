@@ -54,7 +54,7 @@ pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
                 rows.retain(|r| {
                     r["ts"]
                         .as_str()
-                        .and_then(crate::analytics::parse_since)
+                        .and_then(resilient_write_core::analytics::parse_since)
                         .is_some_and(|t| t >= since)
                 });
             }
@@ -100,14 +100,14 @@ pub fn run(mut config: Config, args: JournalArgs) -> ExitCode {
 
 /// `journal --session`: the rows of one agent session, oldest first, with the tool of each.
 fn session_rows(service: &crate::dispatch::Service, session: &str, args: &JournalArgs) -> ExitCode {
-    let mut rows = match crate::history::session_rows(service, session) {
+    let mut rows = match resilient_write_core::history::session_rows(service.store(), session) {
         Ok(r) => r,
         Err(f) => {
             eprintln!("resilient-write: {f}");
             return ExitCode::FAILURE;
         }
     };
-    let paths = service.workspaces().journal_paths();
+    let paths = service.store().workspaces().journal_paths();
     for r in &mut rows {
         paths.relativize_row(r);
     }
@@ -119,7 +119,7 @@ fn session_rows(service: &crate::dispatch::Service, session: &str, args: &Journa
                 .as_deref()
                 .is_none_or(|p| s("path") == p.trim_start_matches("./"))
             && args.since.is_none_or(|since| {
-                crate::analytics::parse_since(s("ts")).is_some_and(|t| t >= since)
+                resilient_write_core::analytics::parse_since(s("ts")).is_some_and(|t| t >= since)
             })
     });
     if let Some(n) = args.lines {

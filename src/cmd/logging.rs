@@ -22,7 +22,7 @@ use tracing_subscriber::layer::SubscriberExt;
 use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{EnvFilter, Layer, filter};
 
-use crate::classify::Classifier;
+use resilient_write_core::classify::Classifier;
 
 /// Installs the process's logger: `level` (or `RUST_LOG`) as the filter, `file` as the sink.
 pub fn init(level: &str, file: Option<&Path>) -> Result<(), String> {
@@ -124,7 +124,7 @@ impl Drop for Line<'_> {
 /// on the first line written, not at start.
 fn redact_line(text: &str) -> String {
     static L0: OnceLock<Classifier> = OnceLock::new();
-    crate::classify::redact(text, L0.get_or_init(Classifier::default)).content
+    resilient_write_core::classify::redact(text, L0.get_or_init(Classifier::default)).content
 }
 
 #[cfg(test)]

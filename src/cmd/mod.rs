@@ -7,10 +7,10 @@
 //! configuration.
 
 use crate::dispatch::{Config, DEFAULT_MAX_WRITE_BYTES, ToolNames};
-use crate::workspace::parse_workspace_env;
 use analytics::AnalyticsCliArgs;
 use history::{GcArgs, HistoryCliArgs, RestoreCliArgs};
 use journal::JournalArgs;
+use resilient_write_core::workspace::parse_workspace_env;
 use serve::ServeArgs;
 
 pub mod analytics;
@@ -261,7 +261,7 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     let mut config = Config::new(cwd);
     // The crash and failure tests' fault points (honoured by debug builds only).
     if let Some(faults) = std::env::var_os("RW_FAULT_INJECT") {
-        crate::pipeline::install_faults(&faults.to_string_lossy());
+        resilient_write_core::write::pipeline::install_faults(&faults.to_string_lossy());
     }
     // The home directory itself is never a workspace; `init` writes client configs there.
     config.store.home = std::env::var_os("HOME").map(PathBuf::from);
@@ -274,7 +274,8 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     config.store.policy_file = global.policy_file.clone();
     config.store.max_write_bytes = global.max_write_bytes;
     config.store.scratch_get_disabled =
-        std::env::var_os(crate::scratch::DISABLE_GET_ENV).is_some_and(|v| !v.is_empty());
+        std::env::var_os(resilient_write_core::scratch::DISABLE_GET_ENV)
+            .is_some_and(|v| !v.is_empty());
     config.tool_names = match global.tool_names {
         NameStyle::Underscore => ToolNames::Underscore,
         NameStyle::Dotted => ToolNames::Dotted,

@@ -16,7 +16,7 @@ pub fn parse_at(s: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
             .checked_sub_signed(d)
             .ok_or_else(|| format!("{s:?} reaches back before any representable time"));
     }
-    crate::analytics::parse_since(t).ok_or_else(|| format!("{s:?} is not {FORMS}"))
+    resilient_write_core::analytics::parse_since(t).ok_or_else(|| format!("{s:?} is not {FORMS}"))
 }
 
 /// The clap value parser: [`parse_at`] from the current time.

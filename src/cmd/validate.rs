@@ -51,8 +51,11 @@ pub fn run(args: &ValidateArgs) -> ExitCode {
             }
         };
         let path = (!stdin).then(|| file.to_string_lossy().to_string());
-        let report =
-            crate::validate::validate_bytes(&bytes, args.format.as_deref(), path.as_deref());
+        let report = resilient_write_core::validate::validate_bytes(
+            &bytes,
+            args.format.as_deref(),
+            path.as_deref(),
+        );
         invalid |= !report.valid;
         if args.json {
             reports.push(json!({"file": shown, "report": report}));
@@ -60,8 +63,8 @@ pub fn run(args: &ValidateArgs) -> ExitCode {
         }
         for d in &report.errors {
             let severity = match d.severity {
-                crate::validate::Severity::Error => "error",
-                crate::validate::Severity::Warning => "warning",
+                resilient_write_core::validate::Severity::Error => "error",
+                resilient_write_core::validate::Severity::Warning => "warning",
             };
             println!("{shown}:{}:{}  {severity:<7}  {}", d.line, d.col, d.message);
         }

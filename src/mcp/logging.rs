@@ -4,7 +4,7 @@
 
 use super::McpServer;
 use crate::dispatch::Service;
-use crate::notices::{Level, Notice, Sink};
+use resilient_write_core::notices::{Level, Notice, Sink};
 use rmcp::RoleServer;
 #[allow(deprecated)] // MCP logging: deprecated by SEP-2577 yet still in the protocol we serve.
 use rmcp::model::{LoggingLevel, LoggingMessageNotificationParam};
@@ -90,7 +90,7 @@ async fn forward_notices(
         }
         match events.recv().await {
             Some(LogEvent::Notice(n)) => batch.push(n),
-            Some(LogEvent::LevelChanged) => batch = service.notices().kept(),
+            Some(LogEvent::LevelChanged) => batch = service.store().notices().kept(),
             None => return,
         }
     }
@@ -106,7 +106,7 @@ impl McpServer {
         let sink: Sink = Arc::new(move |n: &Notice| {
             let _ = tx.send(LogEvent::Notice(n.clone()));
         });
-        let backlog = self.service.notices().subscribe(&sink);
+        let backlog = self.service.store().notices().subscribe(&sink);
         let _ = self.client.notice_sink.set(sink);
         tokio::spawn(forward_notices(
             peer,

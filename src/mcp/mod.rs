@@ -8,7 +8,7 @@
 //! roots. Everything that belongs to one client (its roots, its log level, its name) lives in
 //! [`McpServer`], never in the shared [`Service`]: an HTTP server builds one `McpServer` per
 //! session over one `Arc<Service>`, and each call runs inside its client's
-//! [`crate::session::Session`].
+//! [`resilient_write_core::session::Session`].
 //!
 //! The handler here is thin: client roots live in `roots`, log forwarding in `logging`,
 //! resources in `resources`, the `resume` prompt in `prompts` and the session's tool list
@@ -23,10 +23,10 @@ mod toolsets;
 pub use resources::{CHECKPOINT_URI_PREFIX, HANDOFF_URI, JOURNAL_TAIL_URI};
 
 use crate::dispatch::Service;
-use crate::notices::Sink;
-use crate::session::{Session, with_session};
 use crate::tools::{self, listed_name};
 use logging::{DEFAULT_LOG_LEVEL, LogEvent};
+use resilient_write_core::notices::Sink;
+use resilient_write_core::session::{Session, with_session};
 #[allow(deprecated)] // MCP logging: deprecated by SEP-2577 yet still in the protocol we serve.
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
@@ -304,7 +304,7 @@ impl ServerHandler for McpServer {
     #[allow(deprecated)] // `logging` is deprecated upstream (SEP-2577) but still served.
     fn get_info(&self) -> InitializeResult {
         let mut instructions = instructions_for(self.service.tools());
-        for note in self.service.notes() {
+        for note in self.service.store().notes() {
             instructions.push_str("\nNote: ");
             instructions.push_str(note);
         }
@@ -466,7 +466,7 @@ impl ServerHandler for McpServer {
 
 /// A tool's answer: the result, or the envelope with `isError`, as `structuredContent` and the
 /// same JSON as text.
-fn call_result(outcome: Result<Value, crate::envelope::Envelope>) -> CallToolResult {
+fn call_result(outcome: Result<Value, resilient_write_core::envelope::Envelope>) -> CallToolResult {
     match outcome {
         Ok(value) => CallToolResult::structured(value),
         Err(envelope) => {
@@ -542,9 +542,10 @@ impl McpServer {
                         let _ = peer.notify_progress(param).await;
                     }
                 });
-                let report: crate::progress::Progress = Arc::new(move |done, total| {
-                    let _ = tx.send((done, total));
-                });
+                let report: resilient_write_core::progress::Progress =
+                    Arc::new(move |done, total| {
+                        let _ = tx.send((done, total));
+                    });
                 (Some(report), Some(forwarder))
             }
         };
@@ -552,7 +553,9 @@ impl McpServer {
         let shown = name.clone();
         let run = move || {
             with_session(Some(session), || {
-                crate::progress::with_progress(progress, || service.call(&name, args))
+                resilient_write_core::progress::with_progress(progress, || {
+                    service.call(&name, args)
+                })
             })
         };
         let joined = if inline {
@@ -571,8 +574,10 @@ impl McpServer {
             Ok(outcome) => call_result(outcome),
             Err(e) => CallToolResult::structured_error(
                 serde_json::to_value(
-                    crate::envelope::Failure::Internal(format!("tool task failed: {e}"))
-                        .envelope(&shown, 0),
+                    resilient_write_core::envelope::Failure::Internal(format!(
+                        "tool task failed: {e}"
+                    ))
+                    .envelope(&shown, 0),
                 )
                 .unwrap_or(Value::Null),
             ),

@@ -46,12 +46,12 @@ impl McpServer {
             .as_ref()
             .and_then(|a| a.get("path"))
             .and_then(Value::as_str)
-            .unwrap_or(crate::handoff::DEFAULT_HANDOFF_PATH)
+            .unwrap_or(resilient_write_core::handoff::DEFAULT_HANDOFF_PATH)
             .to_string();
         let shown = path.clone();
         let text = self
             .blocking(&context, move |service| {
-                crate::handoff::store::resume_prompt(service, &path)
+                resilient_write_core::handoff::store::resume_prompt(service.store(), &path)
             })
             .await?
             .map_err(|f| {

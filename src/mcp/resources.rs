@@ -38,7 +38,9 @@ impl McpServer {
         }
         let prefix = request.argument.value;
         let names: Vec<String> = self
-            .blocking(&context, |service| crate::checkpoint::store::list(service))
+            .blocking(&context, |service| {
+                resilient_write_core::checkpoint::store::list(service.store())
+            })
             .await?
             .map(|l| l.into_iter().map(|c| c.name).collect())
             .unwrap_or_default();
@@ -79,7 +81,10 @@ impl McpServer {
         let contents = if uri == HANDOFF_URI {
             let loaded = self
                 .blocking(&context, |service| {
-                    crate::handoff::store::load(service, crate::handoff::DEFAULT_HANDOFF_PATH)
+                    resilient_write_core::handoff::store::load(
+                        service.store(),
+                        resilient_write_core::handoff::DEFAULT_HANDOFF_PATH,
+                    )
                 })
                 .await?
                 .map_err(|f| failure_error(f, "handoff", true))?;
@@ -91,6 +96,7 @@ impl McpServer {
             let tail = self
                 .blocking(&context, move |service| {
                     service
+                        .store()
                         .journal_tail(args.n, args.filter_path.as_deref(), args.filter_mode)
                         .map(tools::journal_tail::JournalTailResult::from)
                 })
@@ -106,7 +112,7 @@ impl McpServer {
             let shown = name.clone();
             let stored = self
                 .blocking(&context, move |service| {
-                    crate::checkpoint::store::stored(service, &name)
+                    resilient_write_core::checkpoint::store::stored(service.store(), &name)
                 })
                 .await?
                 .map_err(|f| failure_error(f, "checkpoint", true))?;
@@ -155,7 +161,7 @@ impl McpServer {
         ];
         // A checkpoint directory that cannot be read only hides the checkpoints; the other
         // resources are still listed (checkpoint_list reports the error).
-        if let Ok(list) = crate::checkpoint::store::list(service) {
+        if let Ok(list) = resilient_write_core::checkpoint::store::list(service.store()) {
             for cp in list {
                 let mime = cp.format.map_or("text/plain", checkpoint_mime);
                 let what = if cp.corrupt {
@@ -200,11 +206,11 @@ pub(super) fn templates() -> ListResourceTemplatesResult {
     ListResourceTemplatesResult::with_all_items(templates)
 }
 
-fn checkpoint_mime(format: crate::checkpoint::Format) -> &'static str {
+fn checkpoint_mime(format: resilient_write_core::checkpoint::Format) -> &'static str {
     match format {
-        crate::checkpoint::Format::Json => "application/json",
-        crate::checkpoint::Format::Yaml => "application/yaml",
-        crate::checkpoint::Format::Markdown => "text/markdown",
+        resilient_write_core::checkpoint::Format::Json => "application/json",
+        resilient_write_core::checkpoint::Format::Yaml => "application/yaml",
+        resilient_write_core::checkpoint::Format::Markdown => "text/markdown",
     }
 }
 
@@ -244,7 +250,11 @@ fn journal_tail_args(query: &str) -> Result<tools::journal_tail::JournalTailArgs
 }
 
 /// A failure of the library as a JSON-RPC error carrying the envelope as `data`.
-fn failure_error(f: crate::envelope::Failure, what: &str, not_found: bool) -> McpError {
+fn failure_error(
+    f: resilient_write_core::envelope::Failure,
+    what: &str,
+    not_found: bool,
+) -> McpError {
     let envelope = serde_json::to_value(f.envelope("resources/read", 0)).ok();
     let message = format!("{what}: {f}");
     if not_found {

@@ -5,9 +5,9 @@
 
 use super::McpServer;
 use super::logging::send_log;
-use crate::notices::Level;
-use crate::session::{Session, with_session};
-use crate::workspace::Workspaces;
+use resilient_write_core::notices::Level;
+use resilient_write_core::session::{Session, with_session};
+use resilient_write_core::workspace::Workspaces;
 use rmcp::RoleServer;
 use rmcp::service::Peer;
 use std::ffi::OsString;
@@ -78,7 +78,9 @@ impl McpServer {
                     }
                 }
                 let service = self.service.clone();
-                match tokio::task::spawn_blocking(move || service.with_client_roots(&paths)).await {
+                match tokio::task::spawn_blocking(move || service.store().with_client_roots(&paths))
+                    .await
+                {
                     Ok((ws, refused)) => {
                         for (path, reason) in refused {
                             rejected
@@ -115,7 +117,9 @@ impl McpServer {
             });
             let service = self.service.clone();
             let recovered = tokio::task::spawn_blocking(move || {
-                with_session(Some(session), || crate::tx::recover(&service))
+                with_session(Some(session), || {
+                    resilient_write_core::tx::recover(service.store())
+                })
             })
             .await;
             if let Ok(mut report) = recovered {

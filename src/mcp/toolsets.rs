@@ -43,7 +43,7 @@ impl McpServer {
         &self,
         args: Value,
         context: &RequestContext<RoleServer>,
-    ) -> Result<Value, crate::envelope::Envelope> {
+    ) -> Result<Value, resilient_write_core::envelope::Envelope> {
         let style = self.service.tool_names();
         let (outcome, changed) = {
             let mut enabled = self

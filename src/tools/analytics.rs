@@ -1,11 +1,11 @@
-//! `analytics`: the MCP face of [`crate::analytics`], one streaming pass over the journal.
-//! Argument parsing and the result shape only; the query is [`crate::analytics::query`].
+//! `analytics`: the MCP face of [`resilient_write_core::analytics`], one streaming pass over the journal.
+//! Argument parsing and the result shape only; the query is [`resilient_write_core::analytics::query`].
 
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
-use crate::analytics::Analytics;
-use crate::analytics::query::query;
-use crate::envelope::Result;
-use crate::store::Store;
+use resilient_write_core::analytics::Analytics;
+use resilient_write_core::analytics::query::query;
+use resilient_write_core::envelope::Result;
+use resilient_write_core::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -43,11 +43,11 @@ pub const ANALYTICS: ToolSpec = ToolSpec {
     run: run_analytics,
 };
 
-fn run_analytics(svc: &Store, raw: Value) -> Result<Value> {
+fn run_analytics(store: &Store, raw: Value) -> Result<Value> {
     let args: AnalyticsArgs = parse_args(raw)?;
     let analytics = query(
-        svc.pipeline().journal(),
-        svc.workspaces().journal_paths(),
+        store.pipeline().journal(),
+        store.workspaces().journal_paths(),
         args.since.as_deref(),
         args.session_filter,
     )?;

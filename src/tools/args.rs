@@ -10,7 +10,7 @@
 //! (an index of 0, a malformed hash, an unknown enum value) to the tools, whose own envelopes
 //! say more. Whatever it lets through still goes to serde, whose message is the fallback.
 
-use crate::envelope::Failure;
+use resilient_write_core::envelope::Failure;
 use schemars::JsonSchema;
 use serde_json::{Map, Value, json};
 use std::borrow::Cow;

@@ -1,14 +1,14 @@
 //! `checkpoint`, `checkpoint_read`, `checkpoint_list`, `checkpoint_cleanup`: argument parsing
 //! and result shapes only; the store (find, read, list, TTL cleanup, the write plan and the
-//! journaled removal) is [`crate::checkpoint::store`].
+//! journaled removal) is [`resilient_write_core::checkpoint::store`].
 
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
-use crate::checkpoint::Format;
-use crate::checkpoint::store;
-pub use crate::checkpoint::store::{CheckpointEntry, CorruptEntry, Removed};
-use crate::envelope::Result;
-use crate::store::Store;
+use resilient_write_core::checkpoint::Format;
+use resilient_write_core::checkpoint::store;
+pub use resilient_write_core::checkpoint::store::{CheckpointEntry, CorruptEntry, Removed};
+use resilient_write_core::envelope::Result;
+use resilient_write_core::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -172,10 +172,10 @@ pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
     run: run_checkpoint_cleanup,
 };
 
-fn run_checkpoint(svc: &Store, raw: Value) -> Result<Value> {
+fn run_checkpoint(store: &Store, raw: Value) -> Result<Value> {
     let (args, request) = parse_keyed::<CheckpointArgs>("checkpoint", raw)?;
-    request.once(svc, || {
-        let saved = store::save(svc, &args.name, args.format, args.data, &args.ttl)?;
+    request.once(store, || {
+        let saved = store::save(store, &args.name, args.format, args.data, &args.ttl)?;
         to_value(&CheckpointResult {
             ok: true,
             name: saved.name,
@@ -194,9 +194,9 @@ fn run_checkpoint(svc: &Store, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_checkpoint_read(svc: &Store, raw: Value) -> Result<Value> {
+fn run_checkpoint_read(store: &Store, raw: Value) -> Result<Value> {
     let args: CheckpointReadArgs = parse_args(raw)?;
-    let l = store::read(svc, &args.name)?;
+    let l = store::read(store, &args.name)?;
     let cp = l.checkpoint;
     to_value(&CheckpointReadResult {
         ok: true,
@@ -211,9 +211,9 @@ fn run_checkpoint_read(svc: &Store, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_checkpoint_list(svc: &Store, raw: Value) -> Result<Value> {
+fn run_checkpoint_list(store: &Store, raw: Value) -> Result<Value> {
     let _: CheckpointListArgs = parse_args(raw)?;
-    let checkpoints = store::list(svc)?;
+    let checkpoints = store::list(store)?;
     to_value(&CheckpointListResult {
         ok: true,
         count: checkpoints.len(),
@@ -221,10 +221,10 @@ fn run_checkpoint_list(svc: &Store, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_checkpoint_cleanup(svc: &Store, raw: Value) -> Result<Value> {
+fn run_checkpoint_cleanup(store: &Store, raw: Value) -> Result<Value> {
     let (args, request) = parse_keyed::<CheckpointCleanupArgs>("checkpoint_cleanup", raw)?;
-    request.once(svc, || {
-        let c = store::cleanup(svc, args.include_session)?;
+    request.once(store, || {
+        let c = store::cleanup(store, args.include_session)?;
         to_value(&CheckpointCleanupResult {
             ok: true,
             removed: c.removed,

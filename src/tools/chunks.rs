@@ -1,16 +1,16 @@
 //! The L2 tools: `chunk_write`, `chunk_append`, `chunk_compose`, `chunk_preview`,
 //! `chunk_status`, `chunk_reset`. Argument parsing and result shapes only; the session logic
-//! is [`crate::chunks`].
+//! is [`resilient_write_core::chunks`].
 
 use super::keyed::{IdempotencyKey, Request, parse_keyed};
 use super::schema::describe;
 use super::write::{Content, WriteMode};
 use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
-use crate::chunks::{self, ChunkWritten, Composed, Status};
-use crate::envelope::{Failure, Result};
-use crate::preflight::Classify;
-use crate::store::Store;
-use crate::write::idempotency::Answer;
+use resilient_write_core::chunks::{self, ChunkWritten, Composed, Status};
+use resilient_write_core::envelope::{Failure, Result};
+use resilient_write_core::preflight::Classify;
+use resilient_write_core::store::Store;
+use resilient_write_core::write::idempotency::Answer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -364,14 +364,14 @@ fn run_chunk_compose(store: &Store, raw: Value) -> Result<Value> {
     to_value(&ChunkComposeResult::from((args.session, composed)))
 }
 
-fn run_chunk_preview(svc: &Store, raw: Value) -> Result<Value> {
+fn run_chunk_preview(store: &Store, raw: Value) -> Result<Value> {
     let args: ChunkPreviewArgs = parse_args(raw)?;
     chunks::validate_session(&args.session)?;
     let p = chunks::preview(
-        svc,
+        store,
         &args.session,
         args.separator.as_bytes(),
-        svc.config().max_write_bytes,
+        store.config().max_write_bytes,
     )?;
     let total_bytes = p.content.len() as u64;
     let chunk_count = p.chunk_hashes.len() as u64;

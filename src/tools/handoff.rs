@@ -1,16 +1,16 @@
 //! `handoff_write` and `handoff_read` (L5): argument parsing and result shapes only; the
-//! store (drift, archive, load, the write through the pipeline) is [`crate::handoff::store`].
+//! store (drift, archive, load, the write through the pipeline) is [`resilient_write_core::handoff::store`].
 
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
-use crate::envelope::Result;
-use crate::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, store};
-use crate::store::Store;
+use resilient_write_core::envelope::Result;
+use resilient_write_core::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, store};
+use resilient_write_core::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use crate::handoff::store::ARCHIVE_DIR;
+pub use resilient_write_core::handoff::store::ARCHIVE_DIR;
 
 fn default_path() -> String {
     DEFAULT_HANDOFF_PATH.into()
@@ -118,10 +118,10 @@ pub const HANDOFF_READ: ToolSpec = ToolSpec {
     run: run_handoff_read,
 };
 
-fn run_handoff_write(svc: &Store, raw: Value) -> Result<Value> {
+fn run_handoff_write(store: &Store, raw: Value) -> Result<Value> {
     let (args, request) = parse_keyed::<HandoffWriteArgs>("handoff_write", raw)?;
-    request.once(svc, || {
-        let w = store::write(svc, args.envelope, args.body, &args.path, args.archive)?;
+    request.once(store, || {
+        let w = store::write(store, args.envelope, args.body, &args.path, args.archive)?;
         to_value(&HandoffWriteResult {
             ok: true,
             handoff_path: w.path,
@@ -142,9 +142,9 @@ fn run_handoff_write(svc: &Store, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_handoff_read(svc: &Store, raw: Value) -> Result<Value> {
+fn run_handoff_read(store: &Store, raw: Value) -> Result<Value> {
     let args: HandoffReadArgs = parse_args(raw)?;
-    let l = store::load(svc, &args.path)?;
+    let l = store::load(store, &args.path)?;
     to_value(&HandoffReadResult {
         ok: true,
         handoff_path: l.path,

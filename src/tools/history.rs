@@ -1,13 +1,13 @@
 //! `history` and `restore` (beyond the paper): list the journaled versions of a path and put
 //! a path, or every file of a transaction, back to an earlier version. The logic is
-//! [`crate::history`].
+//! [`resilient_write_core::history`].
 
 use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
-use crate::envelope::{Failure, Result};
-use crate::history::{self, RestoreTo, Skipped, Version};
-use crate::pipeline::read_existing;
-use crate::store::Store;
-use crate::write::idempotency::request_hash;
+use resilient_write_core::envelope::{Failure, Result};
+use resilient_write_core::history::{self, RestoreTo, Skipped, Version};
+use resilient_write_core::store::Store;
+use resilient_write_core::write::idempotency::request_hash;
+use resilient_write_core::write::pipeline::read_existing;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -152,14 +152,14 @@ pub const RESTORE: ToolSpec = ToolSpec {
     run: run_restore,
 };
 
-fn run_history(svc: &Store, raw: Value) -> Result<Value> {
+fn run_history(store: &Store, raw: Value) -> Result<Value> {
     let args: HistoryArgs = parse_args(raw)?;
     if args.limit == 0 || args.limit > 10_000 {
         return Err(Failure::InvalidArguments {
             message: format!("limit must be 1..=10000, got {}", args.limit),
         });
     }
-    let workspaces = svc.workspaces();
+    let workspaces = store.workspaces();
     let paths = workspaces.journal_paths();
     let resolved = workspaces.resolve(&args.path, false);
     let (abs, current) = match resolved {
@@ -178,10 +178,10 @@ fn run_history(svc: &Store, raw: Value) -> Result<Value> {
     let shown = paths
         .relative(&abs)
         .map_or_else(|| abs.display().to_string(), |rp| rp.path);
-    let journal = svc.pipeline().journal();
+    let journal = store.pipeline().journal();
     let mut versions = history::versions(
         journal,
-        svc.pipeline().objects(),
+        store.pipeline().objects(),
         &paths,
         &abs,
         current.as_deref(),
@@ -220,18 +220,18 @@ fn version_hash(given: &str) -> Result<RestoreTo> {
     })
 }
 
-fn run_restore(svc: &Store, raw: Value) -> Result<Value> {
+fn run_restore(store: &Store, raw: Value) -> Result<Value> {
     let request_sha256 = request_hash("restore", &raw);
     let args: RestoreArgs = parse_args(raw)?;
     let key = args.idempotency_key.clone();
     // A dry run writes nothing: its key is checked, and nothing is kept under it.
     let record = !args.dry_run;
-    svc.once("restore", key.as_deref(), &request_sha256, record, || {
-        restore(svc, args)
+    store.once("restore", key.as_deref(), &request_sha256, record, || {
+        restore(store, args)
     })
 }
 
-fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
+fn restore(store: &Store, args: RestoreArgs) -> Result<Value> {
     let expected =
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let bad = |m: &str| Failure::InvalidArguments { message: m.into() };
@@ -246,7 +246,7 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
                 "session restores a whole agent session: give it alone (dry_run allowed)",
             ));
         }
-        return restore_session(svc, &session, args.dry_run);
+        return restore_session(store, &session, args.dry_run);
     }
     if let Some(tx_id) = args.tx_id {
         if args.path.is_some() || args.to_sha256.is_some() || args.journal_id.is_some() {
@@ -257,8 +257,8 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
                 "dry_run and expected_prev_sha256 apply to one path, not to tx_id",
             ));
         }
-        let (c, skipped) = history::restore_tx(svc, &tx_id)?;
-        let paths = svc.workspaces().journal_paths();
+        let (c, skipped) = history::restore_tx(store, &tx_id)?;
+        let paths = store.workspaces().journal_paths();
         return to_value(&RestoreResult {
             ok: true,
             mode_applied: "restore".into(),
@@ -292,7 +292,7 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
         (None, Some(id)) => RestoreTo::JournalId(id),
         _ => return Err(bad("give exactly one of to_sha256 and journal_id")),
     };
-    let r = history::restore(svc, &path, to, expected.as_deref(), args.dry_run)?;
+    let r = history::restore(store, &path, to, expected.as_deref(), args.dry_run)?;
     let unchanged = r.outcome.is_none() && r.diff.is_none();
     let file = match r.outcome {
         Some(o) => RestoredFile {
@@ -331,10 +331,13 @@ fn restore(svc: &Store, args: RestoreArgs) -> Result<Value> {
 }
 
 /// `restore` with `session`: every file the agent session changed, back as before it.
-fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Value> {
+fn restore_session(store: &Store, session: &str, dry_run: bool) -> Result<Value> {
     use history::SessionAction;
-    let r = history::restore_session(svc, session, dry_run)?;
-    let mut applied: std::collections::HashMap<std::path::PathBuf, crate::pipeline::Outcome> = r
+    let r = history::restore_session(store, session, dry_run)?;
+    let mut applied: std::collections::HashMap<
+        std::path::PathBuf,
+        resilient_write_core::write::pipeline::Outcome,
+    > = r
         .committed
         .iter()
         .flat_map(|c| c.files.iter().map(|(_, o)| (o.abs_path.clone(), o.clone())))

@@ -1,15 +1,15 @@
 //! `journal_tail`: the newest journal rows, optionally filtered by path and mode. Argument
-//! parsing and the result shape only; the tail is [`crate::journal::tail`].
+//! parsing and the result shape only; the tail is [`resilient_write_core::journal::tail`].
 
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
-use crate::envelope::Result;
-use crate::journal::tail::Tail;
-use crate::store::Store;
+use resilient_write_core::envelope::Result;
+use resilient_write_core::journal::tail::Tail;
+use resilient_write_core::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-pub use crate::journal::tail::MAX_TAIL;
+pub use resilient_write_core::journal::tail::MAX_TAIL;
 
 fn twenty() -> usize {
     20
@@ -66,8 +66,8 @@ impl From<Tail> for JournalTailResult {
     }
 }
 
-fn run_journal_tail(svc: &Store, raw: Value) -> Result<Value> {
+fn run_journal_tail(store: &Store, raw: Value) -> Result<Value> {
     let args: JournalTailArgs = parse_args(raw)?;
-    let t = svc.journal_tail(args.n, args.filter_path.as_deref(), args.filter_mode)?;
+    let t = store.journal_tail(args.n, args.filter_path.as_deref(), args.filter_mode)?;
     to_value(&JournalTailResult::from(t))
 }

@@ -5,10 +5,10 @@
 //! first result is kept whole in the result log).
 
 use super::parse_args;
-use crate::envelope::Result;
-use crate::pipeline::Caller;
-use crate::store::Store;
-use crate::write::idempotency::{Keyed, request_hash};
+use resilient_write_core::envelope::Result;
+use resilient_write_core::store::Store;
+use resilient_write_core::write::idempotency::{Keyed, request_hash};
+use resilient_write_core::write::pipeline::Caller;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;

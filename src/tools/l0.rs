@@ -1,6 +1,6 @@
 //! `risk_score` and `redact` (L0, paper section 3.1 and SPEC section 9): the pre-flight
 //! classifier as tools. Neither touches a workspace file: they score or rewrite the draft they
-//! are given. The classifier is the workspace policy's ([`crate::preflight`]); a bad policy
+//! are given. The classifier is the workspace policy's ([`resilient_write_core::preflight`]); a bad policy
 //! file makes both answer `policy_violation` naming the file and line.
 //!
 //! `redact` with `deposit: true` hands the originals to a [`Depository`]: the L4 scratchpad,
@@ -8,9 +8,9 @@
 
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
-use crate::classify::{Original, RiskReport, redact};
-use crate::envelope::Result;
-use crate::store::Store;
+use resilient_write_core::classify::{Original, RiskReport, redact};
+use resilient_write_core::envelope::Result;
+use resilient_write_core::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -95,13 +95,13 @@ struct ScratchDepository<'a>(&'a Store);
 
 impl Depository for ScratchDepository<'_> {
     fn deposit(&self, original: &Original, rule: &str) -> Result<String> {
-        crate::scratch::deposit_redacted(self.0, original.expose(), rule)
+        resilient_write_core::scratch::deposit_redacted(self.0, original.expose(), rule)
     }
 }
 
 /// The depository of this build: the scratchpad.
-fn depository(svc: &Store) -> Option<Box<dyn Depository + '_>> {
-    Some(Box::new(ScratchDepository(svc)))
+fn depository(store: &Store) -> Option<Box<dyn Depository + '_>> {
+    Some(Box::new(ScratchDepository(store)))
 }
 
 pub const RISK_SCORE: ToolSpec = ToolSpec {
@@ -133,22 +133,26 @@ pub const REDACT: ToolSpec = ToolSpec {
     run: run_redact,
 };
 
-fn run_risk_score(svc: &Store, raw: Value) -> Result<Value> {
+fn run_risk_score(store: &Store, raw: Value) -> Result<Value> {
     let args: RiskScoreArgs = parse_args(raw)?;
-    let report = svc.risk_score(&args.content)?;
+    let report = store.risk_score(&args.content)?;
     to_value(&RiskScoreResult { ok: true, report })
 }
 
-fn run_redact(svc: &Store, raw: Value) -> Result<Value> {
+fn run_redact(store: &Store, raw: Value) -> Result<Value> {
     let (args, request) = parse_keyed::<RedactArgs>("redact", raw)?;
-    let r = redact(&args.content, svc.classifier()?);
+    let r = redact(&args.content, store.classifier()?);
     // What is kept under a key is the result without the redacted draft (drafts stay out of
     // the state directory); the draft is redacted again for every answer, to the same text.
-    let mut result = request.once(svc, || {
-        let store = if args.deposit { depository(svc) } else { None };
+    let mut result = request.once(store, || {
+        let depot = if args.deposit {
+            depository(store)
+        } else {
+            None
+        };
         let mut replacements = Vec::with_capacity(r.replacements.len());
         for rep in &r.replacements {
-            let sha256 = match &store {
+            let sha256 = match &depot {
                 Some(d) => Some(d.deposit(&rep.original, &rep.rule)?),
                 None => None,
             };
@@ -159,7 +163,7 @@ fn run_redact(svc: &Store, raw: Value) -> Result<Value> {
                 sha256,
             });
         }
-        let note = (args.deposit && store.is_none()).then(|| {
+        let note = (args.deposit && depot.is_none()).then(|| {
             "deposit is unavailable: this build has no scratchpad, so the originals were not \
              stored anywhere; keep them yourself if you need them"
                 .to_string()
@@ -168,7 +172,7 @@ fn run_redact(svc: &Store, raw: Value) -> Result<Value> {
             ok: true,
             content: String::new(),
             replacements,
-            deposited: store.is_some() && !r.replacements.is_empty(),
+            deposited: depot.is_some() && !r.replacements.is_empty(),
             note,
             idempotent_replay: false,
         })?;

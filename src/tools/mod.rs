@@ -4,8 +4,8 @@
 //!
 //! Front ends list [`catalog`] and dispatch through [`crate::dispatch::Service::call`].
 
-use crate::envelope::{Failure, Result};
-use crate::store::Store;
+use resilient_write_core::envelope::{Failure, Result};
+use resilient_write_core::store::Store;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -209,7 +209,7 @@ pub fn to_value<T: serde::Serialize>(v: &T) -> Result<Value> {
 pub fn parse_expected_hash(field: &str, v: Option<&str>) -> Result<Option<String>> {
     match v {
         None => Ok(None),
-        Some(h) if crate::hash::is_sha256_hex(h) => Ok(Some(h.to_ascii_lowercase())),
+        Some(h) if resilient_write_core::hash::is_sha256_hex(h) => Ok(Some(h.to_ascii_lowercase())),
         Some(h) => Err(Failure::InvalidArguments {
             message: format!(
                 "{field} must be 64 hex digits (a SHA-256), got {} characters",

@@ -5,7 +5,7 @@
 //!
 //! A fixed profile (`serve --tools core|all|NAME,...`, `--read-only`) is a [`ToolProfile`]: only
 //! its tools are listed, and a call to any other is refused with an envelope
-//! ([`crate::envelope::Failure::ToolNotEnabled`]), never run.
+//! ([`resilient_write_core::envelope::Failure::ToolNotEnabled`]), never run.
 
 use super::{ToolSpec, catalog, toolsets};
 

@@ -1,12 +1,12 @@
 //! `read` and `stat` (read-only): a workspace file's content or metadata with the SHA-256 an
-//! edit's `expected_prev_sha256` compares against. The logic is [`crate::read`].
+//! edit's `expected_prev_sha256` compares against. The logic is [`resilient_write_core::read`].
 
 use super::write::ContentEncoding;
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
-use crate::envelope::{Failure, Result};
-use crate::read::{self, LineRange};
-use crate::store::Store;
 use base64::Engine;
+use resilient_write_core::envelope::{Failure, Result};
+use resilient_write_core::read::{self, LineRange};
+use resilient_write_core::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -97,14 +97,14 @@ pub const STAT: ToolSpec = ToolSpec {
     run: run_stat,
 };
 
-fn run_read(svc: &Store, raw: Value) -> Result<Value> {
+fn run_read(store: &Store, raw: Value) -> Result<Value> {
     let args: ReadArgs = parse_args(raw)?;
     let range = LineRange {
         start: args.start_line,
         end: args.end_line,
     };
-    let limit = svc.config().max_write_bytes;
-    let file = read::read(svc, &args.path, range, limit)?;
+    let limit = store.config().max_write_bytes;
+    let file = read::read(store, &args.path, range, limit)?;
     let content = match args.encoding {
         ContentEncoding::Base64 => base64::engine::general_purpose::STANDARD.encode(&file.content),
         ContentEncoding::Utf8 => String::from_utf8(file.content).map_err(|e| {
@@ -135,8 +135,8 @@ fn run_read(svc: &Store, raw: Value) -> Result<Value> {
     })
 }
 
-fn run_stat(svc: &Store, raw: Value) -> Result<Value> {
+fn run_stat(store: &Store, raw: Value) -> Result<Value> {
     let args: StatArgs = parse_args(raw)?;
-    let st = read::stat(svc, &args.path)?;
+    let st = read::stat(store, &args.path)?;
     to_value(&StatResult { ok: true, stat: st })
 }

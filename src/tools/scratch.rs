@@ -1,14 +1,14 @@
 //! The L4 tools: `scratch_put`, `scratch_ref`, `scratch_get`. Argument parsing and result
-//! shapes only; the store is [`crate::scratch`].
+//! shapes only; the store is [`resilient_write_core::scratch`].
 
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::write::{Content, ContentEncoding};
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
-use crate::envelope::{Failure, Result};
-use crate::scratch::{self, Blob, Deposit, Found, SkippedLine};
-use crate::store::Store;
-use crate::write::idempotency::Answer;
 use base64::Engine;
+use resilient_write_core::envelope::{Failure, Result};
+use resilient_write_core::scratch::{self, Blob, Deposit, Found, SkippedLine};
+use resilient_write_core::store::Store;
+use resilient_write_core::write::idempotency::Answer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -137,10 +137,11 @@ pub const SCRATCH_GET: ToolSpec = ToolSpec {
 };
 
 /// Checked at each deposit, so a .gitignore fixed mid-session silences it.
-fn gitignore_warnings(svc: &Store) -> Vec<ScratchWarning> {
-    svc.state_dir()
+fn gitignore_warnings(store: &Store) -> Vec<ScratchWarning> {
+    store
+        .state_dir()
         .parent()
-        .and_then(crate::store::gitignore_note)
+        .and_then(resilient_write_core::store::gitignore_note)
         .map(|hint| ScratchWarning {
             reason: "state_dir_not_gitignored".into(),
             hint,

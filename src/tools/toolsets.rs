@@ -10,8 +10,8 @@
 //! itself belongs to the MCP session (`crate::mcp`), never to the shared service.
 
 use super::{ToolNames, ToolSpec, listed_name, parse_args, result_schema, schema, to_value};
-use crate::envelope::{Failure, Result};
-use crate::store::Store;
+use resilient_write_core::envelope::{Failure, Result};
+use resilient_write_core::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -426,9 +426,9 @@ mod tests {
     fn without_a_session_toolsets_lists_and_refuses_to_enable() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
-        let mut c = crate::store::Config::new(root.clone());
+        let mut c = resilient_write_core::store::Config::new(root.clone());
         c.workspaces = vec![root];
-        let store = crate::startup::open(c).0;
+        let store = resilient_write_core::startup::open(c).0;
         let r = (TOOLSETS.run)(&store, json!({})).unwrap();
         assert_eq!(r["toolsets"].as_array().unwrap().len(), SETS.len());
         assert_eq!(r["toolsets"][0]["enabled"], false);

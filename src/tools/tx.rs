@@ -1,17 +1,17 @@
 //! Transaction tools (beyond the paper): `tx_begin`, `tx_write`, `tx_replace`, `tx_status`,
 //! `tx_commit`, `tx_rollback`. Arguments are checked like `safe_write`'s and `safe_replace`'s
 //! (same decoding, size cap, `expected_prev_sha256` and edit semantics); the durable part is
-//! [`crate::tx`].
+//! [`resilient_write_core::tx`].
 
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::schema::describe;
 use super::write::{CLASSIFY_CONTENT, Content, EditArg, WHOLE_CONTENT, WriteMode, edits_from, one};
 use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
-use crate::envelope::Result;
-use crate::preflight::Classify;
-use crate::store::Store;
-use crate::tx::{self, CommitReport, CommittedFile, StagedOp};
-use crate::write::idempotency::Answer;
+use resilient_write_core::envelope::Result;
+use resilient_write_core::preflight::Classify;
+use resilient_write_core::store::Store;
+use resilient_write_core::tx::{self, CommitReport, CommittedFile, StagedOp};
+use resilient_write_core::write::idempotency::Answer;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

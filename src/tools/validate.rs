@@ -1,15 +1,15 @@
-//! `validate`: the MCP face of [`crate::validate`]. Always `ok: true`; `valid` carries the
+//! `validate`: the MCP face of [`resilient_write_core::validate`]. Always `ok: true`; `valid` carries the
 //! verdict. Content that is not UTF-8 (sent base64-encoded with `encoding: base64`, or
 //! arriving as a lone surrogate the transport could not carry) is a report with one error at
 //! the first bad byte, not a failed call.
 
 use super::write::ContentEncoding;
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
-use crate::envelope::{Failure, Result};
-use crate::store::Store;
-use crate::validate::ValidationReport;
-use crate::write::intent::within_limit;
 use base64::Engine;
+use resilient_write_core::envelope::{Failure, Result};
+use resilient_write_core::store::Store;
+use resilient_write_core::validate::ValidationReport;
+use resilient_write_core::write::intent::within_limit;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -52,7 +52,7 @@ pub const VALIDATE: ToolSpec = ToolSpec {
     run: run_validate,
 };
 
-fn run_validate(svc: &Store, mut raw: Value) -> Result<Value> {
+fn run_validate(store: &Store, mut raw: Value) -> Result<Value> {
     // A lone surrogate or raw non-UTF-8 bytes in `content` reach us as the transport's
     // sentinel: validating is exactly the place to report them, so take content out before
     // the generic argument check (which would refuse the call) and map each sentinel back to
@@ -74,12 +74,12 @@ fn run_validate(svc: &Store, mut raw: Value) -> Result<Value> {
     let args: ValidateArgs = parse_args(raw)?;
     let hint = args.format_hint.as_deref();
     let path = args.target_path.as_deref();
-    let limit = svc.config().max_write_bytes;
+    let limit = store.config().max_write_bytes;
     let report = match (bad_bytes, args.encoding) {
-        (Some(bytes), _) => crate::validate::validate_bytes(&bytes, hint, path),
+        (Some(bytes), _) => resilient_write_core::validate::validate_bytes(&bytes, hint, path),
         (None, ContentEncoding::Utf8) => {
             within_limit("content", args.content.len() as u64, limit)?;
-            crate::validate::validate(&args.content, hint, path)
+            resilient_write_core::validate::validate(&args.content, hint, path)
         }
         (None, ContentEncoding::Base64) => {
             let bytes = base64::engine::general_purpose::STANDARD
@@ -89,7 +89,7 @@ fn run_validate(svc: &Store, mut raw: Value) -> Result<Value> {
                     reason: format!("invalid base64: {e}"),
                 })?;
             within_limit("content", bytes.len() as u64, limit)?;
-            crate::validate::validate_bytes(&bytes, hint, path)
+            resilient_write_core::validate::validate_bytes(&bytes, hint, path)
         }
     };
     to_value(&ValidateResult { ok: true, report })

@@ -1,20 +1,20 @@
 //! `safe_write` and `safe_replace` (L1): the agent-facing writing tools. Argument parsing and
 //! result shapes only; the writes (replay, preconditions, L0 check of an edit, size limit,
-//! the pipeline) are [`crate::files`].
+//! the pipeline) are [`resilient_write_core::files`].
 
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::schema::describe;
 use super::{ToolSpec, is_false, parse_expected_hash, result_schema, schema, to_value};
-use crate::edit::Edit;
-use crate::envelope::{Failure, Result};
-use crate::files::{self, Edited, Replaced};
-use crate::pipeline::Outcome;
-use crate::preflight::Classify;
-use crate::store::Store;
-use crate::workspace::Target;
-pub use crate::write::content::{Content, ContentEncoding};
-use crate::write::idempotency::Answer;
-pub use crate::write::intent::WriteMode;
+use resilient_write_core::edit::Edit;
+use resilient_write_core::envelope::{Failure, Result};
+use resilient_write_core::files::{self, Edited, Replaced};
+use resilient_write_core::preflight::Classify;
+use resilient_write_core::store::Store;
+use resilient_write_core::workspace::Target;
+pub use resilient_write_core::write::content::{Content, ContentEncoding};
+use resilient_write_core::write::idempotency::Answer;
+pub use resilient_write_core::write::intent::WriteMode;
+use resilient_write_core::write::pipeline::Outcome;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

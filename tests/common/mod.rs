@@ -315,7 +315,7 @@ pub fn model_visible(tools: &[Value]) -> String {
 
 /// Lowercase hex SHA-256.
 pub fn sha256(bytes: &[u8]) -> String {
-    resilient_write::hash::sha256_hex(bytes)
+    resilient_write_core::hash::sha256_hex(bytes)
 }
 
 /// Journal rows of a state directory (blank lines, rows taken back in place, skipped as

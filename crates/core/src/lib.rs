@@ -43,5 +43,3 @@ pub mod write;
 
 #[cfg(test)]
 mod testing;
-
-pub use write::pipeline;

@@ -39,13 +39,13 @@ pub use put::{Blob, Put, put};
 use crate::envelope::{Failure, Result};
 use crate::hash::{is_sha256_hex, sha256_hex};
 use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
-use crate::pipeline::{Body, Caller, Decision, Plan, read_existing};
 use crate::state::{StateDir, open_subdir};
 use crate::store::Store;
 use crate::util::statefile::{Line, LineReader, MAX_STATE_LINE};
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
 use crate::write::idempotency::Answer;
+use crate::write::pipeline::{Body, Caller, Decision, Plan, read_existing};
 use rustix::fd::OwnedFd;
 use rustix::fs::{FlockOperation, Mode, OFlags};
 use serde::{Deserialize, Serialize};
@@ -98,14 +98,14 @@ pub fn blob_path(sha256: &str) -> String {
     )
 }
 
-fn open_scratch(svc: &Store, create: bool) -> Result<Option<StateDir>> {
-    open_subdir(svc.state_dir(), &[SCRATCH_DIR], 0o700, create)
+fn open_scratch(store: &Store, create: bool) -> Result<Option<StateDir>> {
+    open_subdir(store.state_dir(), &[SCRATCH_DIR], 0o700, create)
 }
 
 /// Deposit `bytes` with the given metadata, as tool `scratch_put` would: the library entry
 /// point for other layers (e.g. `redact` depositing originals).
 pub fn deposit(
-    svc: &Store,
+    store: &Store,
     bytes: &[u8],
     label: Option<&str>,
     content_type: Option<&str>,
@@ -117,11 +117,11 @@ pub fn deposit(
         "base64"
     };
     let who = Caller {
-        caller: svc.caller(),
+        caller: store.caller(),
         tool: "scratch_put".into(),
     };
     deposit_as(
-        svc,
+        store,
         &who,
         bytes,
         &Meta {
@@ -134,8 +134,8 @@ pub fn deposit(
 }
 
 /// Deposit `bytes`, journaled as `who`.
-pub fn deposit_as(svc: &Store, who: &Caller, bytes: &[u8], meta: &Meta) -> Result<Deposit> {
-    match deposit_keyed(svc, who, bytes, meta, BTreeMap::new(), &|| Ok(None))? {
+pub fn deposit_as(store: &Store, who: &Caller, bytes: &[u8], meta: &Meta) -> Result<Deposit> {
+    match deposit_keyed(store, who, bytes, meta, BTreeMap::new(), &|| Ok(None))? {
         Answer::Applied(d) => Ok(d),
         Answer::Replayed(_) => Err(Failure::Internal(
             "a deposit without a key was replayed".into(),
@@ -148,7 +148,7 @@ pub fn deposit_as(svc: &Store, who: &Caller, bytes: &[u8], meta: &Meta) -> Resul
 /// run under the index's lock: a replay when the call repeats an earlier one (the blob write
 /// before it is content-addressed, so a replay adds nothing).
 pub fn deposit_keyed(
-    svc: &Store,
+    store: &Store,
     who: &Caller,
     bytes: &[u8],
     meta: &Meta,
@@ -156,7 +156,7 @@ pub fn deposit_keyed(
     replay: &dyn Fn() -> Result<Option<Deposit>>,
 ) -> Result<Answer<Deposit>> {
     let sha256 = sha256_hex(bytes);
-    let dir = open_scratch(svc, true)?
+    let dir = open_scratch(store, true)?
         .ok_or_else(|| Failure::Internal("scratch directory vanished".into()))?;
     let mut warnings = Vec::new();
     if let Ok(st) = rustix::fs::fstat(&dir.dir)
@@ -185,13 +185,14 @@ pub fn deposit_keyed(
     blob_extra.insert("scratch".to_string(), json!(true));
     // (repaired, an intact blob readable by others: the original creates them 0644)
     let (outcome, (repaired, loose)) =
-        svc.pipeline()
+        store
+            .pipeline()
             .commit(&target, who, |existing| match existing {
                 Some(e) if e.sha256 == address => Ok(Decision::Skip((false, e.mode & 0o077 != 0))),
                 _ => Ok(Decision::Write(
                     Plan {
                         body: Body::Bytes(body),
-                        mode_label: crate::pipeline::mode_over(existing, "overwrite"),
+                        mode_label: crate::write::pipeline::mode_over(existing, "overwrite"),
                         create_only: existing.is_none(),
                         extra: blob_extra,
                         new_file_mode: Some(0o600),
@@ -250,8 +251,16 @@ pub fn deposit_keyed(
     extra.insert("scratch".to_string(), json!(true));
     // A deposit is a record: history yields room for its index row (the row is cut off
     // again when it fails, so the step can run twice).
-    let replayed = svc.pipeline().with_state_room(line.len() as u64, || {
-        append_index_row(svc, &dir, &index_target, who, &line, extra.clone(), replay)
+    let replayed = store.pipeline().with_state_room(line.len() as u64, || {
+        append_index_row(
+            store,
+            &dir,
+            &index_target,
+            who,
+            &line,
+            extra.clone(),
+            replay,
+        )
     })?;
     if let Some(d) = replayed {
         return Ok(Answer::Replayed(d));
@@ -306,7 +315,7 @@ fn open_index_for_append(dir: &StateDir, shown: &Path) -> io::Result<(File, bool
 /// byte is ever rewritten. After a torn last line (a crash of a writer), the row starts on a
 /// new line so the fragment stays a line of its own, skipped on read.
 fn append_index_row(
-    svc: &Store,
+    store: &Store,
     dir: &StateDir,
     target: &Target,
     who: &Caller,
@@ -391,7 +400,7 @@ fn append_index_row(
         tool: who.tool.clone(),
         extra,
     };
-    let journal = svc.pipeline().journal();
+    let journal = store.pipeline().journal();
     if let Err(e) = journal.commit_row(&row, Box::new(|| Ok(()))) {
         let e = match e {
             crate::journal::group::CommitError::Append(e)
@@ -456,8 +465,8 @@ fn parse_index<R: Read>(reader: R) -> io::Result<(Vec<IndexRow>, Vec<SkippedLine
 }
 
 /// The index rows (in file order) and the lines skipped as torn or corrupt.
-pub fn read_index(svc: &Store) -> Result<(Vec<IndexRow>, Vec<SkippedLine>)> {
-    let Some(dir) = open_scratch(svc, false)? else {
+pub fn read_index(store: &Store) -> Result<(Vec<IndexRow>, Vec<SkippedLine>)> {
+    let Some(dir) = open_scratch(store, false)? else {
         return Ok((Vec::new(), Vec::new()));
     };
     let shown = dir.path.join(INDEX_FILE);
@@ -537,15 +546,15 @@ pub struct Compacted {
 /// rename, directory fsync) and under its lock, which deposits take too, so a concurrent
 /// deposit is never lost. Blobs are not touched. Only `doctor --fix` calls it: deposits only
 /// ever append.
-pub fn compact_index(svc: &Store, who: &Caller) -> Result<Compacted> {
-    let Some(dir) = open_scratch(svc, false)? else {
+pub fn compact_index(store: &Store, who: &Caller) -> Result<Compacted> {
+    let Some(dir) = open_scratch(store, false)? else {
         return Ok(Compacted::default());
     };
     let target = dir.target(INDEX_FILE)?;
     let mut extra = BTreeMap::new();
     extra.insert("scratch".to_string(), json!(true));
     extra.insert("compacted".to_string(), json!(true));
-    let (_, done) = svc.pipeline().commit(&target, who, |existing| {
+    let (_, done) = store.pipeline().commit(&target, who, |existing| {
         let Some(existing) = existing else {
             return Ok(Decision::Skip(Compacted::default()));
         };
@@ -598,8 +607,8 @@ pub fn parse_sha256(v: &str) -> Result<String> {
 }
 
 /// Whether the blob for `sha256` exists.
-pub fn blob_exists(svc: &Store, sha256: &str) -> bool {
-    open_scratch(svc, false).ok().flatten().is_some_and(|d| {
+pub fn blob_exists(store: &Store, sha256: &str) -> bool {
+    open_scratch(store, false).ok().flatten().is_some_and(|d| {
         rustix::fs::statat(
             &d.dir,
             format!("{sha256}.bin").as_str(),
@@ -611,9 +620,9 @@ pub fn blob_exists(svc: &Store, sha256: &str) -> bool {
 
 /// Keep the original of a `redact` placeholder found by `rule`: a blob with an index row
 /// labelled `redact:<rule>`. Returns its SHA-256.
-pub fn deposit_redacted(svc: &Store, original: &str, rule: &str) -> Result<String> {
+pub fn deposit_redacted(store: &Store, original: &str, rule: &str) -> Result<String> {
     let d = deposit(
-        svc,
+        store,
         original.as_bytes(),
         Some(&format!("redact:{rule}")),
         Some("text/plain"),
@@ -623,15 +632,15 @@ pub fn deposit_redacted(svc: &Store, original: &str, rule: &str) -> Result<Strin
 }
 
 /// Read and verify a blob. `RW_SCRATCH_DISABLE_GET` refuses.
-pub fn get(svc: &Store, sha256: &str) -> Result<Vec<u8>> {
-    if svc.config().scratch_get_disabled {
+pub fn get(store: &Store, sha256: &str) -> Result<Vec<u8>> {
+    if store.config().scratch_get_disabled {
         return Err(Failure::ScratchGetDisabled);
     }
     let not_found = || Failure::ScratchNotFound {
         sha256: Some(sha256.into()),
         label: None,
     };
-    let dir = open_scratch(svc, false)?.ok_or_else(not_found)?;
+    let dir = open_scratch(store, false)?.ok_or_else(not_found)?;
     let name = format!("{sha256}.bin");
     let found = read_existing(&dir.dir, std::ffi::OsStr::new(&name))
         .map_err(|e| Failure::io("read scratch blob", dir.path.join(&name), e))?
@@ -681,10 +690,10 @@ mod tests {
     fn deposit_is_a_library_call_that_stores_and_indexes_binary_originals() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
-        let svc = store(&root);
+        let store = store(&root);
         let original = b"\xffnot utf-8 original".to_vec();
         let d = deposit(
-            &svc,
+            &store,
             &original,
             Some("redacted:api_key"),
             None,
@@ -693,10 +702,10 @@ mod tests {
         .unwrap();
         assert_eq!(d.blob.sha256, sha256_hex(&original));
         assert!(!d.blob.dedup);
-        assert_eq!(get(&svc, &d.blob.sha256).unwrap(), original);
-        let again = deposit(&svc, &original, Some("second"), None, None).unwrap();
+        assert_eq!(get(&store, &d.blob.sha256).unwrap(), original);
+        let again = deposit(&store, &original, Some("second"), None, None).unwrap();
         assert!(again.blob.dedup);
-        let (rows, skipped) = read_index(&svc).unwrap();
+        let (rows, skipped) = read_index(&store).unwrap();
         assert_eq!(rows[0]["encoding"], "base64");
         assert_eq!(rows.len(), 2);
         assert!(skipped.is_empty());
@@ -706,14 +715,14 @@ mod tests {
     fn a_deposit_appends_one_row_and_never_rewrites_earlier_bytes() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
-        let svc = store(&root);
-        deposit(&svc, b"first", Some("a"), None, None).unwrap();
+        let store = store(&root);
+        deposit(&store, b"first", Some("a"), None, None).unwrap();
         let index = index_path(&root);
         let inode = std::fs::metadata(&index).unwrap().ino();
         let mut before = std::fs::read(&index).unwrap();
         for k in 0..5 {
             let content = format!("deposit {k}");
-            deposit(&svc, content.as_bytes(), Some("b"), None, None).unwrap();
+            deposit(&store, content.as_bytes(), Some("b"), None, None).unwrap();
             let after = std::fs::read(&index).unwrap();
             assert!(
                 after.starts_with(&before),
@@ -748,21 +757,21 @@ mod tests {
     fn a_torn_tail_is_skipped_and_the_next_deposit_starts_on_its_own_line() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
-        let svc = store(&root);
-        deposit(&svc, b"kept", Some("kept"), None, None).unwrap();
+        let store = store(&root);
+        deposit(&store, b"kept", Some("kept"), None, None).unwrap();
         let index = index_path(&root);
         let mut torn = std::fs::read(&index).unwrap();
         torn.extend_from_slice(br#"{"bytes":4,"label":"torn","sha256":"ab"#);
         std::fs::write(&index, &torn).unwrap();
-        let (rows, skipped) = read_index(&svc).unwrap();
+        let (rows, skipped) = read_index(&store).unwrap();
         assert_eq!(rows.len(), 1);
         assert_eq!(skipped.len(), 1);
         assert!(skipped[0].reason.contains("torn last line"), "{skipped:?}");
 
-        deposit(&svc, b"after", Some("after"), None, None).unwrap();
+        deposit(&store, b"after", Some("after"), None, None).unwrap();
         let now = std::fs::read(&index).unwrap();
         assert!(now.starts_with(&torn), "the earlier bytes were rewritten");
-        let (rows, skipped) = read_index(&svc).unwrap();
+        let (rows, skipped) = read_index(&store).unwrap();
         let labels: Vec<&Value> = rows.iter().map(|r| &r["label"]).collect();
         assert_eq!(labels, [&json!("kept"), &json!("after")]);
         assert_eq!(skipped.len(), 1);
@@ -817,11 +826,11 @@ mod tests {
     fn compaction_writes_the_live_view_and_lookups_see_the_same() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
-        let svc = store(&root);
+        let store = store(&root);
         for k in 0..30 {
             let content = format!("blob {}", k % 3);
             deposit(
-                &svc,
+                &store,
                 content.as_bytes(),
                 Some(&format!("l{}", k % 4)),
                 None,
@@ -833,12 +842,12 @@ mod tests {
         let mut damaged = std::fs::read(&index).unwrap();
         damaged.extend_from_slice(b"not json\n{\"sha256\": \"to");
         std::fs::write(&index, &damaged).unwrap();
-        let (rows, skipped) = read_index(&svc).unwrap();
+        let (rows, skipped) = read_index(&store).unwrap();
         assert_eq!((rows.len(), skipped.len()), (30, 2));
         let live = live_index(&rows);
         assert_eq!(live.len(), 12);
 
-        let done = compact_index(&svc, &doctor()).unwrap();
+        let done = compact_index(&store, &doctor()).unwrap();
         assert_eq!(
             done,
             Compacted {
@@ -848,7 +857,7 @@ mod tests {
                 rewritten: true
             }
         );
-        let (after, skipped) = read_index(&svc).unwrap();
+        let (after, skipped) = read_index(&store).unwrap();
         assert!(skipped.is_empty());
         assert_eq!(after, live);
         assert_eq!(live_index(&after), live_index(&rows));
@@ -857,11 +866,11 @@ mod tests {
         // Owner-only, one line per row, and a second compaction has nothing to do.
         let meta = std::fs::metadata(&index).unwrap();
         assert_eq!(meta.mode() & 0o777, 0o600);
-        let again = compact_index(&svc, &doctor()).unwrap();
+        let again = compact_index(&store, &doctor()).unwrap();
         assert!(!again.rewritten);
         // Deposits append to the compacted file.
         let before = std::fs::read(&index).unwrap();
-        deposit(&svc, b"blob 0", Some("l0"), None, None).unwrap();
+        deposit(&store, b"blob 0", Some("l0"), None, None).unwrap();
         assert!(std::fs::read(&index).unwrap().starts_with(&before));
         assert!(compaction_worthwhile(400, 300));
         assert!(!compaction_worthwhile(400, 301));
@@ -872,15 +881,15 @@ mod tests {
     fn a_deposit_whose_journal_row_fails_leaves_the_index_as_it_was() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
-        let svc = store(&root);
-        deposit(&svc, b"first", Some("a"), None, None).unwrap();
+        let store = store(&root);
+        deposit(&store, b"first", Some("a"), None, None).unwrap();
         let index = index_path(&root);
         let before = std::fs::read(&index).unwrap();
         // A journal that cannot be appended to: the row is cut off again.
         let journal = root.join(".resilient_write/journal.jsonl");
         std::fs::remove_file(&journal).unwrap();
         std::fs::create_dir(&journal).unwrap();
-        let err = deposit(&svc, b"first", Some("b"), None, None).unwrap_err();
+        let err = deposit(&store, b"first", Some("b"), None, None).unwrap_err();
         assert!(err.to_string().contains("journal"), "{err}");
         assert_eq!(std::fs::read(&index).unwrap(), before);
     }

@@ -48,7 +48,7 @@ fn sweep_where_a_crash_wrote(store: &Store, tx_dirs: &[std::path::PathBuf]) {
         .filter(|d| {
             store.workspaces().roots().any(|r| d.starts_with(r)) || d.starts_with(store.state_dir())
         })
-        .map(|d| crate::pipeline::sweep_dir_temp_files(d).len())
+        .map(|d| crate::write::pipeline::sweep_dir_temp_files(d).len())
         .sum();
     if removed > 0 {
         store.notices().record(
@@ -75,16 +75,16 @@ mod tests {
         config.sweep_on_start = false;
         let (store, _) = open(config.clone());
         let target = store.workspaces().resolve("deep/dir/a.txt", true).unwrap();
-        let who = crate::pipeline::Caller {
+        let who = crate::write::pipeline::Caller {
             caller: "test".into(),
             tool: "safe_write".into(),
         };
         store
             .pipeline()
             .commit(&target, &who, |_| {
-                Ok(crate::pipeline::Decision::Write(
-                    crate::pipeline::Plan {
-                        body: crate::pipeline::Body::Bytes(b"x".to_vec()),
+                Ok(crate::write::pipeline::Decision::Write(
+                    crate::write::pipeline::Plan {
+                        body: crate::write::pipeline::Body::Bytes(b"x".to_vec()),
                         mode_label: "create".into(),
                         create_only: true,
                         extra: Default::default(),
@@ -100,7 +100,7 @@ mod tests {
         child.wait().unwrap();
         let stale = root.join(format!(
             "deep/dir/.a.txt{}{gone}-1-0123abcd",
-            crate::pipeline::TEMP_MARKER
+            crate::write::pipeline::TEMP_MARKER
         ));
         std::fs::write(&stale, "debris").unwrap();
         let (_store, _) = open(config);

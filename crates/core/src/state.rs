@@ -92,7 +92,7 @@ pub fn open_subdir(
             std::fs::create_dir_all(state_dir)
                 .map_err(|e| Failure::io("create state directory", state_dir, e))?;
             if let Some(parent) = state_dir.parent() {
-                let _ = crate::pipeline::fsync_dir(parent);
+                let _ = crate::write::pipeline::fsync_dir(parent);
             }
             rustix::fs::open(
                 state_dir,

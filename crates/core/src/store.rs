@@ -15,13 +15,13 @@ use crate::envelope::Result;
 use crate::journal::Journal;
 use crate::notices::{Level, Notices};
 use crate::objects::ObjectStore;
-use crate::pipeline::retention::Retention;
-use crate::pipeline::{Pipeline, sweep_temp_files};
 use crate::preflight::{ActivePolicy, RejectAt};
 use crate::workspace::Workspaces;
 use crate::write::idempotency::{
     IdempotencyIndex, Keyed, ResultLog, check_key, replay_of, result_row,
 };
+use crate::write::pipeline::retention::Retention;
+use crate::write::pipeline::{Pipeline, sweep_temp_files};
 use crate::write::results::Expiry;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -197,7 +197,7 @@ impl Store {
         let pipeline = Pipeline::new(journal)
             .with_objects(ObjectStore::new(&state_dir))
             .with_retention(retention, ws.journal_paths());
-        let svc = Arc::new(Store {
+        let store = Arc::new(Store {
             workspaces: Arc::new(ws),
             pipeline,
             state_dir,
@@ -213,7 +213,7 @@ impl Store {
         });
         // The default classifier compiles on first use (preflight.rs): neither the handshake
         // nor an idle server pays for it (~50 ms of CPU, ~10 MB of compiled automata).
-        svc
+        store
     }
 
     /// Why the state directory must not be used: a symlink or non-directory planted in its
@@ -574,7 +574,7 @@ mod tests {
         child.wait().unwrap();
         let stale = root.join(format!(
             ".a.txt{}{gone}-1-0123abcd",
-            crate::pipeline::TEMP_MARKER
+            crate::write::pipeline::TEMP_MARKER
         ));
         std::fs::write(&stale, "debris").unwrap();
         let notices = Arc::new(Notices::default());

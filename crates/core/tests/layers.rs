@@ -63,13 +63,8 @@ const RANKS: &[(&str, u32)] = &[
     ("read", 8),
 ];
 
-/// Old paths kept by `pub use` in lib.rs, and what they name.
-const ALIASES: &[(&str, &str)] = &[("pipeline", "write::pipeline")];
-
 /// Imports between modules of one rank that the design allows.
 const SAME_RANK: &[(&str, &str)] = &[
-    // the envelope's ENOSPC test is the one `util::sys` helper (issue 40)
-    ("envelope", "util"),
     ("write::intent", "write::idempotency"),
     ("write::idempotency", "write::results"),
 ];
@@ -84,11 +79,6 @@ fn server_src() -> PathBuf {
 
 /// The ranked key a module path falls under (its longest prefix in [`RANKS`]).
 fn key_of(path: &str) -> Option<&'static str> {
-    let path = ALIASES
-        .iter()
-        .find(|(old, _)| path == *old || path.starts_with(&format!("{old}::")))
-        .map(|(old, new)| format!("{new}{}", &path[old.len()..]))
-        .unwrap_or_else(|| path.to_string());
     RANKS
         .iter()
         .filter(|(k, _)| path == *k || path.starts_with(&format!("{k}::")))
@@ -215,7 +205,12 @@ fn the_checks_see_a_planted_breach_and_ignore_comments_and_tests() {
     let paths: Vec<String> = crate_paths(&code).into_iter().map(|(_, p)| p).collect();
     assert_eq!(paths, ["envelope::Failure", "tx::{self, stage}"]);
     assert_eq!(key_of("tx::{self, stage}"), Some("tx"));
-    assert_eq!(key_of("pipeline::Existing"), Some("write::pipeline"));
+    assert_eq!(key_of("write::pipeline::Existing"), Some("write::pipeline"));
+    assert_eq!(
+        key_of("pipeline::Existing"),
+        None,
+        "no alias: one path each"
+    );
     assert_eq!(env_reads(&code), [3]);
     assert_eq!(precondition_constructions(&code), [4]);
     assert!(rank("store") > rank("write::pipeline"));

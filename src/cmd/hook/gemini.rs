@@ -17,7 +17,7 @@ use super::{
     Answer, Change, Format, NativeWrite, Parsed, Phase, is_our_mcp_tool, mcp_call, required,
     shell_run, str_field,
 };
-use crate::native::Replacement;
+use resilient_write_core::native::Replacement;
 use serde_json::{Value, json};
 use std::path::PathBuf;
 

@@ -323,8 +323,12 @@ pub fn run(
     };
     for f in &files {
         if let Some(new) = &f.new
-            && let Err(e) =
-                crate::maint::gitignore::write_text(&service, &f.path, f.old.as_deref(), new)
+            && let Err(e) = resilient_write_core::maint::gitignore::write_text(
+                service.store(),
+                &f.path,
+                f.old.as_deref(),
+                new,
+            )
         {
             eprintln!("resilient-write init: writing {} failed: {e}", f.shown);
             return ExitCode::FAILURE;

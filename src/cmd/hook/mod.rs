@@ -33,10 +33,10 @@ pub mod install;
 mod shell;
 
 use crate::dispatch::Config;
-use crate::envelope::Failure;
-use crate::native::{NativeCall, NativeWorkspace, Replacement, apply};
-use crate::preflight::RejectAt;
 use clap::{Args, ValueEnum};
+use resilient_write_core::envelope::Failure;
+use resilient_write_core::native::{NativeCall, NativeWorkspace, Replacement, apply};
+use resilient_write_core::preflight::RejectAt;
 use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;

@@ -14,7 +14,7 @@
 
 use super::{Agent, Answer, McpCall, Phase, ShellRun, note, reject_at, warn};
 use crate::dispatch::Config;
-use crate::native::{DEFAULT_MAX_FILES, Found, NativeWorkspace, ShellCall};
+use resilient_write_core::native::{DEFAULT_MAX_FILES, Found, NativeWorkspace, ShellCall};
 use serde_json::Value;
 
 /// The policy key (in `hooks`) capping the files journaled per command.
@@ -119,7 +119,7 @@ pub fn attribute(config: &Config, agent: Agent, m: &McpCall) -> Answer {
     let Some(session) = m.session.as_deref() else {
         return Answer::Allow;
     };
-    let ids = crate::agent_session::journal_ids_in(&m.response.to_string());
+    let ids = resilient_write_core::agent_session::journal_ids_in(&m.response.to_string());
     if ids.is_empty() {
         return Answer::Allow;
     }

@@ -28,9 +28,9 @@ pub mod toml_cfg;
 
 use crate::cmd::hook::{Agent, install};
 use crate::dispatch::{Config, Service};
-use crate::maint::gitignore::{with_gitignore_entry, write_text};
 use clap::{Args, ValueEnum};
 use clients::{Format, Launch, Scope};
+use resilient_write_core::maint::gitignore::{with_gitignore_entry, write_text};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -361,7 +361,7 @@ fn diff(file: &PlannedFile) -> String {
 /// Write the planned files that change.
 fn apply(service: &Service, files: &[PlannedFile]) -> Result<(), String> {
     for f in files.iter().filter(|f| f.change() != Change::Unchanged) {
-        write_text(service, &f.path, f.old.as_deref(), &f.new)
+        write_text(service.store(), &f.path, f.old.as_deref(), &f.new)
             .map_err(|e| format!("writing {} failed: {e}", f.shown))?;
     }
     Ok(())

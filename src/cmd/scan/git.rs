@@ -11,7 +11,7 @@
 
 use super::report::{Commit, Filters, Scanned, Source, scan_text};
 use super::walk::looks_binary;
-use crate::classify::Classifier;
+use resilient_write_core::classify::Classifier;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

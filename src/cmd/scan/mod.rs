@@ -22,11 +22,11 @@ mod report;
 mod suppress;
 mod walk;
 
-use crate::classify::{Classifier, Verdict, redact};
 use crate::dispatch::Config;
-use crate::preflight::ActivePolicy;
 use clap::{Args, ValueEnum};
 use report::{Filters, Scanned, Source, Suppressed, TextReport, scan_text};
+use resilient_write_core::classify::{Classifier, Verdict, redact};
+use resilient_write_core::preflight::ActivePolicy;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

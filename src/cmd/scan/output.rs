@@ -6,8 +6,8 @@
 //! (at most 16 characters, never the whole secret) and its fingerprint (a hash).
 
 use super::report::{Hit, Suppressed, TextReport};
-use crate::classify::Verdict;
 use percent_encoding::{AsciiSet, CONTROLS, utf8_percent_encode};
+use resilient_write_core::classify::Verdict;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 

@@ -9,7 +9,7 @@
 //! different families reach `high`).
 
 use super::suppress::{fingerprint, inline_allowed};
-use crate::classify::{Classifier, Finding, Verdict, findings, findings_score};
+use resilient_write_core::classify::{Classifier, Finding, Verdict, findings, findings_score};
 use std::collections::HashSet;
 
 /// Where a text came from.

@@ -10,7 +10,7 @@
 //! a `--git` scan. It is a hash, not the secret; like any unsalted hash of a weak password, a
 //! guessable secret can be confirmed from it, a random token cannot.
 
-use crate::hash::sha256_hex;
+use resilient_write_core::hash::sha256_hex;
 use serde_json::{Value, json};
 use std::collections::HashSet;
 use std::io::Write;

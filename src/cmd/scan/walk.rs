@@ -9,8 +9,8 @@
 //! binary (a NUL byte in the first 8 KiB) are skipped.
 
 use super::report::{Filters, Scanned, Source, scan_text};
-use crate::classify::Classifier;
 use ignore::{WalkBuilder, WalkState};
+use resilient_write_core::classify::Classifier;
 use std::path::{Component, Path, PathBuf};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};

@@ -12,7 +12,7 @@
 //! set, and the token before the body so that an unauthenticated client cannot make the server
 //! buffer a large body. The token itself is kept only as a SHA-256 digest and never logged.
 
-use crate::hash::sha256_hex;
+use resilient_write_core::hash::sha256_hex;
 use std::fmt;
 use std::net::{IpAddr, SocketAddr};
 

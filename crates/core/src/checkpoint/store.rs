@@ -9,9 +9,9 @@
 use super::{CHECKPOINT_DIR, CHUNK_THRESHOLD, Checkpoint, Fate, Format, Ttl, check_name, fate};
 use crate::envelope::{Failure, Result};
 use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
-use crate::pipeline::{Body, Caller, Decision, Plan};
 use crate::store::Store;
 use crate::write::intent;
+use crate::write::pipeline::{Body, Caller, Decision, Plan};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -182,7 +182,7 @@ pub fn save(store: &Store, name: &str, format: Format, data: Value, ttl: &str) -
         Ok(Decision::Write(
             Plan {
                 body,
-                mode_label: crate::pipeline::mode_over(existing, "overwrite"),
+                mode_label: crate::write::pipeline::mode_over(existing, "overwrite"),
                 create_only: false,
                 extra,
                 new_file_mode: Some(0o600),
@@ -281,7 +281,7 @@ fn remove_journaled(
             appended.commit();
             // The row is durable already; the unlink becomes durable here.
             if let Some(dir) = path.parent() {
-                let _ = crate::pipeline::fsync_dir(dir);
+                let _ = crate::write::pipeline::fsync_dir(dir);
             }
             Ok(true)
         }

@@ -38,7 +38,7 @@ pub(super) fn remove_session(session: &Session) -> Result<u64> {
         (n.as_slice() == LOCK_FILE.as_bytes(), index.is_none(), index)
     });
     for (k, name) in names.into_iter().enumerate() {
-        if k == 1 && crate::pipeline::fault("reset_crash_after_first_unlink") {
+        if k == 1 && crate::write::pipeline::fault("reset_crash_after_first_unlink") {
             std::process::abort();
         }
         // Our own bookkeeping is not counted, as the original has none.
@@ -78,8 +78,8 @@ pub(super) fn remove_session(session: &Session) -> Result<u64> {
 }
 
 /// Remove session `name`. Returns `(existed, files removed)`.
-pub fn reset(svc: &Store, name: &str) -> Result<(bool, u64)> {
-    match open_session(svc, name, false, true)? {
+pub fn reset(store: &Store, name: &str) -> Result<(bool, u64)> {
+    match open_session(store, name, false, true)? {
         None => Ok((false, 0)),
         Some(session) => Ok((true, remove_session(&session)?)),
     }
@@ -114,10 +114,10 @@ pub struct Status {
 /// Inspect a session (shared lock: concurrent appends wait, other readers do not). A chunk
 /// whose file is unchanged since its hash was recorded (same inode, ctime and size) is not
 /// read again unless `verify`; compose and preview always hash every chunk.
-pub fn status(svc: &Store, name: &str, verify: bool) -> Result<Status> {
+pub fn status(store: &Store, name: &str, verify: bool) -> Result<Status> {
     validate_session(name)?;
     let dir_display = session_display(name);
-    let Some(session) = open_session(svc, name, false, false)? else {
+    let Some(session) = open_session(store, name, false, false)? else {
         return Ok(Status {
             exists: false,
             total_expected: None,
@@ -154,7 +154,7 @@ pub fn status(svc: &Store, name: &str, verify: bool) -> Result<Status> {
             continue;
         }
         let actual = session.hash_part(part)?;
-        if let Some(x) = check_record(svc, &session, *i, part, Some(rec), &actual.sha256) {
+        if let Some(x) = check_record(store, &session, *i, part, Some(rec), &actual.sha256) {
             modified.push(x);
         }
     }
@@ -191,57 +191,57 @@ mod tests {
 
     #[test]
     fn reset_removes_the_session_and_counts_its_files_but_not_our_bookkeeping() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        let dir = session_dir(&store, "s");
         assert!(dir.join(RECORDS_FILE).exists());
         // Two chunks and the manifest; the lock file and the records log are not counted.
-        assert_eq!(reset(&svc, "s").unwrap(), (true, 3));
+        assert_eq!(reset(&store, "s").unwrap(), (true, 3));
         assert!(!dir.exists());
-        assert!(!status(&svc, "s", false).unwrap().exists);
-        assert_eq!(reset(&svc, "s").unwrap(), (false, 0));
+        assert!(!status(&store, "s", false).unwrap().exists);
+        assert_eq!(reset(&store, "s").unwrap(), (false, 0));
     }
 
     #[test]
     fn reset_removes_foreign_files_too_and_leaves_other_sessions_alone() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "keep", Some(1), b"kept");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "keep", Some(1), b"kept");
+        let dir = session_dir(&store, "s");
         std::fs::write(dir.join("part-2.txt"), b"other tool").unwrap();
         std::fs::write(dir.join("part-002.txt.tmp.ab"), b"original's temp").unwrap();
-        assert_eq!(reset(&svc, "s").unwrap(), (true, 4));
+        assert_eq!(reset(&store, "s").unwrap(), (true, 4));
         assert!(!dir.exists());
-        let kept = status(&svc, "keep", true).unwrap();
+        let kept = status(&store, "keep", true).unwrap();
         assert!(kept.ready);
         assert_eq!(kept.present_indices, vec![1]);
     }
 
     #[test]
     fn reset_and_status_refuse_an_invalid_session_name() {
-        let (_t, svc) = service();
-        assert!(reset(&svc, "../x").is_err());
-        assert!(status(&svc, "../x", false).is_err());
+        let (_t, store) = service();
+        assert!(reset(&store, "../x").is_err());
+        assert!(status(&store, "../x", false).is_err());
     }
 
     #[test]
     fn status_of_an_unknown_session_says_it_does_not_exist() {
-        let (_t, svc) = service();
-        let s = status(&svc, "nothing", false).unwrap();
+        let (_t, store) = service();
+        let s = status(&store, "nothing", false).unwrap();
         assert!(!s.exists);
         assert!(!s.ready);
         assert_eq!(s.manifest, "missing");
         assert_eq!(s.chunk_dir, ".resilient_write/chunks/nothing");
-        assert!(!session_dir(&svc, "nothing").exists());
+        assert!(!session_dir(&store, "nothing").exists());
     }
 
     #[test]
     fn status_reports_missing_indices_and_is_ready_only_when_whole() {
-        let (_t, svc) = service();
-        put_total(&svc, "s", Some(1), b"aa", Some(3));
-        put(&svc, "s", Some(3), b"ccc");
-        let s = status(&svc, "s", false).unwrap();
+        let (_t, store) = service();
+        put_total(&store, "s", Some(1), b"aa", Some(3));
+        put(&store, "s", Some(3), b"ccc");
+        let s = status(&store, "s", false).unwrap();
         assert!(s.exists);
         assert_eq!(s.total_expected, Some(3));
         assert_eq!(s.present_indices, vec![1, 3]);
@@ -251,29 +251,29 @@ mod tests {
         assert_eq!(s.manifest, "ok");
         assert!(s.created_at.is_some() && s.updated_at.is_some());
         assert!(!s.ready);
-        put(&svc, "s", Some(2), b"b");
-        let s = status(&svc, "s", false).unwrap();
+        put(&store, "s", Some(2), b"b");
+        let s = status(&store, "s", false).unwrap();
         assert!(s.missing_indices.is_empty());
         assert!(s.ready);
     }
 
     #[test]
     fn status_is_not_ready_with_foreign_part_files() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        std::fs::write(session_dir(&svc, "s").join("part-0002.txt"), b"b").unwrap();
-        let s = status(&svc, "s", false).unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        std::fs::write(session_dir(&store, "s").join("part-0002.txt"), b"b").unwrap();
+        let s = status(&store, "s", false).unwrap();
         assert_eq!(s.unrecognised_files, vec!["part-0002.txt"]);
         assert!(!s.ready);
     }
 
     #[test]
     fn status_notices_a_chunk_replaced_by_hand_with_content_of_the_same_size() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"abc");
-        put(&svc, "s", Some(2), b"def");
-        replace_by_hand(&session_dir(&svc, "s").join(part_name(2)), b"xyz");
-        let s = status(&svc, "s", false).unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"abc");
+        put(&store, "s", Some(2), b"def");
+        replace_by_hand(&session_dir(&store, "s").join(part_name(2)), b"xyz");
+        let s = status(&store, "s", false).unwrap();
         assert_eq!(
             s.modified_chunks,
             vec![ModifiedChunk {
@@ -287,19 +287,19 @@ mod tests {
 
     #[test]
     fn status_notices_a_chunk_edited_in_place() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"abc");
-        std::fs::write(session_dir(&svc, "s").join(part_name(1)), b"abd").unwrap();
-        let s = status(&svc, "s", false).unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"abc");
+        std::fs::write(session_dir(&store, "s").join(part_name(1)), b"abd").unwrap();
+        let s = status(&store, "s", false).unwrap();
         assert_eq!(s.modified_chunks.len(), 1);
         assert_eq!(s.modified_chunks[0].actual_sha256, sha256_hex(b"abd"));
     }
 
     #[test]
     fn status_trusts_a_recorded_hash_only_while_the_chunk_stamp_matches() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"abc");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"abc");
+        let dir = session_dir(&store, "s");
         // Falsify the recorded hash, keeping the stamp, and leave no journal row to vouch
         // for the file: only reading the chunk can tell.
         let path = dir.join(MANIFEST_FILE);
@@ -308,32 +308,37 @@ mod tests {
         let fake = sha256_hex(b"not what was written");
         m["chunks"]["1"]["sha256"] = serde_json::json!(fake);
         std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
-        std::fs::write(svc.pipeline().journal().path(), b"").unwrap();
+        std::fs::write(store.pipeline().journal().path(), b"").unwrap();
         // The stamp matches: the record stands without reading the file.
-        assert!(status(&svc, "s", false).unwrap().modified_chunks.is_empty());
+        assert!(
+            status(&store, "s", false)
+                .unwrap()
+                .modified_chunks
+                .is_empty()
+        );
         // verify reads every chunk.
-        let s = status(&svc, "s", true).unwrap();
+        let s = status(&store, "s", true).unwrap();
         assert_eq!(s.modified_chunks.len(), 1);
         assert_eq!(s.modified_chunks[0].recorded_sha256, fake);
         // The same content in a new file moves the stamp: the chunk is read again.
         replace_by_hand(&dir.join(part_name(1)), b"abc");
-        let s = status(&svc, "s", false).unwrap();
+        let s = status(&store, "s", false).unwrap();
         assert_eq!(s.modified_chunks.len(), 1);
         assert_eq!(s.modified_chunks[0].actual_sha256, sha256_hex(b"abc"));
     }
 
     #[test]
     fn status_reads_a_missing_or_corrupt_manifest_without_repairing_it() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        let path = session_dir(&svc, "s").join(MANIFEST_FILE);
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        let path = session_dir(&store, "s").join(MANIFEST_FILE);
         std::fs::write(&path, b"{ torn").unwrap();
-        let s = status(&svc, "s", false).unwrap();
+        let s = status(&store, "s", false).unwrap();
         assert_eq!(s.manifest, "corrupt");
         assert!(s.ready);
         assert_eq!(std::fs::read(&path).unwrap(), b"{ torn");
         std::fs::remove_file(&path).unwrap();
-        let s = status(&svc, "s", false).unwrap();
+        let s = status(&store, "s", false).unwrap();
         assert_eq!(s.manifest, "missing");
         assert!(!path.exists());
     }

@@ -150,14 +150,14 @@ pub fn compose(store: &Store, who: &Caller, c: Compose<'_>) -> Result<Answer<Com
 /// pipeline's lock before anything is written (idempotency replay, expected hash); it may
 /// return a value that makes compose write nothing and return it instead.
 pub fn compose_with<R>(
-    svc: &Store,
+    store: &Store,
     who: &Caller,
     session_name: &str,
     target: &crate::workspace::Target,
     opts: ComposeOptions,
     check: impl FnOnce(Option<&Existing>) -> Result<Option<R>>,
 ) -> Result<std::result::Result<Composed, R>> {
-    let session = open_session(svc, session_name, false, true)?.ok_or_else(|| {
+    let session = open_session(store, session_name, false, true)?.ok_or_else(|| {
         session_failure(
             session_name,
             "session_not_found",
@@ -189,15 +189,15 @@ pub fn compose_with<R>(
     let progress = opts.progress.clone();
     let classify = opts.classify;
     let rep = report.clone();
-    let journal = svc.pipeline().journal().clone();
+    let journal = store.pipeline().journal().clone();
     let session_path = session.dir.path.clone();
     let session_shown = session.dir.display.clone();
     let mut extra = opts.extra;
     extra.insert("session".into(), json!(session_name));
     extra.insert("chunk_count".into(), json!(count));
-    let pruned = svc.pipeline().make_room_for(target, total, &mut extra);
+    let pruned = store.pipeline().make_room_for(target, total, &mut extra);
 
-    let committed = svc.pipeline().commit_streaming(target, who, |existing| {
+    let committed = store.pipeline().commit_streaming(target, who, |existing| {
         if let Some(r) = check(existing)? {
             return Ok(Decision::Skip(Err(r)));
         }
@@ -337,7 +337,7 @@ pub fn compose_with<R>(
                         let after = rustix::fs::fstat(&f).map_err(errno)?;
                         if trusted
                             && (stamp_of(&after) != stamp
-                                || crate::pipeline::fault("compose_chunk_changed"))
+                                || crate::write::pipeline::fault("compose_chunk_changed"))
                         {
                             return Err(io::Error::other(ChangedWhileComposing(k as u64 + 1)));
                         }
@@ -516,8 +516,8 @@ pub struct Preview {
 }
 
 /// Compose `session` in memory (at most `limit` bytes), with every check of a compose.
-pub fn preview(svc: &Store, name: &str, separator: &[u8], limit: u64) -> Result<Preview> {
-    let session = open_session(svc, name, false, false)?.ok_or_else(|| {
+pub fn preview(store: &Store, name: &str, separator: &[u8], limit: u64) -> Result<Preview> {
+    let session = open_session(store, name, false, false)?.ok_or_else(|| {
         session_failure(
             name,
             "session_not_found",
@@ -544,7 +544,7 @@ pub fn preview(svc: &Store, name: &str, separator: &[u8], limit: u64) -> Result<
             .map_err(|e| Failure::io("read chunk", &path, e))?;
         let actual = sha256_hex(&content[start..]);
         if let Some(x) = check_record(
-            svc,
+            store,
             &session,
             k as u64 + 1,
             part,
@@ -582,13 +582,18 @@ mod tests {
         }
     }
 
-    fn compose_to(svc: &Store, session: &str, out: &str, opts: ComposeOptions) -> Result<Composed> {
-        let target = svc.workspaces().resolve(out, true)?;
+    fn compose_to(
+        store: &Store,
+        session: &str,
+        out: &str,
+        opts: ComposeOptions,
+    ) -> Result<Composed> {
+        let target = store.workspaces().resolve(out, true)?;
         let who = Caller {
             caller: "test".into(),
             tool: "chunk_compose".into(),
         };
-        Ok(compose_with(svc, &who, session, &target, opts, |_| Ok(None::<()>))?.unwrap())
+        Ok(compose_with(store, &who, session, &target, opts, |_| Ok(None::<()>))?.unwrap())
     }
 
     fn read_out(t: &tempfile::TempDir, out: &str) -> Option<Vec<u8>> {
@@ -597,11 +602,11 @@ mod tests {
 
     #[test]
     fn compose_joins_the_chunks_in_index_order_with_the_separator() {
-        let (t, svc) = service();
-        put(&svc, "s", Some(2), b"two");
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(3), b"three");
-        let c = compose_to(&svc, "s", "out.txt", options(b"\n--\n")).unwrap();
+        let (t, store) = service();
+        put(&store, "s", Some(2), b"two");
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(3), b"three");
+        let c = compose_to(&store, "s", "out.txt", options(b"\n--\n")).unwrap();
         let expected = b"one\n--\ntwo\n--\nthree";
         assert_eq!(read_out(&t, "out.txt").unwrap(), expected);
         assert_eq!(c.chunk_count, 3);
@@ -613,16 +618,16 @@ mod tests {
             .collect();
         assert_eq!(c.chunk_hashes, hashes);
         assert!(!c.cleaned_up);
-        assert!(session_dir(&svc, "s").exists());
+        assert!(session_dir(&store, "s").exists());
     }
 
     #[test]
     fn compose_refuses_a_chunk_modified_by_hand_and_writes_nothing() {
-        let (t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        std::fs::write(session_dir(&svc, "s").join(part_name(2)), b"TWO, edited").unwrap();
-        let e = compose_to(&svc, "s", "out.txt", options(b"\n"))
+        let (t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        std::fs::write(session_dir(&store, "s").join(part_name(2)), b"TWO, edited").unwrap();
+        let e = compose_to(&store, "s", "out.txt", options(b"\n"))
             .err()
             .unwrap();
         let (reason, details) = refusal(e);
@@ -641,12 +646,12 @@ mod tests {
 
     #[test]
     fn compose_refuses_a_chunk_replaced_by_hand_with_content_of_the_same_size() {
-        let (t, svc) = service();
-        put(&svc, "s", Some(1), b"abc");
+        let (t, store) = service();
+        put(&store, "s", Some(1), b"abc");
         std::fs::write(t.path().join("out.txt"), b"before").unwrap();
-        replace_by_hand(&session_dir(&svc, "s").join(part_name(1)), b"xyz");
+        replace_by_hand(&session_dir(&store, "s").join(part_name(1)), b"xyz");
         let (reason, _) = refusal(
-            compose_to(&svc, "s", "out.txt", options(b""))
+            compose_to(&store, "s", "out.txt", options(b""))
                 .err()
                 .unwrap(),
         );
@@ -657,9 +662,9 @@ mod tests {
 
     #[test]
     fn compose_trusts_a_record_whose_stamp_matches_and_rehashes_a_chunk_whose_stamp_moved() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"abc");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"abc");
+        let dir = session_dir(&store, "s");
         // A record with the chunk's stamp but another hash: compose does not read the chunk
         // for its own hash, so it answers with the recorded one.
         let path = dir.join(MANIFEST_FILE);
@@ -667,47 +672,47 @@ mod tests {
         let recorded = sha256_hex(b"recorded");
         m["chunks"]["1"]["sha256"] = json!(recorded);
         std::fs::write(&path, serde_json::to_vec(&m).unwrap()).unwrap();
-        let c = compose_to(&svc, "s", "a.txt", options(b"")).unwrap();
+        let c = compose_to(&store, "s", "a.txt", options(b"")).unwrap();
         assert_eq!(c.chunk_hashes, vec![recorded]);
         // The same content in a new file: the stamp moved, the chunk is hashed (and its
         // latest journaled write vouches for what it holds).
         replace_by_hand(&dir.join(part_name(1)), b"abc");
-        let c = compose_to(&svc, "s", "b.txt", options(b"")).unwrap();
+        let c = compose_to(&store, "s", "b.txt", options(b"")).unwrap();
         assert_eq!(c.chunk_hashes, vec![sha256_hex(b"abc")]);
     }
 
     #[test]
     fn compose_accepts_a_chunk_whose_lost_record_its_latest_journaled_write_vouches_for() {
-        let (t, svc) = service();
-        put(&svc, "s", Some(1), b"old");
-        put(&svc, "s", Some(1), b"new");
-        std::fs::write(session_dir(&svc, "s").join(RECORDS_FILE), b"").unwrap();
-        let c = compose_to(&svc, "s", "out.txt", options(b"")).unwrap();
+        let (t, store) = service();
+        put(&store, "s", Some(1), b"old");
+        put(&store, "s", Some(1), b"new");
+        std::fs::write(session_dir(&store, "s").join(RECORDS_FILE), b"").unwrap();
+        let c = compose_to(&store, "s", "out.txt", options(b"")).unwrap();
         assert_eq!(read_out(&t, "out.txt").unwrap(), b"new");
         assert_eq!(c.chunk_hashes, vec![sha256_hex(b"new")]);
     }
 
     #[test]
     fn compose_refuses_a_missing_session_a_gap_and_a_short_count() {
-        let (t, svc) = service();
+        let (t, store) = service();
         let (reason, _) = refusal(
-            compose_to(&svc, "none", "o.txt", options(b""))
+            compose_to(&store, "none", "o.txt", options(b""))
                 .err()
                 .unwrap(),
         );
         assert_eq!(reason, "session_not_found");
-        put(&svc, "gap", Some(1), b"a");
-        put(&svc, "gap", Some(3), b"c");
+        put(&store, "gap", Some(1), b"a");
+        put(&store, "gap", Some(3), b"c");
         let (reason, details) = refusal(
-            compose_to(&svc, "gap", "o.txt", options(b""))
+            compose_to(&store, "gap", "o.txt", options(b""))
                 .err()
                 .unwrap(),
         );
         assert_eq!(reason, "non_contiguous_chunks");
         assert_eq!(details["missing"], json!([2]));
-        put_total(&svc, "short", Some(1), b"a", Some(2));
+        put_total(&store, "short", Some(1), b"a", Some(2));
         let (reason, _) = refusal(
-            compose_to(&svc, "short", "o.txt", options(b""))
+            compose_to(&store, "short", "o.txt", options(b""))
                 .err()
                 .unwrap(),
         );
@@ -717,40 +722,40 @@ mod tests {
 
     #[test]
     fn compose_with_cleanup_removes_the_session() {
-        let (t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        put(&svc, "s", Some(2), b"b");
+        let (t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        put(&store, "s", Some(2), b"b");
         let mut opts = options(b"+");
         opts.cleanup = true;
-        let c = compose_to(&svc, "s", "out.txt", opts).unwrap();
+        let c = compose_to(&store, "s", "out.txt", opts).unwrap();
         assert!(c.cleaned_up);
-        assert!(!session_dir(&svc, "s").exists());
+        assert!(!session_dir(&store, "s").exists());
         assert_eq!(read_out(&t, "out.txt").unwrap(), b"a+b");
     }
 
     #[test]
     fn compose_appends_after_the_existing_content_in_append_mode() {
-        let (t, svc) = service();
+        let (t, store) = service();
         std::fs::write(t.path().join("out.txt"), b"head;").unwrap();
-        put(&svc, "s", Some(1), b"a");
-        put(&svc, "s", Some(2), b"b");
+        put(&store, "s", Some(1), b"a");
+        put(&store, "s", Some(2), b"b");
         let mut opts = options(b",");
         opts.mode = Some(WriteMode::Append);
-        let c = compose_to(&svc, "s", "out.txt", opts).unwrap();
+        let c = compose_to(&store, "s", "out.txt", opts).unwrap();
         assert_eq!(read_out(&t, "out.txt").unwrap(), b"head;a,b");
         assert_eq!(c.outcome.sha256, sha256_hex(b"head;a,b"));
     }
 
     #[test]
     fn compose_check_can_answer_instead_of_writing() {
-        let (t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        let target = svc.workspaces().resolve("out.txt", true).unwrap();
+        let (t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        let target = store.workspaces().resolve("out.txt", true).unwrap();
         let who = Caller {
             caller: "test".into(),
             tool: "chunk_compose".into(),
         };
-        let r = compose_with(&svc, &who, "s", &target, options(b""), |_| Ok(Some(7))).unwrap();
+        let r = compose_with(&store, &who, "s", &target, options(b""), |_| Ok(Some(7))).unwrap();
         assert!(matches!(r, Err(7)));
         assert_eq!(read_out(&t, "out.txt"), None);
     }
@@ -785,27 +790,27 @@ mod tests {
 
     #[test]
     fn preview_returns_the_composed_content_with_the_chunk_hashes() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        let p = preview(&svc, "s", b" | ", 1024).unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        let p = preview(&store, "s", b" | ", 1024).unwrap();
         assert_eq!(p.content, b"one | two");
         assert_eq!(p.chunk_hashes, vec![sha256_hex(b"one"), sha256_hex(b"two")]);
     }
 
     #[test]
     fn preview_refuses_a_modified_chunk_and_content_over_the_limit() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        assert!(preview(&svc, "s", b"", 5).is_err());
-        std::fs::write(session_dir(&svc, "s").join(part_name(1)), b"ONE").unwrap();
-        let (reason, details) = refusal(preview(&svc, "s", b"", 1024).err().unwrap());
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        assert!(preview(&store, "s", b"", 5).is_err());
+        std::fs::write(session_dir(&store, "s").join(part_name(1)), b"ONE").unwrap();
+        let (reason, details) = refusal(preview(&store, "s", b"", 1024).err().unwrap());
         assert_eq!(reason, "chunk_modified");
         assert_eq!(details["have"], json!([1]));
     }
 
-    fn keyed_compose(svc: &Store, session: &str, cleanup: bool) -> Result<Answer<Composed>> {
+    fn keyed_compose(store: &Store, session: &str, cleanup: bool) -> Result<Answer<Composed>> {
         let who = Caller {
             caller: "test".into(),
             tool: "chunk_compose".into(),
@@ -823,23 +828,23 @@ mod tests {
                 request_sha256: "req",
             },
         };
-        compose(svc, &who, c)
+        compose(store, &who, c)
     }
 
     #[test]
     fn a_keyed_retry_after_cleanup_answers_from_the_journal_row_without_the_session() {
-        let (t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        let Answer::Applied(first) = keyed_compose(&svc, "s", true).unwrap() else {
+        let (t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        let Answer::Applied(first) = keyed_compose(&store, "s", true).unwrap() else {
             panic!("the first call composes");
         };
-        assert!(first.cleaned_up && !session_dir(&svc, "s").exists());
-        let (rows, _, _) = svc.pipeline().journal().read_from(0).unwrap();
-        let Answer::Replayed(again) = keyed_compose(&svc, "s", true).unwrap() else {
+        assert!(first.cleaned_up && !session_dir(&store, "s").exists());
+        let (rows, _, _) = store.pipeline().journal().read_from(0).unwrap();
+        let Answer::Replayed(again) = keyed_compose(&store, "s", true).unwrap() else {
             panic!("the retry replays");
         };
-        assert_eq!(svc.pipeline().journal().read_from(0).unwrap().0, rows);
+        assert_eq!(store.pipeline().journal().read_from(0).unwrap().0, rows);
         assert_eq!(again.output_path, "out.txt");
         assert_eq!(
             again.outcome.abs_path,
@@ -856,7 +861,7 @@ mod tests {
         );
         assert!(again.cleaned_up && again.chunk_hashes.is_empty());
         // The session name is checked first, replay or not.
-        let e = keyed_compose(&svc, "no/slash", true).unwrap_err();
+        let e = keyed_compose(&store, "no/slash", true).unwrap_err();
         assert!(matches!(e, Failure::ChunkArgument { .. }), "{e:?}");
     }
 }

@@ -4,8 +4,8 @@
 
 use super::{ChunkRecord, Listing, MANIFEST_FILE, Manifest, RECORDS_FILE, Session, open_session};
 use crate::envelope::{Failure, Result};
-use crate::pipeline::{Body, Caller, Decision, Plan};
 use crate::store::Store;
+use crate::write::pipeline::{Body, Caller, Decision, Plan};
 use rustix::fs::OFlags;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -32,8 +32,8 @@ impl ManifestDrift {
 
 /// Compare session `name`'s records (manifest plus records log) with its files (shared
 /// lock; writes nothing).
-pub fn manifest_drift(svc: &Store, name: &str) -> Result<Option<(ManifestDrift, Listing)>> {
-    let Some(session) = open_session(svc, name, false, false)? else {
+pub fn manifest_drift(store: &Store, name: &str) -> Result<Option<(ManifestDrift, Listing)>> {
+    let Some(session) = open_session(store, name, false, false)? else {
         return Ok(None);
     };
     let listing = session.list()?;
@@ -63,8 +63,8 @@ pub fn manifest_drift(svc: &Store, name: &str) -> Result<Option<(ManifestDrift, 
 /// the records log is folded in, records of vanished chunks are dropped, chunks without a
 /// record are hashed as they are now, and existing records are kept (so a chunk edited by
 /// hand is still reported as modified). Returns whether the manifest was written.
-pub fn rebuild_manifest(svc: &Store, who: &Caller, name: &str) -> Result<bool> {
-    let Some(session) = open_session(svc, name, false, true)? else {
+pub fn rebuild_manifest(store: &Store, who: &Caller, name: &str) -> Result<bool> {
+    let Some(session) = open_session(store, name, false, true)? else {
         return Ok(false);
     };
     let listing = session.list()?;
@@ -91,7 +91,7 @@ pub fn rebuild_manifest(svc: &Store, who: &Caller, name: &str) -> Result<bool> {
         manifest.created_at = Some(now.clone());
     }
     manifest.updated_at = Some(now);
-    store_manifest(svc, who, &session, &manifest)?;
+    store_manifest(store, who, &session, &manifest)?;
     Ok(true)
 }
 
@@ -100,7 +100,7 @@ pub fn rebuild_manifest(svc: &Store, who: &Caller, name: &str) -> Result<bool> {
 /// or before a crash cut its record), then empty the log. A crash between the two leaves
 /// log lines the manifest already holds, which fold again harmlessly.
 pub(super) fn fold_manifest(
-    svc: &Store,
+    store: &Store,
     who: &Caller,
     session: &Session,
     listing: &Listing,
@@ -128,12 +128,12 @@ pub(super) fn fold_manifest(
     if total_expected.is_some() {
         manifest.total_expected = total_expected;
     }
-    store_manifest(svc, who, session, &manifest)
+    store_manifest(store, who, session, &manifest)
 }
 
 /// Write the manifest (which now holds every record), then empty the records log.
-fn store_manifest(svc: &Store, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
-    write_manifest(svc, who, session, m)?;
+fn store_manifest(store: &Store, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
+    write_manifest(store, who, session, m)?;
     session
         .open_log(OFlags::WRONLY)
         .and_then(|f| f.set_len(0))
@@ -146,7 +146,7 @@ fn store_manifest(svc: &Store, who: &Caller, session: &Session, m: &Manifest) ->
         })
 }
 
-fn write_manifest(svc: &Store, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
+fn write_manifest(store: &Store, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
     // Through a Value so that keys come out sorted, as the original writes them.
     let value = serde_json::to_value(m)
         .map_err(|e| Failure::Internal(format!("serialising manifest: {e}")))?;
@@ -156,7 +156,7 @@ fn write_manifest(svc: &Store, who: &Caller, session: &Session, m: &Manifest) ->
     let target = session.dir.target(MANIFEST_FILE)?;
     let mut extra = BTreeMap::new();
     extra.insert("session".to_string(), json!(session.name));
-    svc.pipeline().commit(&target, who, |_| {
+    store.pipeline().commit(&target, who, |_| {
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(body),
@@ -178,8 +178,8 @@ mod tests {
     use super::*;
     use crate::hash::sha256_hex;
 
-    fn manifest_of(svc: &Store, name: &str) -> Manifest {
-        let s = open_session(svc, name, false, false).unwrap().unwrap();
+    fn manifest_of(store: &Store, name: &str) -> Manifest {
+        let s = open_session(store, name, false, false).unwrap().unwrap();
         s.manifest().unwrap().manifest().cloned().unwrap()
     }
 
@@ -211,25 +211,25 @@ mod tests {
 
     #[test]
     fn manifest_drift_of_a_session_in_step_is_clean() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        let (drift, listing) = manifest_drift(&svc, "s").unwrap().unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        let (drift, listing) = manifest_drift(&store, "s").unwrap().unwrap();
         assert_eq!(drift.manifest, "ok");
         assert!(!drift.needs_rebuild(true));
         assert_eq!(listing.indices(), vec![1, 2]);
-        assert!(manifest_drift(&svc, "none").unwrap().is_none());
+        assert!(manifest_drift(&store, "none").unwrap().is_none());
     }
 
     #[test]
     fn manifest_drift_reports_unrecorded_chunks_and_stale_records() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        let dir = session_dir(&store, "s");
         std::fs::remove_file(dir.join(part_name(2))).unwrap();
         std::fs::write(dir.join(part_name(3)), b"three, by another tool").unwrap();
-        let (drift, _) = manifest_drift(&svc, "s").unwrap().unwrap();
+        let (drift, _) = manifest_drift(&store, "s").unwrap().unwrap();
         assert_eq!(drift.unrecorded, vec![3]);
         assert_eq!(drift.stale_records, vec![2]);
         assert!(drift.needs_rebuild(true));
@@ -237,15 +237,15 @@ mod tests {
 
     #[test]
     fn manifest_drift_reports_a_missing_or_corrupt_manifest() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        let path = session_dir(&svc, "s").join(MANIFEST_FILE);
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        let path = session_dir(&store, "s").join(MANIFEST_FILE);
         std::fs::write(&path, b"[1, 2").unwrap();
-        let (drift, _) = manifest_drift(&svc, "s").unwrap().unwrap();
+        let (drift, _) = manifest_drift(&store, "s").unwrap().unwrap();
         assert_eq!(drift.manifest, "corrupt");
         assert!(drift.needs_rebuild(true));
         std::fs::remove_file(&path).unwrap();
-        let (drift, _) = manifest_drift(&svc, "s").unwrap().unwrap();
+        let (drift, _) = manifest_drift(&store, "s").unwrap().unwrap();
         assert_eq!(drift.manifest, "missing");
         // Drift only reads: nothing was written back.
         assert!(!path.exists());
@@ -253,36 +253,36 @@ mod tests {
 
     #[test]
     fn rebuild_manifest_drops_stale_records_hashes_unrecorded_chunks_and_empties_the_log() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        let dir = session_dir(&store, "s");
         assert!(std::fs::metadata(dir.join(RECORDS_FILE)).unwrap().len() > 0);
         std::fs::remove_file(dir.join(part_name(2))).unwrap();
         std::fs::write(dir.join(part_name(3)), b"three").unwrap();
-        assert!(rebuild_manifest(&svc, &who(), "s").unwrap());
-        let m = manifest_of(&svc, "s");
+        assert!(rebuild_manifest(&store, &who(), "s").unwrap());
+        let m = manifest_of(&store, "s");
         assert_eq!(m.chunks.keys().copied().collect::<Vec<_>>(), vec![1, 3]);
         assert_eq!(m.chunks[&1].sha256, sha256_hex(b"one"));
         assert_eq!(m.chunks[&3].sha256, sha256_hex(b"three"));
         assert_eq!(m.chunks[&3].bytes, 5);
         assert_eq!(m.session.as_deref(), Some("s"));
         assert_eq!(std::fs::metadata(dir.join(RECORDS_FILE)).unwrap().len(), 0);
-        let (drift, _) = manifest_drift(&svc, "s").unwrap().unwrap();
+        let (drift, _) = manifest_drift(&store, "s").unwrap().unwrap();
         assert!(!drift.needs_rebuild(true));
         // In step now: a second rebuild writes nothing.
-        assert!(!rebuild_manifest(&svc, &who(), "s").unwrap());
+        assert!(!rebuild_manifest(&store, &who(), "s").unwrap());
     }
 
     #[test]
     fn rebuild_manifest_restores_a_lost_manifest_from_the_files_and_the_log() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        let path = session_dir(&svc, "s").join(MANIFEST_FILE);
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        let path = session_dir(&store, "s").join(MANIFEST_FILE);
         std::fs::remove_file(&path).unwrap();
-        assert!(rebuild_manifest(&svc, &who(), "s").unwrap());
-        let m = manifest_of(&svc, "s");
+        assert!(rebuild_manifest(&store, &who(), "s").unwrap());
+        let m = manifest_of(&store, "s");
         assert_eq!(m.chunks[&1].sha256, sha256_hex(b"one"));
         assert_eq!(m.chunks[&2].sha256, sha256_hex(b"two"));
         assert!(m.created_at.is_some() && m.updated_at.is_some());
@@ -290,32 +290,35 @@ mod tests {
 
     #[test]
     fn rebuild_manifest_keeps_records_so_a_hand_edit_is_still_reported() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        let dir = session_dir(&store, "s");
         std::fs::write(dir.join(part_name(1)), b"ONE").unwrap();
         std::fs::write(dir.join(part_name(2)), b"two").unwrap();
-        assert!(rebuild_manifest(&svc, &who(), "s").unwrap());
-        assert_eq!(manifest_of(&svc, "s").chunks[&1].sha256, sha256_hex(b"one"));
-        let s = status(&svc, "s", true).unwrap();
+        assert!(rebuild_manifest(&store, &who(), "s").unwrap());
+        assert_eq!(
+            manifest_of(&store, "s").chunks[&1].sha256,
+            sha256_hex(b"one")
+        );
+        let s = status(&store, "s", true).unwrap();
         assert_eq!(s.modified_chunks.len(), 1);
         assert_eq!(s.modified_chunks[0].index, 1);
     }
 
     #[test]
     fn rebuild_manifest_of_an_empty_or_unknown_session_writes_nothing() {
-        let (_t, svc) = service();
-        assert!(!rebuild_manifest(&svc, &who(), "none").unwrap());
-        drop(open_session(&svc, "empty", true, true).unwrap());
-        assert!(!rebuild_manifest(&svc, &who(), "empty").unwrap());
-        assert!(!session_dir(&svc, "empty").join(MANIFEST_FILE).exists());
+        let (_t, store) = service();
+        assert!(!rebuild_manifest(&store, &who(), "none").unwrap());
+        drop(open_session(&store, "empty", true, true).unwrap());
+        assert!(!rebuild_manifest(&store, &who(), "empty").unwrap());
+        assert!(!session_dir(&store, "empty").join(MANIFEST_FILE).exists());
     }
 
     #[test]
     fn the_manifest_is_written_with_sorted_keys_and_a_trailing_newline() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        let text = std::fs::read_to_string(session_dir(&svc, "s").join(MANIFEST_FILE)).unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        let text = std::fs::read_to_string(session_dir(&store, "s").join(MANIFEST_FILE)).unwrap();
         assert!(text.ends_with("}\n"));
         let keys: Vec<usize> = ["chunks", "created_at", "session", "updated_at"]
             .iter()

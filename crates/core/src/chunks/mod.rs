@@ -6,7 +6,7 @@
 //!
 //! Guarantees:
 //! - Every chunk, manifest and composed file is written through the write pipeline
-//!   ([`crate::pipeline::Pipeline`]): atomic, verified, journaled (chunk rows carry `session`).
+//!   ([`crate::write::pipeline::Pipeline`]): atomic, verified, journaled (chunk rows carry `session`).
 //! - Chunk files are the source of truth; the manifest is a cache. A missing or corrupt
 //!   manifest is rebuilt from the files at the next write, and never blocks a read.
 //! - Every operation on a session holds an inter-process `flock` on `<session>/.lock`

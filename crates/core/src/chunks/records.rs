@@ -6,8 +6,8 @@
 
 use super::{MANIFEST_FILE, RECORDS_FILE, Session, errno, list_of, session_failure};
 use crate::envelope::{Failure, Result};
-use crate::pipeline::read_existing;
 use crate::store::Store;
+use crate::write::pipeline::read_existing;
 use rustix::fs::{AtFlags, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
@@ -221,9 +221,9 @@ impl Session {
 /// its record but is what its own latest journaled write left lost only its record (a crash
 /// between the two writes), not its integrity. An earlier write does not vouch: a chunk put
 /// back by hand to a content it once had is still an edit.
-fn journaled(svc: &Store, session: &Session, name: &str, sha256: &str) -> bool {
+fn journaled(store: &Store, session: &Session, name: &str, sha256: &str) -> bool {
     journaled_in(
-        svc.pipeline().journal(),
+        store.pipeline().journal(),
         &session.dir.path.join(name),
         &session.display(name),
         sha256,
@@ -277,7 +277,7 @@ pub(super) fn modified_failure(session: &str, modified: &[ModifiedChunk]) -> Fai
 
 /// Check a chunk's actual hash against its record.
 pub(super) fn check_record(
-    svc: &Store,
+    store: &Store,
     session: &Session,
     index: u64,
     name: &str,
@@ -285,7 +285,7 @@ pub(super) fn check_record(
     actual: &str,
 ) -> Option<ModifiedChunk> {
     let rec = recorded?;
-    if rec.sha256 == actual || journaled(svc, session, name, actual) {
+    if rec.sha256 == actual || journaled(store, session, name, actual) {
         return None;
     }
     Some(ModifiedChunk {
@@ -302,8 +302,8 @@ mod tests {
     use super::*;
     use crate::hash::sha256_hex;
 
-    fn open(svc: &Store, name: &str) -> Session {
-        open_session(svc, name, false, false).unwrap().unwrap()
+    fn open(store: &Store, name: &str) -> Session {
+        open_session(store, name, false, false).unwrap().unwrap()
     }
 
     #[test]
@@ -333,11 +333,11 @@ mod tests {
 
     #[test]
     fn manifest_state_labels_what_was_found_on_disk() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        let s = open(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        let s = open(&store, "s");
         assert_eq!(s.manifest().unwrap().label(), "ok");
-        let path = session_dir(&svc, "s").join(MANIFEST_FILE);
+        let path = session_dir(&store, "s").join(MANIFEST_FILE);
         std::fs::write(&path, b"{ not json").unwrap();
         let state = s.manifest().unwrap();
         assert_eq!(state.label(), "corrupt");
@@ -348,16 +348,16 @@ mod tests {
 
     #[test]
     fn records_log_lines_override_the_manifest_and_move_updated_at() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"first");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"first");
         let manifest_updated = {
-            let s = open(&svc, "s");
+            let s = open(&store, "s");
             s.manifest().unwrap().manifest().unwrap().updated_at.clone()
         };
         // A second write goes to the records log, not the manifest. (An open session holds
         // its lock: it is closed before writing.)
-        put(&svc, "s", Some(1), b"second");
-        let s = open(&svc, "s");
+        put(&store, "s", Some(1), b"second");
+        let s = open(&store, "s");
         let state = s.manifest().unwrap();
         assert_eq!(
             state.manifest().unwrap().chunks[&1].sha256,
@@ -372,13 +372,13 @@ mod tests {
 
     #[test]
     fn a_torn_records_log_line_is_skipped() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(2), b"two");
-        let log = session_dir(&svc, "s").join(RECORDS_FILE);
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(2), b"two");
+        let log = session_dir(&store, "s").join(RECORDS_FILE);
         let mut f = std::fs::OpenOptions::new().append(true).open(&log).unwrap();
         f.write_all(b"{\"index\": 3, \"sha2").unwrap();
-        let s = open(&svc, "s");
+        let s = open(&store, "s");
         let records = s.records(&s.manifest().unwrap()).unwrap();
         assert_eq!(records.keys().copied().collect::<Vec<_>>(), vec![1, 2]);
         assert_eq!(records[&2].sha256, sha256_hex(b"two"));
@@ -386,16 +386,16 @@ mod tests {
 
     #[test]
     fn a_recorded_stamp_matches_the_chunk_until_it_is_replaced_by_hand() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"same");
-        let s = open(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"same");
+        let s = open(&store, "s");
         let name = part_name(1);
         let recorded = s.records(&s.manifest().unwrap()).unwrap()[&1].clone();
         let now = s.hash_part(&name).unwrap();
         assert!(recorded.stamp.is_some());
         assert_eq!(now, recorded);
         // Same content, new file: the hash still matches but the stamp does not.
-        replace_by_hand(&session_dir(&svc, "s").join(&name), b"same");
+        replace_by_hand(&session_dir(&store, "s").join(&name), b"same");
         let after = s.hash_part(&name).unwrap();
         assert_eq!(after.sha256, recorded.sha256);
         assert_ne!(after.stamp, recorded.stamp);
@@ -403,20 +403,20 @@ mod tests {
 
     #[test]
     fn check_record_accepts_the_recorded_hash_and_reports_any_other() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"written");
-        let s = open(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"written");
+        let s = open(&store, "s");
         let name = part_name(1);
         let rec = s.records(&s.manifest().unwrap()).unwrap()[&1].clone();
         assert_eq!(
-            check_record(&svc, &s, 1, &name, Some(&rec), &rec.sha256),
+            check_record(&store, &s, 1, &name, Some(&rec), &rec.sha256),
             None
         );
         // Nothing recorded: nothing to compare with.
         let other = sha256_hex(b"edited by hand");
-        assert_eq!(check_record(&svc, &s, 1, &name, None, &other), None);
+        assert_eq!(check_record(&store, &s, 1, &name, None, &other), None);
         assert_eq!(
-            check_record(&svc, &s, 1, &name, Some(&rec), &other),
+            check_record(&store, &s, 1, &name, Some(&rec), &other),
             Some(ModifiedChunk {
                 index: 1,
                 recorded_sha256: rec.sha256.clone(),
@@ -427,31 +427,34 @@ mod tests {
 
     #[test]
     fn the_latest_journaled_write_vouches_for_a_chunk_whose_record_was_lost() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"old");
-        put(&svc, "s", Some(1), b"new");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"old");
+        put(&store, "s", Some(1), b"new");
         // A crash lost the second write's record: the manifest still records "old".
-        std::fs::write(session_dir(&svc, "s").join(RECORDS_FILE), b"").unwrap();
-        let s = open(&svc, "s");
+        std::fs::write(session_dir(&store, "s").join(RECORDS_FILE), b"").unwrap();
+        let s = open(&store, "s");
         let name = part_name(1);
         let rec = s.records(&s.manifest().unwrap()).unwrap()[&1].clone();
         assert_eq!(rec.sha256, sha256_hex(b"old"));
         let actual = sha256_hex(b"new");
-        assert_eq!(check_record(&svc, &s, 1, &name, Some(&rec), &actual), None);
+        assert_eq!(
+            check_record(&store, &s, 1, &name, Some(&rec), &actual),
+            None
+        );
     }
 
     #[test]
     fn an_earlier_journaled_write_does_not_vouch_for_a_chunk_put_back_by_hand() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"old");
-        put(&svc, "s", Some(1), b"new");
-        let path = session_dir(&svc, "s").join(part_name(1));
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"old");
+        put(&store, "s", Some(1), b"new");
+        let path = session_dir(&store, "s").join(part_name(1));
         replace_by_hand(&path, b"old");
-        let s = open(&svc, "s");
+        let s = open(&store, "s");
         let rec = s.records(&s.manifest().unwrap()).unwrap()[&1].clone();
         assert_eq!(rec.sha256, sha256_hex(b"new"));
         let actual = sha256_hex(b"old");
-        let m = check_record(&svc, &s, 1, &part_name(1), Some(&rec), &actual).unwrap();
+        let m = check_record(&store, &s, 1, &part_name(1), Some(&rec), &actual).unwrap();
         assert_eq!(m.actual_sha256, actual);
         assert_eq!(m.recorded_sha256, rec.sha256);
     }

@@ -115,7 +115,7 @@ impl Listing {
 /// Open (and with `create`, create) session `name` and lock it, exclusively or shared.
 /// `Ok(None)` when the session does not exist and `create` is not set.
 pub fn open_session(
-    svc: &Store,
+    store: &Store,
     name: &str,
     create: bool,
     exclusive: bool,
@@ -124,7 +124,7 @@ pub fn open_session(
     // A reset removes the lock file while a waiter may be blocked on it: after locking,
     // check that the file locked is still the session's lock file, else start over.
     for _ in 0..1000 {
-        let Some(dir) = open_subdir(svc.state_dir(), &[CHUNKS_DIR, name], 0o777, create)? else {
+        let Some(dir) = open_subdir(store.state_dir(), &[CHUNKS_DIR, name], 0o777, create)? else {
             return Ok(None);
         };
         let lock_path = dir.path.join(LOCK_FILE);
@@ -429,10 +429,10 @@ mod tests {
 
     #[test]
     fn list_keeps_canonical_parts_flags_foreign_ones_and_skips_the_originals_temp_files() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        put(&svc, "s", Some(1000), b"thousand");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        put(&store, "s", Some(1000), b"thousand");
+        let dir = session_dir(&store, "s");
         for name in [
             "part-0002.txt",
             "part-3.txt",
@@ -442,7 +442,7 @@ mod tests {
         ] {
             std::fs::write(dir.join(name), b"other tool").unwrap();
         }
-        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let session = open_session(&store, "s", false, false).unwrap().unwrap();
         let listing = session.list().unwrap();
         assert_eq!(listing.indices(), vec![1, 1000]);
         assert_eq!(listing.parts[&1000], "part-1000.txt");
@@ -454,23 +454,23 @@ mod tests {
 
     #[test]
     fn open_session_without_create_finds_no_session() {
-        let (_t, svc) = service();
+        let (_t, store) = service();
         assert!(
-            open_session(&svc, "nothing", false, true)
+            open_session(&store, "nothing", false, true)
                 .unwrap()
                 .is_none()
         );
-        assert!(!session_dir(&svc, "nothing").exists());
-        assert!(open_session(&svc, "made", true, true).unwrap().is_some());
-        assert!(session_dir(&svc, "made").join(LOCK_FILE).exists());
+        assert!(!session_dir(&store, "nothing").exists());
+        assert!(open_session(&store, "made", true, true).unwrap().is_some());
+        assert!(session_dir(&store, "made").join(LOCK_FILE).exists());
     }
 
     #[test]
     fn snapshot_refuses_a_gap_naming_the_missing_indices() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        put(&svc, "s", Some(4), b"d");
-        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        put(&store, "s", Some(4), b"d");
+        let session = open_session(&store, "s", false, false).unwrap().unwrap();
         let (reason, details) = super::super::testing::refusal(snapshot(&session).err().unwrap());
         assert_eq!(reason, "non_contiguous_chunks");
         assert_eq!(details["missing"], serde_json::json!([2, 3]));
@@ -478,10 +478,10 @@ mod tests {
 
     #[test]
     fn snapshot_refuses_a_count_below_total_expected() {
-        let (_t, svc) = service();
-        super::super::testing::put_total(&svc, "s", Some(1), b"a", Some(3));
-        put(&svc, "s", Some(2), b"b");
-        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let (_t, store) = service();
+        super::super::testing::put_total(&store, "s", Some(1), b"a", Some(3));
+        put(&store, "s", Some(2), b"b");
+        let session = open_session(&store, "s", false, false).unwrap().unwrap();
         let (reason, details) = super::super::testing::refusal(snapshot(&session).err().unwrap());
         assert_eq!(reason, "chunk_count_mismatch");
         assert_eq!(details["missing"], serde_json::json!([3]));
@@ -489,10 +489,10 @@ mod tests {
 
     #[test]
     fn snapshot_refuses_a_session_mixed_with_foreign_part_files() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        std::fs::write(session_dir(&svc, "s").join("part-2.txt"), b"b").unwrap();
-        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        std::fs::write(session_dir(&store, "s").join("part-2.txt"), b"b").unwrap();
+        let session = open_session(&store, "s", false, false).unwrap().unwrap();
         let (reason, details) = super::super::testing::refusal(snapshot(&session).err().unwrap());
         assert_eq!(reason, "mixed_session");
         assert_eq!(
@@ -503,10 +503,10 @@ mod tests {
 
     #[test]
     fn snapshot_of_a_whole_session_lists_chunks_in_index_order_with_sizes() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(2), b"second");
-        put(&svc, "s", Some(1), b"1st");
-        let session = open_session(&svc, "s", false, false).unwrap().unwrap();
+        let (_t, store) = service();
+        put(&store, "s", Some(2), b"second");
+        put(&store, "s", Some(1), b"1st");
+        let session = open_session(&store, "s", false, false).unwrap().unwrap();
         let snap = snapshot(&session).unwrap();
         assert_eq!(snap.names, vec!["part-001.txt", "part-002.txt"]);
         assert_eq!(snap.sizes, vec![3, 6]);

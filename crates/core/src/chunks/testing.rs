@@ -4,8 +4,8 @@
 
 use super::{CHUNKS_DIR, ChunkWriteOptions, ChunkWritten, write_chunk};
 use crate::envelope::Failure;
-use crate::pipeline::Caller;
 use crate::store::Store;
+use crate::write::pipeline::Caller;
 use serde_json::{Map, Value};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -23,20 +23,25 @@ pub(super) fn who() -> Caller {
 }
 
 /// Write chunk `index` (`None`: append) of `session`, which must succeed.
-pub(super) fn put(svc: &Store, session: &str, index: Option<u64>, content: &[u8]) -> ChunkWritten {
-    put_total(svc, session, index, content, None)
+pub(super) fn put(
+    store: &Store,
+    session: &str,
+    index: Option<u64>,
+    content: &[u8],
+) -> ChunkWritten {
+    put_total(store, session, index, content, None)
 }
 
 /// [`put`] with a `total_expected`.
 pub(super) fn put_total(
-    svc: &Store,
+    store: &Store,
     session: &str,
     index: Option<u64>,
     content: &[u8],
     total_expected: Option<u64>,
 ) -> ChunkWritten {
     write_chunk(
-        svc,
+        store,
         &who(),
         session,
         index,
@@ -49,8 +54,8 @@ pub(super) fn put_total(
 }
 
 /// The session's directory on disk.
-pub(super) fn session_dir(svc: &Store, session: &str) -> PathBuf {
-    svc.state_dir().join(CHUNKS_DIR).join(session)
+pub(super) fn session_dir(store: &Store, session: &str) -> PathBuf {
+    store.state_dir().join(CHUNKS_DIR).join(session)
 }
 
 /// Replace a file the way an editor saving atomically does: a new file renamed over it (new

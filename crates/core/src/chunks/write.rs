@@ -153,7 +153,7 @@ impl Default for ChunkWriteOptions<'_> {
 /// an append), updating the manifest. Holds the session lock throughout. A replay (the call
 /// repeats an earlier one, [`ChunkWriteOptions::replay`]) writes nothing.
 pub fn write_chunk(
-    svc: &Store,
+    store: &Store,
     who: &Caller,
     session_name: &str,
     index: Option<u64>,
@@ -168,7 +168,7 @@ pub fn write_chunk(
     if let Some(t) = total_expected {
         validate_index(session_name, "total_expected", t)?;
     }
-    let session = open_session(svc, session_name, true, true)?
+    let session = open_session(store, session_name, true, true)?
         .ok_or_else(|| Failure::Internal("session directory vanished".into()))?;
     if let Some(w) = (opts.replay)()? {
         return Ok(Answer::Replayed(w));
@@ -238,11 +238,11 @@ pub fn write_chunk(
     }
     extra.insert("session".to_string(), json!(session_name));
     extra.insert("chunk_index".to_string(), json!(index));
-    let (outcome, ()) = svc.pipeline().commit(&target, who, |existing| {
+    let (outcome, ()) = store.pipeline().commit(&target, who, |existing| {
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(content),
-                mode_label: crate::pipeline::mode_over(existing, "overwrite"),
+                mode_label: crate::write::pipeline::mode_over(existing, "overwrite"),
                 create_only: false,
                 extra,
                 new_file_mode: None,
@@ -281,7 +281,7 @@ pub fn write_chunk(
             _ => {}
         }
         match fold_manifest(
-            svc,
+            store,
             who,
             &session,
             &listing,
@@ -317,8 +317,8 @@ mod tests {
     use crate::hash::sha256_hex;
     use std::path::Path;
 
-    fn manifest_of(svc: &Store, name: &str) -> Manifest {
-        let s = open_session(svc, name, false, false).unwrap().unwrap();
+    fn manifest_of(store: &Store, name: &str) -> Manifest {
+        let s = open_session(store, name, false, false).unwrap().unwrap();
         s.manifest().unwrap().manifest().cloned().unwrap()
     }
 
@@ -327,13 +327,13 @@ mod tests {
     }
 
     fn try_write(
-        svc: &Store,
+        store: &Store,
         session: &str,
         index: Option<u64>,
         total_expected: Option<u64>,
     ) -> Result<Answer<ChunkWritten>> {
         write_chunk(
-            svc,
+            store,
             &super::super::testing::who(),
             session,
             index,
@@ -345,10 +345,10 @@ mod tests {
 
     #[test]
     fn append_writes_the_chunk_after_the_highest_present() {
-        let (t, svc) = service();
-        assert_eq!(put(&svc, "s", None, b"a").index, 1);
-        assert_eq!(put(&svc, "s", Some(5), b"e").index, 5);
-        let w = put(&svc, "s", None, b"f");
+        let (t, store) = service();
+        assert_eq!(put(&store, "s", None, b"a").index, 1);
+        assert_eq!(put(&store, "s", Some(5), b"e").index, 5);
+        let w = put(&store, "s", None, b"f");
         assert_eq!(w.index, 6);
         assert_eq!(w.chunk_path, ".resilient_write/chunks/s/part-006.txt");
         assert_eq!(w.sha256, sha256_hex(b"f"));
@@ -360,29 +360,29 @@ mod tests {
 
     #[test]
     fn the_first_write_creates_the_manifest_with_the_chunk_record() {
-        let (_t, svc) = service();
-        let w = put(&svc, "s", Some(1), b"one");
-        let m = manifest_of(&svc, "s");
+        let (_t, store) = service();
+        let w = put(&store, "s", Some(1), b"one");
+        let m = manifest_of(&store, "s");
         assert_eq!(m.session.as_deref(), Some("s"));
         assert_eq!(m.chunks[&1].sha256, w.sha256);
         assert!(m.chunks[&1].stamp.is_some());
         assert!(w.warnings.is_empty(), "{:?}", w.warnings);
-        assert_eq!(size(&session_dir(&svc, "s").join(RECORDS_FILE)), 0);
+        assert_eq!(size(&session_dir(&store, "s").join(RECORDS_FILE)), 0);
     }
 
     #[test]
     fn the_records_log_is_folded_into_the_manifest_once_it_reaches_fold_at_bytes() {
-        let (_t, svc) = service();
-        put(&svc, "s", None, b"chunk 1");
-        let dir = session_dir(&svc, "s");
+        let (_t, store) = service();
+        put(&store, "s", None, b"chunk 1");
+        let dir = session_dir(&store, "s");
         let log = dir.join(RECORDS_FILE);
         let mut folded_at = None;
         for k in 2..=500u64 {
             let log_before = size(&log);
             let manifest_before = size(&dir.join(MANIFEST_FILE));
-            let w = put(&svc, "s", None, format!("chunk {k}").as_bytes());
+            let w = put(&store, "s", None, format!("chunk {k}").as_bytes());
             assert_eq!(w.index, k);
-            let m = manifest_of(&svc, "s");
+            let m = manifest_of(&store, "s");
             if log_before >= manifest_before.max(FOLD_AT_BYTES) {
                 assert_eq!(size(&log), 0, "write {k} should have emptied the log");
                 assert_eq!(m.chunks.len() as u64, k, "write {k} should have folded");
@@ -398,25 +398,25 @@ mod tests {
 
     #[test]
     fn a_new_total_expected_is_written_to_the_manifest_at_once() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        let w = put_total(&svc, "s", Some(2), b"b", Some(4));
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        let w = put_total(&store, "s", Some(2), b"b", Some(4));
         assert_eq!(w.total_expected, Some(4));
-        let m = manifest_of(&svc, "s");
+        let m = manifest_of(&store, "s");
         assert_eq!(m.total_expected, Some(4));
         assert_eq!(m.chunks.len(), 2);
-        assert_eq!(size(&session_dir(&svc, "s").join(RECORDS_FILE)), 0);
+        assert_eq!(size(&session_dir(&store, "s").join(RECORDS_FILE)), 0);
         // Later writes inherit the recorded total.
-        assert_eq!(put(&svc, "s", Some(3), b"c").total_expected, Some(4));
+        assert_eq!(put(&store, "s", Some(3), b"c").total_expected, Some(4));
     }
 
     #[test]
     fn write_refuses_a_total_expected_below_the_chunks_present() {
-        let (_t, svc) = service();
+        let (_t, store) = service();
         for i in 1..=3 {
-            put(&svc, "s", Some(i), b"x");
+            put(&store, "s", Some(i), b"x");
         }
-        let e = try_write(&svc, "s", Some(1), Some(2)).err().unwrap();
+        let e = try_write(&store, "s", Some(1), Some(2)).err().unwrap();
         let (reason, details) = refusal(e);
         assert_eq!(reason, "total_expected_below_existing");
         assert_eq!(details["have"], json!([1, 2, 3]));
@@ -424,37 +424,37 @@ mod tests {
 
     #[test]
     fn write_refuses_an_index_beyond_the_recorded_total_expected() {
-        let (_t, svc) = service();
-        put_total(&svc, "s", Some(1), b"a", Some(2));
-        put(&svc, "s", Some(2), b"b");
-        let (reason, details) = refusal(try_write(&svc, "s", None, None).err().unwrap());
+        let (_t, store) = service();
+        put_total(&store, "s", Some(1), b"a", Some(2));
+        put(&store, "s", Some(2), b"b");
+        let (reason, details) = refusal(try_write(&store, "s", None, None).err().unwrap());
         assert_eq!(reason, "index_exceeds_total_expected");
         assert_eq!(details["index"], 3);
-        assert!(!session_dir(&svc, "s").join(part_name(3)).exists());
+        assert!(!session_dir(&store, "s").join(part_name(3)).exists());
     }
 
     #[test]
     fn write_refuses_out_of_range_indices_and_invalid_session_names_before_creating_anything() {
-        let (_t, svc) = service();
-        let e = try_write(&svc, "s", Some(0), None).err().unwrap();
+        let (_t, store) = service();
+        let e = try_write(&store, "s", Some(0), None).err().unwrap();
         assert_eq!(argument_refusal(e), "index_out_of_range");
-        let e = try_write(&svc, "s", Some(MAX_INDEX + 1), None)
+        let e = try_write(&store, "s", Some(MAX_INDEX + 1), None)
             .err()
             .unwrap();
         assert_eq!(argument_refusal(e), "index_out_of_range");
-        let e = try_write(&svc, "s", Some(1), Some(0)).err().unwrap();
+        let e = try_write(&store, "s", Some(1), Some(0)).err().unwrap();
         assert_eq!(argument_refusal(e), "index_out_of_range");
-        assert!(!session_dir(&svc, "s").exists());
-        let e = try_write(&svc, "no/slash", Some(1), None).err().unwrap();
+        assert!(!session_dir(&store, "s").exists());
+        let e = try_write(&store, "no/slash", Some(1), None).err().unwrap();
         assert_eq!(argument_refusal(e), "invalid_session_name");
     }
 
     #[test]
     fn a_corrupt_manifest_is_rebuilt_at_the_next_write_with_a_warning() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        std::fs::write(session_dir(&svc, "s").join(MANIFEST_FILE), b"{ torn").unwrap();
-        let w = put(&svc, "s", Some(2), b"two");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        std::fs::write(session_dir(&store, "s").join(MANIFEST_FILE), b"{ torn").unwrap();
+        let w = put(&store, "s", Some(2), b"two");
         assert!(
             w.warnings
                 .iter()
@@ -462,17 +462,17 @@ mod tests {
             "{:?}",
             w.warnings
         );
-        let m = manifest_of(&svc, "s");
+        let m = manifest_of(&store, "s");
         assert_eq!(m.chunks[&1].sha256, sha256_hex(b"one"));
         assert_eq!(m.chunks[&2].sha256, sha256_hex(b"two"));
     }
 
     #[test]
     fn a_missing_manifest_is_rebuilt_at_the_next_write_with_a_warning() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"one");
-        std::fs::remove_file(session_dir(&svc, "s").join(MANIFEST_FILE)).unwrap();
-        let w = put(&svc, "s", Some(2), b"two");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"one");
+        std::fs::remove_file(session_dir(&store, "s").join(MANIFEST_FILE)).unwrap();
+        let w = put(&store, "s", Some(2), b"two");
         assert!(
             w.warnings
                 .iter()
@@ -480,26 +480,26 @@ mod tests {
             "{:?}",
             w.warnings
         );
-        assert_eq!(manifest_of(&svc, "s").chunks.len(), 2);
+        assert_eq!(manifest_of(&store, "s").chunks.len(), 2);
     }
 
     #[test]
     fn replacing_an_earlier_chunk_warns_that_later_chunks_exist() {
-        let (_t, svc) = service();
-        put(&svc, "s", Some(1), b"a");
-        put(&svc, "s", Some(2), b"b");
-        let w = put(&svc, "s", Some(1), b"a again");
+        let (_t, store) = service();
+        put(&store, "s", Some(1), b"a");
+        put(&store, "s", Some(2), b"b");
+        let w = put(&store, "s", Some(1), b"a again");
         assert!(
             w.warnings.iter().any(|m| m.contains("replaced chunk 1")),
             "{:?}",
             w.warnings
         );
-        assert!(put(&svc, "s", Some(2), b"b again").warnings.is_empty());
+        assert!(put(&store, "s", Some(2), b"b again").warnings.is_empty());
     }
 
     #[test]
     fn a_call_that_replays_an_earlier_one_writes_nothing() {
-        let (_t, svc) = service();
+        let (_t, store) = service();
         let earlier = ChunkWritten {
             index: 1,
             chunk_path: "earlier".into(),
@@ -516,14 +516,14 @@ mod tests {
             replay: &replay,
         };
         let who = super::super::testing::who();
-        let r = write_chunk(&svc, &who, "s", Some(1), b"x".to_vec(), None, opts).unwrap();
+        let r = write_chunk(&store, &who, "s", Some(1), b"x".to_vec(), None, opts).unwrap();
         assert_eq!(r, Answer::Replayed(earlier));
-        assert!(!session_dir(&svc, "s").join(part_name(1)).exists());
+        assert!(!session_dir(&store, "s").join(part_name(1)).exists());
     }
 
-    fn keyed_put(svc: &Store, index: Option<i64>, content: &str) -> Result<Answer<ChunkWritten>> {
+    fn keyed_put(store: &Store, index: Option<i64>, content: &str) -> Result<Answer<ChunkWritten>> {
         super::put(
-            svc,
+            store,
             &super::super::testing::who(),
             ChunkPut {
                 session: "s",
@@ -542,32 +542,32 @@ mod tests {
         )
     }
 
-    fn journal_rows(svc: &Store) -> usize {
-        let (rows, _, _) = svc.pipeline().journal().read_from(0).unwrap();
+    fn journal_rows(store: &Store) -> usize {
+        let (rows, _, _) = store.pipeline().journal().read_from(0).unwrap();
         rows.len()
     }
 
     #[test]
     fn a_keyed_retry_answers_with_the_first_outcome_from_its_row_and_writes_nothing() {
-        let (_t, svc) = service();
-        let Answer::Applied(first) = keyed_put(&svc, None, "one").unwrap() else {
+        let (_t, store) = service();
+        let Answer::Applied(first) = keyed_put(&store, None, "one").unwrap() else {
             panic!("the first call writes");
         };
-        let rows = journal_rows(&svc);
-        let again = keyed_put(&svc, None, "one").unwrap();
-        assert_eq!(journal_rows(&svc), rows);
+        let rows = journal_rows(&store);
+        let again = keyed_put(&store, None, "one").unwrap();
+        assert_eq!(journal_rows(&store), rows);
         let expected = ChunkWritten {
             warnings: Vec::new(),
             ..first
         };
         assert_eq!(again, Answer::Replayed(expected));
-        assert!(!session_dir(&svc, "s").join(part_name(2)).exists());
+        assert!(!session_dir(&store, "s").join(part_name(2)).exists());
     }
 
     #[test]
     fn the_replay_is_decided_before_the_content_is_decoded_or_checked() {
-        let (t, svc) = service();
-        keyed_put(&svc, Some(1), "four").unwrap();
+        let (t, store) = service();
+        keyed_put(&store, Some(1), "four").unwrap();
         // The same state, now with a size cap the content exceeds: the retry still replays
         // (it applies nothing), where a new call is refused.
         let mut config = crate::store::Config::new(t.path().to_path_buf());
@@ -595,7 +595,7 @@ mod tests {
         );
         assert!(matches!(fresh, Err(Failure::TooLarge { .. })), "{fresh:?}");
         // An index below 1 is refused before anything else, replay included.
-        let e = keyed_put(&svc, Some(0), "four").unwrap_err();
+        let e = keyed_put(&store, Some(0), "four").unwrap_err();
         assert_eq!(argument_refusal(e), "index_out_of_range");
     }
 }

@@ -8,8 +8,8 @@
 use super::{Drift, Handoff};
 use crate::envelope::{Failure, Result};
 use crate::journal::now_rfc3339;
-use crate::pipeline::{Body, Caller, Decision, Plan, read_existing};
 use crate::store::Store;
+use crate::write::pipeline::{Body, Caller, Decision, Plan, read_existing};
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -198,7 +198,7 @@ pub fn write(
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(text.into_bytes()),
-                mode_label: crate::pipeline::mode_over(existing, "overwrite"),
+                mode_label: crate::write::pipeline::mode_over(existing, "overwrite"),
                 create_only: existing.is_none(),
                 extra: BTreeMap::new(),
                 new_file_mode: None,

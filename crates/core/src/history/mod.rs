@@ -204,8 +204,8 @@ pub fn tx_rows(journal: &Journal, tx_id: &str) -> io::Result<Vec<Row>> {
 mod tests {
     use super::*;
     use crate::hash::sha256_hex;
-    use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
     use crate::store::Store;
+    use crate::write::pipeline::{Body, Caller, Decision, Outcome, Plan};
     use std::collections::BTreeMap;
     use std::sync::Arc;
 
@@ -215,13 +215,13 @@ mod tests {
     }
 
     /// Write `bytes` to `path` through the pipeline (journaled, pre-image kept).
-    pub(in crate::history) fn write(svc: &Store, path: &str, bytes: &[u8]) -> Outcome {
-        let target = svc.workspaces().resolve(path, true).unwrap();
+    pub(in crate::history) fn write(store: &Store, path: &str, bytes: &[u8]) -> Outcome {
+        let target = store.workspaces().resolve(path, true).unwrap();
         let who = Caller {
-            caller: svc.caller(),
+            caller: store.caller(),
             tool: "test".into(),
         };
-        let (outcome, ()) = svc
+        let (outcome, ()) = store
             .pipeline()
             .commit(&target, &who, |existing| {
                 Ok(Decision::Write(
@@ -255,14 +255,14 @@ mod tests {
 
     #[test]
     fn versions_lists_a_paths_versions_newest_first_up_to_the_limit() {
-        let (t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one");
-        write(&svc, "b.txt", b"another path");
-        let w2 = write(&svc, "a.txt", b"two");
-        let w3 = write(&svc, "a.txt", b"three");
-        let journal = svc.pipeline().journal();
-        let objects = svc.pipeline().objects();
-        let paths = svc.workspaces().journal_paths();
+        let (t, store) = service();
+        let w1 = write(&store, "a.txt", b"one");
+        write(&store, "b.txt", b"another path");
+        let w2 = write(&store, "a.txt", b"two");
+        let w3 = write(&store, "a.txt", b"three");
+        let journal = store.pipeline().journal();
+        let objects = store.pipeline().objects();
+        let paths = store.workspaces().journal_paths();
         let a = abs(&t, "a.txt");
         let all = versions(
             journal,
@@ -290,9 +290,9 @@ mod tests {
 
     #[test]
     fn versions_include_rows_an_earlier_version_wrote_with_the_absolute_path() {
-        let (t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one");
-        let journal = svc.pipeline().journal();
+        let (t, store) = service();
+        let w1 = write(&store, "a.txt", b"one");
+        let journal = store.pipeline().journal();
         // The row as earlier versions wrote it: the absolute path.
         let a = abs(&t, "a.txt");
         let text = std::fs::read_to_string(journal.path()).unwrap();
@@ -305,11 +305,11 @@ mod tests {
             ),
         )
         .unwrap();
-        let w2 = write(&svc, "a.txt", b"two");
-        let paths = svc.workspaces().journal_paths();
+        let w2 = write(&store, "a.txt", b"two");
+        let paths = store.workspaces().journal_paths();
         let vs = versions(
             journal,
-            svc.pipeline().objects(),
+            store.pipeline().objects(),
             &paths,
             Path::new(&a),
             Some(&w2.sha256),
@@ -322,16 +322,16 @@ mod tests {
 
     #[test]
     fn versions_marks_a_version_whose_pre_image_is_gone_as_not_stored() {
-        let (t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one");
-        let w2 = write(&svc, "a.txt", b"two");
-        let objects = svc.pipeline().objects().unwrap();
+        let (t, store) = service();
+        let w1 = write(&store, "a.txt", b"one");
+        let w2 = write(&store, "a.txt", b"two");
+        let objects = store.pipeline().objects().unwrap();
         assert!(
             objects.remove(&w1.sha256).unwrap(),
             "the pre-image was kept"
         );
-        let journal = svc.pipeline().journal();
-        let paths = svc.workspaces().journal_paths();
+        let journal = store.pipeline().journal();
+        let paths = store.workspaces().journal_paths();
         let a = abs(&t, "a.txt");
         let vs = versions(
             journal,
@@ -351,17 +351,17 @@ mod tests {
 
     #[test]
     fn find_row_and_tx_rows_find_only_their_own_rows() {
-        let (_t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one");
-        write(&svc, "b.txt", b"b");
-        let journal = svc.pipeline().journal();
+        let (_t, store) = service();
+        let w1 = write(&store, "a.txt", b"one");
+        write(&store, "b.txt", b"b");
+        let journal = store.pipeline().journal();
         let row = find_row(journal, &w1.journal_id).unwrap().unwrap();
         assert_eq!(s(&row, "sha256"), w1.sha256);
         assert!(find_row(journal, "no-such-id").unwrap().is_none());
 
-        let m = crate::tx::begin(&svc, None, None).unwrap();
+        let m = crate::tx::begin(&store, None, None).unwrap();
         for (path, bytes) in [("a.txt", &b"tx a"[..]), ("c.txt", b"tx c")] {
-            crate::tx::stage(&svc, &m.tx_id, path, "tx_write", |_| {
+            crate::tx::stage(&store, &m.tx_id, path, "tx_write", |_| {
                 Ok(crate::tx::NewContent {
                     bytes: bytes.to_vec(),
                     mode: "tx_write".into(),
@@ -370,8 +370,8 @@ mod tests {
             })
             .unwrap();
         }
-        crate::tx::commit(&svc, &m.tx_id).unwrap();
-        write(&svc, "a.txt", b"after the tx");
+        crate::tx::commit(&store, &m.tx_id).unwrap();
+        write(&store, "a.txt", b"after the tx");
         let rows = tx_rows(journal, &m.tx_id).unwrap();
         let shas: Vec<String> = rows.iter().map(|r| s(r, "sha256")).collect();
         assert_eq!(shas, [sha256_hex(b"tx a"), sha256_hex(b"tx c")]);

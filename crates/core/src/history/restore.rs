@@ -5,10 +5,10 @@
 use super::{find_row, s, scan_file, tx_rows};
 use crate::envelope::{Failure, Result};
 use crate::journal::paths::row_fields;
-use crate::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use crate::store::Store;
 use crate::tx::{self, NewContent};
 use crate::write::intent;
+use crate::write::pipeline::{Body, Caller, Decision, Outcome, Plan};
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
@@ -36,16 +36,16 @@ pub enum RestoreTo {
 
 /// Restore `path` to a journaled version through the pipeline (mode `restore`).
 pub fn restore(
-    svc: &Store,
+    store: &Store,
     path: &str,
     to: RestoreTo,
     expected_prev_sha256: Option<&str>,
     dry_run: bool,
 ) -> Result<Restored> {
-    let journal = svc.pipeline().journal();
+    let journal = store.pipeline().journal();
     let jerr = |e| Failure::io("read journal", journal.path(), e);
-    let target = svc.workspaces().resolve(path, true)?;
-    let paths = svc.workspaces().journal_paths();
+    let target = store.workspaces().resolve(path, true)?;
+    let paths = store.workspaces().journal_paths();
     let abs = target.abs_path.display().to_string();
     let (sha, journal_id) = match to {
         RestoreTo::JournalId(id) => {
@@ -120,14 +120,14 @@ pub fn restore(
             (h, None)
         }
     };
-    let objects = svc.pipeline().objects().cloned();
+    let objects = store.pipeline().objects().cloned();
     let who = Caller {
-        caller: svc.caller(),
+        caller: store.caller(),
         tool: "restore".into(),
     };
     let mut diff = None;
     let mut prev = None;
-    let (outcome, ()) = svc.pipeline().commit(&target, &who, |existing| {
+    let (outcome, ()) = store.pipeline().commit(&target, &who, |existing| {
         intent::check_expected(path, expected_prev_sha256, existing)?;
         prev = existing.map(|e| e.sha256.clone());
         if existing.map(|e| e.sha256.as_str()) == Some(sha.as_str()) {
@@ -192,8 +192,8 @@ pub struct Skipped {
 /// transaction. A file changed since the transaction fails the whole restore
 /// (stale_precondition); a file the transaction created is skipped (the pipeline does not
 /// delete files).
-pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skipped>)> {
-    let journal = svc.pipeline().journal();
+pub fn restore_tx(store: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skipped>)> {
+    let journal = store.pipeline().journal();
     let rows =
         tx_rows(journal, tx_id).map_err(|e| Failure::io("read journal", journal.path(), e))?;
     if rows.is_empty() {
@@ -202,10 +202,10 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
             reason: "no journal rows carry this tx_id: nothing to restore".into(),
         });
     }
-    let objects = svc.pipeline().objects().cloned();
-    let paths = svc.workspaces().journal_paths();
+    let objects = store.pipeline().objects().cloned();
+    let paths = store.workspaces().journal_paths();
     let mut skipped = Vec::new();
-    let c = in_one_transaction(svc, format!("restore of {tx_id}"), |undo| {
+    let c = in_one_transaction(store, format!("restore of {tx_id}"), |undo| {
         for row in &rows {
             let (row_path, root) = row_fields(row).unwrap_or_default();
             // Staged by absolute path: a relative row path is relative to its root, not to
@@ -219,7 +219,7 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
                 continue;
             };
             let after = s(row, "sha256");
-            tx::stage(svc, undo, &path, "restore", |cur| {
+            tx::stage(store, undo, &path, "restore", |cur| {
                 // A removal (`restore --session` takes back a created file) left it absent.
                 if after.is_empty() {
                     intent::check_absent(&path, cur.existing.as_ref())?;
@@ -252,14 +252,14 @@ pub fn restore_tx(svc: &Store, tx_id: &str) -> Result<(tx::Committed, Vec<Skippe
 /// Begin a transaction labelled `label`, let `stage` stage into it (given its id), and
 /// commit it; a failure while staging or committing rolls it back, so nothing of it lands.
 pub(super) fn in_one_transaction(
-    svc: &Store,
+    store: &Store,
     label: String,
     stage: impl FnOnce(&str) -> Result<()>,
 ) -> Result<tx::Committed> {
-    let undo = tx::begin(svc, Some(label), None)?;
-    let done = stage(&undo.tx_id).and_then(|()| tx::commit(svc, &undo.tx_id));
+    let undo = tx::begin(store, Some(label), None)?;
+    let done = stage(&undo.tx_id).and_then(|()| tx::commit(store, &undo.tx_id));
     if done.is_err() {
-        let _ = tx::rollback(svc, &undo.tx_id);
+        let _ = tx::rollback(store, &undo.tx_id);
     }
     done
 }
@@ -271,18 +271,18 @@ mod tests {
     use crate::history::tests::{service, write};
     use std::fs;
 
-    fn journal_len(svc: &Store) -> usize {
-        let (rows, _, _) = svc.pipeline().journal().read_from(0).unwrap();
+    fn journal_len(store: &Store) -> usize {
+        let (rows, _, _) = store.pipeline().journal().read_from(0).unwrap();
         rows.len()
     }
 
     #[test]
     fn restore_puts_back_a_journaled_version_as_a_new_undoable_write() {
-        let (t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one");
-        let w2 = write(&svc, "a.txt", b"two");
+        let (t, store) = service();
+        let w1 = write(&store, "a.txt", b"one");
+        let w2 = write(&store, "a.txt", b"two");
         let r = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::JournalId(w1.journal_id),
             None,
@@ -296,18 +296,18 @@ mod tests {
         assert_eq!(out.mode_label, "restore");
         assert_eq!(out.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
         // The content the restore replaced was kept: it can be restored in turn.
-        restore(&svc, "a.txt", RestoreTo::Sha256(w2.sha256), None, false).unwrap();
+        restore(&store, "a.txt", RestoreTo::Sha256(w2.sha256), None, false).unwrap();
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
     }
 
     #[test]
     fn restore_refuses_when_the_file_hash_is_not_the_expected_one() {
-        let (t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one");
-        write(&svc, "a.txt", b"two");
-        let rows = journal_len(&svc);
+        let (t, store) = service();
+        let w1 = write(&store, "a.txt", b"one");
+        write(&store, "a.txt", b"two");
+        let rows = journal_len(&store);
         let err = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::Sha256(w1.sha256.clone()),
             Some(&w1.sha256),
@@ -325,17 +325,17 @@ mod tests {
             other => panic!("expected StaleHash, got {other:?}"),
         }
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
-        assert_eq!(journal_len(&svc), rows, "nothing journaled");
+        assert_eq!(journal_len(&store), rows, "nothing journaled");
     }
 
     #[test]
     fn restore_skips_when_the_file_already_has_the_target_hash() {
-        let (t, svc) = service();
-        write(&svc, "a.txt", b"one");
-        let w2 = write(&svc, "a.txt", b"two");
-        let rows = journal_len(&svc);
+        let (t, store) = service();
+        write(&store, "a.txt", b"one");
+        let w2 = write(&store, "a.txt", b"two");
+        let rows = journal_len(&store);
         let r = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::Sha256(w2.sha256.clone()),
             Some(&w2.sha256),
@@ -345,31 +345,31 @@ mod tests {
         assert!(r.outcome.is_none(), "nothing to write");
         assert_eq!(r.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two");
-        assert_eq!(journal_len(&svc), rows, "nothing journaled");
+        assert_eq!(journal_len(&store), rows, "nothing journaled");
     }
 
     #[test]
     fn restore_dry_run_returns_the_diff_and_writes_nothing() {
-        let (t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one\n");
-        write(&svc, "a.txt", b"two\n");
-        let rows = journal_len(&svc);
-        let r = restore(&svc, "a.txt", RestoreTo::Sha256(w1.sha256), None, true).unwrap();
+        let (t, store) = service();
+        let w1 = write(&store, "a.txt", b"one\n");
+        write(&store, "a.txt", b"two\n");
+        let rows = journal_len(&store);
+        let r = restore(&store, "a.txt", RestoreTo::Sha256(w1.sha256), None, true).unwrap();
         assert!(r.outcome.is_none());
         let diff = r.diff.expect("a dry run has a diff");
         assert!(diff.contains("-two") && diff.contains("+one"), "{diff}");
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"two\n");
-        assert_eq!(journal_len(&svc), rows);
+        assert_eq!(journal_len(&store), rows);
     }
 
     #[test]
     fn restore_refuses_a_version_the_path_never_had_or_no_longer_stores() {
-        let (_t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one");
-        let wb = write(&svc, "b.txt", b"b");
-        write(&svc, "a.txt", b"two");
+        let (_t, store) = service();
+        let w1 = write(&store, "a.txt", b"one");
+        let wb = write(&store, "b.txt", b"b");
+        write(&store, "a.txt", b"two");
         let unknown = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::Sha256(sha256_hex(b"x")),
             None,
@@ -377,7 +377,7 @@ mod tests {
         );
         assert!(matches!(unknown, Err(Failure::VersionUnavailable { .. })));
         let other = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::JournalId(wb.journal_id),
             None,
@@ -385,26 +385,27 @@ mod tests {
         );
         assert!(matches!(other, Err(Failure::VersionUnavailable { .. })));
         let missing = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::JournalId("nope".into()),
             None,
             false,
         );
         assert!(matches!(missing, Err(Failure::VersionUnavailable { .. })));
-        svc.pipeline()
+        store
+            .pipeline()
             .objects()
             .unwrap()
             .remove(&w1.sha256)
             .unwrap();
-        let gone = restore(&svc, "a.txt", RestoreTo::Sha256(w1.sha256), None, false);
+        let gone = restore(&store, "a.txt", RestoreTo::Sha256(w1.sha256), None, false);
         assert!(matches!(gone, Err(Failure::VersionUnavailable { .. })));
     }
 
-    fn tx_write(svc: &Store, files: &[(&str, &[u8])]) -> String {
-        let m = tx::begin(svc, None, None).unwrap();
+    fn tx_write(store: &Store, files: &[(&str, &[u8])]) -> String {
+        let m = tx::begin(store, None, None).unwrap();
         for (path, bytes) in files {
-            tx::stage(svc, &m.tx_id, path, "tx_write", |_| {
+            tx::stage(store, &m.tx_id, path, "tx_write", |_| {
                 Ok(NewContent {
                     bytes: bytes.to_vec(),
                     mode: "tx_write".into(),
@@ -413,24 +414,24 @@ mod tests {
             })
             .unwrap();
         }
-        tx::commit(svc, &m.tx_id).unwrap();
+        tx::commit(store, &m.tx_id).unwrap();
         m.tx_id
     }
 
     #[test]
     fn restore_tx_puts_every_file_back_and_skips_files_the_tx_created() {
-        let (t, svc) = service();
-        write(&svc, "a.txt", b"a before");
-        write(&svc, "b.txt", b"b before");
+        let (t, store) = service();
+        write(&store, "a.txt", b"a before");
+        write(&store, "b.txt", b"b before");
         let tx_id = tx_write(
-            &svc,
+            &store,
             &[
                 ("a.txt", b"a in tx"),
                 ("b.txt", b"b in tx"),
                 ("c.txt", b"new"),
             ],
         );
-        let (committed, skipped) = restore_tx(&svc, &tx_id).unwrap();
+        let (committed, skipped) = restore_tx(&store, &tx_id).unwrap();
         assert_ne!(committed.tx_id, tx_id, "the restore is a new transaction");
         assert_eq!(committed.files.len(), 2);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a before");
@@ -442,16 +443,16 @@ mod tests {
 
     #[test]
     fn restore_tx_refuses_when_a_file_changed_since_and_changes_nothing() {
-        let (t, svc) = service();
-        write(&svc, "a.txt", b"a before");
-        write(&svc, "b.txt", b"b before");
-        let tx_id = tx_write(&svc, &[("a.txt", b"a in tx"), ("b.txt", b"b in tx")]);
-        write(&svc, "b.txt", b"b after");
-        let err = restore_tx(&svc, &tx_id).err().expect("b.txt changed");
+        let (t, store) = service();
+        write(&store, "a.txt", b"a before");
+        write(&store, "b.txt", b"b before");
+        let tx_id = tx_write(&store, &[("a.txt", b"a in tx"), ("b.txt", b"b in tx")]);
+        write(&store, "b.txt", b"b after");
+        let err = restore_tx(&store, &tx_id).err().expect("b.txt changed");
         assert!(matches!(err, Failure::StaleHash { .. }), "{err:?}");
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a in tx");
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b after");
-        let none = restore_tx(&svc, "tx-unknown");
+        let none = restore_tx(&store, "tx-unknown");
         assert!(matches!(none, Err(Failure::TxNotOpen { .. })));
     }
 
@@ -471,11 +472,11 @@ mod tests {
 
     #[test]
     fn restore_takes_a_unique_prefix_of_a_versions_hash() {
-        let (t, svc) = service();
-        let w1 = write(&svc, "a.txt", b"one");
-        write(&svc, "a.txt", b"two");
+        let (t, store) = service();
+        let w1 = write(&store, "a.txt", b"one");
+        write(&store, "a.txt", b"two");
         let r = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::Sha256Prefix(w1.sha256[..8].to_string()),
             None,
@@ -485,7 +486,7 @@ mod tests {
         assert_eq!(r.to_sha256, w1.sha256);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"one");
         let none = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::Sha256Prefix("00000000".into()),
             None,
@@ -501,14 +502,14 @@ mod tests {
     #[test]
     fn an_ambiguous_prefix_is_refused_with_every_candidate_and_changes_nothing() {
         let (a, b) = colliding_pair();
-        let (t, svc) = service();
-        let wa = write(&svc, "a.txt", &a);
-        let wb = write(&svc, "a.txt", &b);
-        write(&svc, "a.txt", b"now");
-        let rows = journal_len(&svc);
+        let (t, store) = service();
+        let wa = write(&store, "a.txt", &a);
+        let wb = write(&store, "a.txt", &b);
+        write(&store, "a.txt", b"now");
+        let rows = journal_len(&store);
         let prefix = wa.sha256[..8].to_string();
         let err = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::Sha256Prefix(prefix.clone()),
             None,
@@ -531,7 +532,7 @@ mod tests {
         let env = err.envelope("restore", 3);
         assert_eq!(env.context["reason"], "ambiguous_version");
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"now");
-        assert_eq!(journal_len(&svc), rows);
+        assert_eq!(journal_len(&store), rows);
         // one more digit tells them apart
         let longer = wa
             .sha256
@@ -541,7 +542,7 @@ mod tests {
             .unwrap()
             + 1;
         let r = restore(
-            &svc,
+            &store,
             "a.txt",
             RestoreTo::Sha256Prefix(wa.sha256[..longer.max(8)].to_string()),
             None,

@@ -20,18 +20,18 @@ use super::Skipped;
 use crate::envelope::{Failure, Result};
 use crate::journal::paths::row_fields;
 use crate::journal::{Row, json_string_forms};
-use crate::pipeline::read_existing;
 use crate::store::Store;
 use crate::tx::{self, NewContent};
 use crate::write::intent;
+use crate::write::pipeline::read_existing;
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 /// The journal rows of agent session `session`, oldest first.
-pub fn session_rows(svc: &Store, session: &str) -> Result<Vec<Row>> {
-    let journal = svc.pipeline().journal();
-    let state = svc.state_dir();
+pub fn session_rows(store: &Store, session: &str) -> Result<Vec<Row>> {
+    let journal = store.pipeline().journal();
+    let state = store.state_dir();
     let attributed = crate::agent_session::journal_ids_of(state, session)
         .map_err(|e| Failure::io("read agent sessions", state, e))?;
     let mut needles = json_string_forms(session);
@@ -104,14 +104,14 @@ fn field<'r>(row: &'r Row, key: &str) -> Option<&'r str> {
 }
 
 /// Put every file agent session `session` changed back as it was before the session.
-pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<SessionRestore> {
-    let rows = session_rows(svc, session)?;
+pub fn restore_session(store: &Store, session: &str, dry_run: bool) -> Result<SessionRestore> {
+    let rows = session_rows(store, session)?;
     if rows.is_empty() {
         return Err(Failure::SessionUnknown {
             session: session.into(),
         });
     }
-    let paths = svc.workspaces().journal_paths();
+    let paths = store.workspaces().journal_paths();
     let mut spans: BTreeMap<PathBuf, (String, Span)> = BTreeMap::new();
     for row in rows {
         let Some((p, root)) = row_fields(&row) else {
@@ -134,8 +134,8 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
             }
         }
     }
-    let state_dir = svc.state_dir();
-    let objects = svc.pipeline().objects().cloned();
+    let state_dir = store.state_dir();
+    let objects = store.pipeline().objects().cloned();
     let mut files = Vec::new();
     let mut skipped = Vec::new();
     let mut conflicts = Vec::new();
@@ -159,7 +159,7 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
                 continue;
             }
         };
-        let current = match current_hash(svc, &abs) {
+        let current = match current_hash(store, &abs) {
             Ok(c) => c,
             Err(e) => {
                 skipped.push(skip(&e.to_string()));
@@ -232,7 +232,7 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
     if dry_run {
         let mut diff = String::new();
         for f in &acting {
-            let old = current_text(svc, &f.abs_path);
+            let old = current_text(store, &f.abs_path);
             let new = match &f.action {
                 SessionAction::Restore(h) => {
                     String::from_utf8_lossy(&content(h, &f.path)?).into_owned()
@@ -260,14 +260,14 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
         });
     }
     let label = format!("restore of agent session {session}");
-    let committed = super::restore::in_one_transaction(svc, label, |undo| {
+    let committed = super::restore::in_one_transaction(store, label, |undo| {
         for f in &acting {
             let abs = f.abs_path.display().to_string();
             let expected = f.current.clone();
             match &f.action {
                 SessionAction::Restore(h) => {
                     let bytes = content(h, &f.path)?;
-                    tx::stage(svc, undo, &abs, "restore", |cur| {
+                    tx::stage(store, undo, &abs, "restore", |cur| {
                         check(&abs, expected.as_deref(), cur.existing.as_ref())?;
                         Ok(NewContent {
                             bytes,
@@ -277,7 +277,7 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
                     })?;
                 }
                 _ => {
-                    tx::stage_remove(svc, undo, &abs, "restore", |cur| {
+                    tx::stage_remove(store, undo, &abs, "restore", |cur| {
                         check(&abs, expected.as_deref(), cur.existing.as_ref())
                     })?;
                 }
@@ -297,7 +297,7 @@ pub fn restore_session(svc: &Store, session: &str, dry_run: bool) -> Result<Sess
 fn check(
     abs: &str,
     expected: Option<&str>,
-    existing: Option<&crate::pipeline::Existing>,
+    existing: Option<&crate::write::pipeline::Existing>,
 ) -> Result<()> {
     match expected {
         Some(h) => intent::check_expected(abs, Some(h), existing),
@@ -306,9 +306,9 @@ fn check(
 }
 
 /// The sha256 of the file at `abs` now (`None`: absent, or its directory is).
-fn current_hash(svc: &Store, abs: &std::path::Path) -> Result<Option<String>> {
+fn current_hash(store: &Store, abs: &std::path::Path) -> Result<Option<String>> {
     let shown = abs.display().to_string();
-    match svc.workspaces().resolve(&shown, false) {
+    match store.workspaces().resolve(&shown, false) {
         Ok(t) => Ok(read_existing(&t.dir, &t.name)
             .map_err(|e| Failure::io("read", &shown, e))?
             .map(|e| e.sha256)),
@@ -320,8 +320,9 @@ fn current_hash(svc: &Store, abs: &std::path::Path) -> Result<Option<String>> {
 }
 
 /// The file's text now, for a diff (empty when absent or unreadable).
-fn current_text(svc: &Store, abs: &std::path::Path) -> String {
-    svc.workspaces()
+fn current_text(store: &Store, abs: &std::path::Path) -> String {
+    store
+        .workspaces()
         .resolve(&abs.display().to_string(), false)
         .ok()
         .and_then(|t| read_existing(&t.dir, &t.name).ok().flatten())
@@ -339,11 +340,12 @@ mod tests {
 
     /// A change made outside the pipeline, as a hook journals it: the file set to `new`
     /// (`None`: removed), its previous content kept, a row with `agent_session`.
-    fn native(svc: &Store, rel: &str, new: Option<&[u8]>, session: &str) {
-        let abs = svc.workspaces().cwd().join(rel);
+    fn native(store: &Store, rel: &str, new: Option<&[u8]>, session: &str) {
+        let abs = store.workspaces().cwd().join(rel);
         let prev = fs::read(&abs).ok();
         if let Some(p) = &prev {
-            svc.pipeline()
+            store
+                .pipeline()
                 .objects()
                 .unwrap()
                 .put(p, &sha256_hex(p))
@@ -372,13 +374,13 @@ mod tests {
             tool: "native:Bash".into(),
             extra,
         };
-        svc.pipeline().journal().append(&row).unwrap().commit();
+        store.pipeline().journal().append(&row).unwrap().commit();
     }
 
     /// Attribute the pipeline write `journal_id` to `session`, as the MCP after-hook does.
-    fn attribute(svc: &Store, journal_id: &str, session: &str) {
+    fn attribute(store: &Store, journal_id: &str, session: &str) {
         crate::agent_session::append(
-            svc.state_dir(),
+            store.state_dir(),
             &crate::agent_session::Attribution {
                 ts: now_rfc3339(),
                 agent_session: session.into(),
@@ -392,22 +394,22 @@ mod tests {
 
     #[test]
     fn a_mixed_session_is_undone_as_one_transaction_and_other_sessions_stay() {
-        let (t, svc) = service();
+        let (t, store) = service();
         let p = |n: &str| t.path().join(n);
-        write(&svc, "app.py", b"v0\n");
-        write(&svc, "old.txt", b"old\n");
-        write(&svc, "other.txt", b"o0\n");
+        write(&store, "app.py", b"v0\n");
+        write(&store, "old.txt", b"old\n");
+        write(&store, "other.txt", b"o0\n");
         // The session: an MCP write, a native edit, a shell command creating and deleting.
-        let w = write(&svc, "app.py", b"v1 by mcp\n");
-        attribute(&svc, &w.journal_id, "s1");
-        native(&svc, "app.py", Some(b"v2 by edit\n"), "s1");
-        native(&svc, "gen.txt", Some(b"generated\n"), "s1");
-        native(&svc, "old.txt", None, "s1");
+        let w = write(&store, "app.py", b"v1 by mcp\n");
+        attribute(&store, &w.journal_id, "s1");
+        native(&store, "app.py", Some(b"v2 by edit\n"), "s1");
+        native(&store, "gen.txt", Some(b"generated\n"), "s1");
+        native(&store, "old.txt", None, "s1");
         // Another session's change stays.
-        native(&svc, "other.txt", Some(b"o1 by s2\n"), "s2");
-        assert_eq!(session_rows(&svc, "s1").unwrap().len(), 4);
+        native(&store, "other.txt", Some(b"o1 by s2\n"), "s2");
+        assert_eq!(session_rows(&store, "s1").unwrap().len(), 4);
 
-        let dry = restore_session(&svc, "s1", true).unwrap();
+        let dry = restore_session(&store, "s1", true).unwrap();
         let diff = dry.diff.unwrap();
         assert!(
             diff.contains("-v2 by edit") && diff.contains("+v0"),
@@ -419,7 +421,7 @@ mod tests {
         );
         assert!(p("gen.txt").exists(), "a dry run writes nothing");
 
-        let r = restore_session(&svc, "s1", false).unwrap();
+        let r = restore_session(&store, "s1", false).unwrap();
         let c = r.committed.expect("a transaction");
         assert_eq!(c.files.len(), 3);
         assert_eq!(fs::read(p("app.py")).unwrap(), b"v0\n");
@@ -427,14 +429,14 @@ mod tests {
         assert!(!p("gen.txt").exists(), "created by the session: removed");
         assert_eq!(fs::read(p("other.txt")).unwrap(), b"o1 by s2\n");
         // The removed file's content stays in history.
-        let objects = svc.pipeline().objects().unwrap();
+        let objects = store.pipeline().objects().unwrap();
         assert!(objects.contains(&sha256_hex(b"generated\n")));
-        let rows = crate::tx::committed_rows(&svc, &c.tx_id).unwrap();
+        let rows = crate::tx::committed_rows(&store, &c.tx_id).unwrap();
         let removal = rows.iter().find(|r| r["path"] == "gen.txt").unwrap();
         assert_eq!(removal["mode"], "delete");
         assert_eq!(removal["sha256"], "");
         // Again: everything is already back.
-        let again = restore_session(&svc, "s1", false).unwrap();
+        let again = restore_session(&store, "s1", false).unwrap();
         assert!(again.committed.is_none());
         assert!(
             again
@@ -444,7 +446,7 @@ mod tests {
         );
         // The restore is itself undoable, the removal too (restore --tx leaves the file the
         // restore re-created, as it leaves any file a transaction created).
-        let (_, skipped) = crate::history::restore_tx(&svc, &c.tx_id).unwrap();
+        let (_, skipped) = crate::history::restore_tx(&store, &c.tx_id).unwrap();
         assert_eq!(fs::read(p("app.py")).unwrap(), b"v2 by edit\n");
         assert_eq!(fs::read(p("gen.txt")).unwrap(), b"generated\n");
         assert_eq!(skipped.len(), 1);
@@ -453,13 +455,13 @@ mod tests {
 
     #[test]
     fn a_file_changed_since_the_session_refuses_the_whole_restore() {
-        let (t, svc) = service();
-        write(&svc, "a.txt", b"a0");
-        write(&svc, "b.txt", b"b0");
-        native(&svc, "a.txt", Some(b"a1"), "s1");
-        native(&svc, "b.txt", Some(b"b1"), "s1");
-        write(&svc, "b.txt", b"b2 by someone else");
-        let err = restore_session(&svc, "s1", false).err().unwrap();
+        let (t, store) = service();
+        write(&store, "a.txt", b"a0");
+        write(&store, "b.txt", b"b0");
+        native(&store, "a.txt", Some(b"a1"), "s1");
+        native(&store, "b.txt", Some(b"b1"), "s1");
+        write(&store, "b.txt", b"b2 by someone else");
+        let err = restore_session(&store, "s1", false).err().unwrap();
         let Failure::SessionConflict { conflicts, .. } = &err else {
             panic!("{err:?}");
         };
@@ -470,19 +472,20 @@ mod tests {
             "session_conflict"
         );
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a1");
-        let none = restore_session(&svc, "nobody", false).err().unwrap();
+        let none = restore_session(&store, "nobody", false).err().unwrap();
         assert!(matches!(none, Failure::SessionUnknown { .. }), "{none:?}");
     }
 
     #[test]
     fn a_file_whose_earlier_content_was_not_kept_is_skipped_with_the_reason() {
-        let (t, svc) = service();
+        let (t, store) = service();
         fs::write(t.path().join("c.txt"), b"never journaled").unwrap();
         // As Cursor's after-only hook records it: no previous hash, not a creation.
         let mut extra = BTreeMap::new();
         extra.insert("agent_session".into(), json!("s1"));
         extra.insert("pre_image".into(), json!(false));
-        svc.pipeline()
+        store
+            .pipeline()
             .journal()
             .append(&JournalRow {
                 journal_id: new_journal_id(),
@@ -498,9 +501,9 @@ mod tests {
             })
             .unwrap()
             .commit();
-        write(&svc, "d.txt", b"d0");
-        native(&svc, "d.txt", Some(b"d1"), "s1");
-        let r = restore_session(&svc, "s1", false).unwrap();
+        write(&store, "d.txt", b"d0");
+        native(&store, "d.txt", Some(b"d1"), "s1");
+        let r = restore_session(&store, "s1", false).unwrap();
         assert_eq!(r.skipped.len(), 1);
         assert_eq!(r.skipped[0].path, "c.txt");
         assert!(r.skipped[0].reason.contains("not kept"), "{:?}", r.skipped);

@@ -32,43 +32,43 @@ fn fix_for(error: &str, otherwise: &str) -> String {
 }
 
 /// Every check, in order; writes nothing.
-pub fn check(svc: &Store, progress: &mut Progress) -> Vec<Finding> {
+pub fn check(store: &Store, progress: &mut Progress) -> Vec<Finding> {
     let mut out = Vec::new();
-    check_config(svc, &mut out);
-    if check_state_dir(svc, &mut out) {
+    check_config(store, &mut out);
+    if check_state_dir(store, &mut out) {
         // Nothing beneath a planted symlink is read: the other state checks would read
         // (and `--fix` would write) outside the workspace.
-        check_gitignore(svc, &mut out);
+        check_gitignore(store, &mut out);
         return out;
     }
-    check_results(svc, &mut out);
-    check_journal(svc, progress, &mut out);
-    check_temps(svc, progress, &mut out);
-    check_chunks(svc, &mut out);
-    check_scratch(svc, progress, &mut out);
-    check_transactions(svc, &mut out);
-    check_objects(svc, &mut out);
-    check_gitignore(svc, &mut out);
+    check_results(store, &mut out);
+    check_journal(store, progress, &mut out);
+    check_temps(store, progress, &mut out);
+    check_chunks(store, &mut out);
+    check_scratch(store, progress, &mut out);
+    check_transactions(store, &mut out);
+    check_objects(store, &mut out);
+    check_gitignore(store, &mut out);
     out
 }
 
 /// The state directory, or one of its directories, is a planted symlink or not a directory
 /// (`state::planted`): one problem each. True when there is any.
-pub fn check_state_dir(svc: &Store, out: &mut Vec<Finding>) -> bool {
-    for p in svc.state_refused() {
+pub fn check_state_dir(store: &Store, out: &mut Vec<Finding>) -> bool {
+    for p in store.state_refused() {
         out.push(Finding::problem(
             "state_dir",
             p.clone(),
             "remove or rename it by hand (the server refuses to start until then)".into(),
         ));
     }
-    !svc.state_refused().is_empty()
+    !store.state_refused().is_empty()
 }
 
 /// The idempotency result log, when present, is a regular file (a planted pipe, socket or
 /// symlink would refuse every keyed call).
-pub fn check_results(svc: &Store, out: &mut Vec<Finding>) {
-    let path = svc
+pub fn check_results(store: &Store, out: &mut Vec<Finding>) {
+    let path = store
         .state_dir()
         .join(crate::write::idempotency::RESULTS_FILE);
     let Ok(meta) = std::fs::symlink_metadata(&path) else {
@@ -84,22 +84,22 @@ pub fn check_results(svc: &Store, out: &mut Vec<Finding>) {
     }
 }
 
-pub fn check_config(svc: &Store, out: &mut Vec<Finding>) {
-    for (path, reason) in svc.workspaces().refused() {
+pub fn check_config(store: &Store, out: &mut Vec<Finding>) {
+    for (path, reason) in store.workspaces().refused() {
         out.push(Finding::problem(
             "config",
             format!("workspace {} is refused: {reason}", path.display()),
             "name a project directory instead (-w DIR or RW_WORKSPACE)".into(),
         ));
     }
-    if svc.workspaces().roots().next().is_none() {
+    if store.workspaces().roots().next().is_none() {
         out.push(Finding::problem(
             "config",
             "no usable workspace: every write would be refused".into(),
             "run from a project directory or pass -w DIR".into(),
         ));
     }
-    let policy = svc.policy();
+    let policy = store.policy();
     match (policy.problem(), policy.policy()) {
         (Some(p), _) => out.push(Finding::problem(
             "config",
@@ -161,8 +161,8 @@ pub fn check_config(svc: &Store, out: &mut Vec<Finding>) {
     }
 }
 
-pub fn check_journal(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding>) {
-    let journal = svc.pipeline().journal();
+pub fn check_journal(store: &Store, progress: &mut Progress, out: &mut Vec<Finding>) {
+    let journal = store.pipeline().journal();
     let shown = journal.path().display();
     match journal.check_lines(|done, total| progress("journal", done, total)) {
         Err(e) => out.push(Finding::problem(
@@ -201,15 +201,15 @@ pub fn check_journal(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding
     }
 }
 
-pub fn check_temps(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding>) {
-    let roots: Vec<PathBuf> = svc.workspaces().roots().map(Path::to_path_buf).collect();
+pub fn check_temps(store: &Store, progress: &mut Progress, out: &mut Vec<Finding>) {
+    let roots: Vec<PathBuf> = store.workspaces().roots().map(Path::to_path_buf).collect();
     let mut dirs = roots.clone();
-    if !roots.iter().any(|r| svc.state_dir().starts_with(r)) {
-        dirs.push(svc.state_dir().to_path_buf());
+    if !roots.iter().any(|r| store.state_dir().starts_with(r)) {
+        dirs.push(store.state_dir().to_path_buf());
     }
     for (i, dir) in dirs.iter().enumerate() {
         progress("temp files", i as u64, dirs.len() as u64);
-        let stale = crate::pipeline::stale_temp_files(dir, MAX_ENTRIES);
+        let stale = crate::write::pipeline::stale_temp_files(dir, MAX_ENTRIES);
         if stale.is_empty() {
             continue;
         }
@@ -235,8 +235,8 @@ pub fn check_temps(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding>)
     }
 }
 
-fn session_names(svc: &Store) -> Vec<String> {
-    let dir = svc.state_dir().join(crate::chunks::CHUNKS_DIR);
+fn session_names(store: &Store) -> Vec<String> {
+    let dir = store.state_dir().join(crate::chunks::CHUNKS_DIR);
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .into_iter()
         .flatten()
@@ -248,8 +248,8 @@ fn session_names(svc: &Store) -> Vec<String> {
     names
 }
 
-pub fn check_chunks(svc: &Store, out: &mut Vec<Finding>) {
-    for name in session_names(svc) {
+pub fn check_chunks(store: &Store, out: &mut Vec<Finding>) {
+    for name in session_names(store) {
         let what = format!("chunk session {name}");
         if crate::chunks::validate_session(&name).is_err() {
             out.push(Finding::warning(
@@ -259,7 +259,7 @@ pub fn check_chunks(svc: &Store, out: &mut Vec<Finding>) {
             ));
             continue;
         }
-        let drift = match crate::chunks::manifest_drift(svc, &name) {
+        let drift = match crate::chunks::manifest_drift(store, &name) {
             Ok(Some(d)) => d,
             Ok(None) => continue,
             Err(f) => {
@@ -296,7 +296,7 @@ pub fn check_chunks(svc: &Store, out: &mut Vec<Finding>) {
             );
         }
         // Doctor re-hashes every chunk: it is the thorough check, not the quick status.
-        let status = match crate::chunks::status(svc, &name, true) {
+        let status = match crate::chunks::status(store, &name, true) {
             Ok(s) => s,
             Err(f) => {
                 out.push(Finding::problem(
@@ -342,8 +342,8 @@ pub fn check_chunks(svc: &Store, out: &mut Vec<Finding>) {
     }
 }
 
-pub fn check_scratch(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding>) {
-    let (rows, skipped) = match crate::scratch::read_index(svc) {
+pub fn check_scratch(store: &Store, progress: &mut Progress, out: &mut Vec<Finding>) {
+    let (rows, skipped) = match crate::scratch::read_index(store) {
         Ok(r) => r,
         Err(f) => {
             out.push(Finding::problem(
@@ -390,7 +390,7 @@ pub fn check_scratch(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding
             .repaired_by(Repair::CompactIndex),
         );
     }
-    let dir = svc.state_dir().join(crate::scratch::SCRATCH_DIR);
+    let dir = store.state_dir().join(crate::scratch::SCRATCH_DIR);
     let mut named: Vec<String> = rows
         .iter()
         .filter_map(|r| r.get("sha256").and_then(|v| v.as_str()))
@@ -463,9 +463,9 @@ pub fn check_scratch(svc: &Store, progress: &mut Progress, out: &mut Vec<Finding
     }
 }
 
-pub fn check_transactions(svc: &Store, out: &mut Vec<Finding>) {
+pub fn check_transactions(store: &Store, out: &mut Vec<Finding>) {
     use crate::tx::TxState;
-    for (id, state) in crate::tx::inspect(svc) {
+    for (id, state) in crate::tx::inspect(store) {
         let (message, fix) = match state {
             TxState::Open => continue,
             TxState::Committed => (
@@ -488,8 +488,8 @@ pub fn check_transactions(svc: &Store, out: &mut Vec<Finding>) {
     }
 }
 
-pub(super) fn retention(svc: &Store) -> Option<crate::history::Retention> {
-    let history = svc.policy().policy()?.history.as_ref();
+pub(super) fn retention(store: &Store) -> Option<crate::history::Retention> {
+    let history = store.policy().policy()?.history.as_ref();
     crate::history::Retention::from_policy(history).ok()
 }
 
@@ -519,8 +519,8 @@ pub struct StateDiskReport {
     pub below_floor: bool,
 }
 
-fn disk_report(svc: &Store) -> Option<StateDiskReport> {
-    svc.pipeline().state_disk().map(|d| StateDiskReport {
+fn disk_report(store: &Store) -> Option<StateDiskReport> {
+    store.pipeline().state_disk().map(|d| StateDiskReport {
         mount: d.mount.display().to_string(),
         total_bytes: d.space.total,
         free_bytes: d.space.avail,
@@ -529,14 +529,14 @@ fn disk_report(svc: &Store) -> Option<StateDiskReport> {
     })
 }
 
-/// [`HistoryStore`] of `svc`, or why the store cannot be listed (`None`: history is off).
-pub fn history_store(svc: &Store) -> Option<std::io::Result<HistoryStore>> {
+/// [`HistoryStore`] of `store`, or why the store cannot be listed (`None`: history is off).
+pub fn history_store(store: &Store) -> Option<std::io::Result<HistoryStore>> {
     // Nothing beneath a planted symlink is listed (`check_state_dir`).
-    if !svc.state_refused().is_empty() {
+    if !store.state_refused().is_empty() {
         return None;
     }
-    let objects = svc.pipeline().objects()?;
-    let retention = retention(svc).unwrap_or_default();
+    let objects = store.pipeline().objects()?;
+    let retention = retention(store).unwrap_or_default();
     Some(objects.list().map(|all| HistoryStore {
         objects: all.len(),
         bytes: all.iter().map(|o| o.bytes).sum(),
@@ -544,15 +544,15 @@ pub fn history_store(svc: &Store) -> Option<std::io::Result<HistoryStore>> {
         keep_last: retention.keep_last,
         max_age_secs: retention.max_age.as_secs(),
         min_free: retention.min_free.to_string(),
-        disk: disk_report(svc),
+        disk: disk_report(store),
     }))
 }
 
-pub fn check_objects(svc: &Store, out: &mut Vec<Finding>) {
-    let (Some(objects), Some(retention)) = (svc.pipeline().objects(), retention(svc)) else {
+pub fn check_objects(store: &Store, out: &mut Vec<Finding>) {
+    let (Some(objects), Some(retention)) = (store.pipeline().objects(), retention(store)) else {
         return;
     };
-    if let Some(d) = disk_report(svc).filter(|d| d.below_floor)
+    if let Some(d) = disk_report(store).filter(|d| d.below_floor)
         && let Ok(u) = objects.usage()
     {
         out.push(
@@ -572,8 +572,8 @@ pub fn check_objects(svc: &Store, out: &mut Vec<Finding>) {
         );
     }
     match crate::history::gc(
-        svc.pipeline().journal(),
-        &svc.workspaces().journal_paths(),
+        store.pipeline().journal(),
+        &store.workspaces().journal_paths(),
         objects,
         &retention,
         true,
@@ -602,8 +602,8 @@ pub fn check_objects(svc: &Store, out: &mut Vec<Finding>) {
     }
 }
 
-pub fn check_gitignore(svc: &Store, out: &mut Vec<Finding>) {
-    let Some(root) = svc.state_dir().parent() else {
+pub fn check_gitignore(store: &Store, out: &mut Vec<Finding>) {
+    let Some(root) = store.state_dir().parent() else {
         return;
     };
     if crate::store::state_dir_git_ignored(root) == Some(false) {
@@ -637,28 +637,28 @@ mod tests {
         (t, root, crate::startup::open(c).0)
     }
 
-    fn run(svc: &Store, one: fn(&Store, &mut Vec<Finding>)) -> Vec<Finding> {
+    fn run(store: &Store, one: fn(&Store, &mut Vec<Finding>)) -> Vec<Finding> {
         let mut out = Vec::new();
-        one(svc, &mut out);
+        one(store, &mut out);
         out
     }
 
-    fn all(svc: &Store) -> Vec<Finding> {
-        check(svc, &mut |_, _, _| {})
+    fn all(store: &Store) -> Vec<Finding> {
+        check(store, &mut |_, _, _| {})
     }
 
     #[test]
     fn a_fresh_workspace_has_no_findings() {
-        let (_t, _root, svc) = store();
-        let findings = all(&svc);
+        let (_t, _root, store) = store();
+        let findings = all(&store);
         assert!(findings.is_empty(), "{findings:?}");
         assert_eq!(super::super::problems(&findings), 0);
     }
 
     #[test]
     fn a_torn_journal_tail_is_reported_and_repaired() {
-        let (_t, _root, svc) = store();
-        let path = svc.pipeline().journal().path().to_path_buf();
+        let (_t, _root, store) = store();
+        let path = store.pipeline().journal().path().to_path_buf();
         std::fs::create_dir_all(path.parent().unwrap()).unwrap();
         let mut f = std::fs::OpenOptions::new()
             .create(true)
@@ -670,7 +670,7 @@ mod tests {
         let mut ticks = Vec::new();
         let mut out = Vec::new();
         check_journal(
-            &svc,
+            &store,
             &mut |what, _, _| ticks.push(what.to_string()),
             &mut out,
         );
@@ -683,14 +683,14 @@ mod tests {
         assert!(f.message.contains("line 2 is torn"), "{}", f.message);
         assert!(f.fixable);
         assert_eq!(f.repair, Some(Repair::CutJournalTail));
-        super::super::repair(&svc, f.repair.as_ref().unwrap()).unwrap();
+        super::super::repair(&store, f.repair.as_ref().unwrap()).unwrap();
         assert_eq!(std::fs::read(&path).unwrap(), b"{\"ok\": true}\n");
-        assert!(all(&svc).is_empty());
+        assert!(all(&store).is_empty());
     }
 
     #[test]
     fn a_stale_temp_file_of_a_dead_pid_is_reported_and_swept() {
-        let (_t, root, svc) = store();
+        let (_t, root, store) = store();
         // Beyond Linux's largest pid (4194304): no process has it.
         let temp = root.join(".notes.md.rw-tmp-2147483000-1-deadbeef");
         std::fs::write(&temp, b"half a write").unwrap();
@@ -698,7 +698,7 @@ mod tests {
         let live = root.join(format!(".b.md.rw-tmp-{}-2-cafef00d", std::process::id()));
         std::fs::write(&live, b"being written").unwrap();
         let mut out = Vec::new();
-        check_temps(&svc, &mut |_, _, _| {}, &mut out);
+        check_temps(&store, &mut |_, _, _| {}, &mut out);
         assert_eq!(out.len(), 1, "{out:?}");
         let f = &out[0];
         assert_eq!(f.check, "temp_files");
@@ -709,23 +709,23 @@ mod tests {
         );
         assert!(f.message.contains(".notes.md.rw-tmp-2147483000-1-deadbeef"));
         assert_eq!(f.repair, Some(Repair::SweepTemps(root.clone())));
-        super::super::repair(&svc, f.repair.as_ref().unwrap()).unwrap();
+        super::super::repair(&store, f.repair.as_ref().unwrap()).unwrap();
         assert!(!temp.exists());
         assert!(live.exists());
-        assert!(run(&svc, |s, o| check_temps(s, &mut |_, _, _| {}, o)).is_empty());
+        assert!(run(&store, |s, o| check_temps(s, &mut |_, _, _| {}, o)).is_empty());
     }
 
     #[test]
     fn a_chunk_session_whose_manifest_drifted_is_reported_and_rebuilt() {
-        let (_t, _root, svc) = store();
-        let dir = svc
+        let (_t, _root, store) = store();
+        let dir = store
             .state_dir()
             .join(crate::chunks::CHUNKS_DIR)
             .join("report");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(crate::chunks::part_name(1)), b"one\n").unwrap();
         std::fs::write(dir.join(crate::chunks::part_name(2)), b"two\n").unwrap();
-        let out = run(&svc, check_chunks);
+        let out = run(&store, check_chunks);
         let rebuild: Vec<&Finding> = out.iter().filter(|f| f.fixable).collect();
         assert_eq!(rebuild.len(), 1, "{out:?}");
         let f = rebuild[0];
@@ -740,11 +740,11 @@ mod tests {
             f.message
         );
         assert_eq!(f.repair, Some(Repair::RebuildManifest("report".into())));
-        super::super::repair(&svc, f.repair.as_ref().unwrap()).unwrap();
-        assert!(run(&svc, check_chunks).is_empty());
+        super::super::repair(&store, f.repair.as_ref().unwrap()).unwrap();
+        assert!(run(&store, check_chunks).is_empty());
         // A chunk file that appears after the manifest: a chunk with no record.
         std::fs::write(dir.join(crate::chunks::part_name(3)), b"three\n").unwrap();
-        let out = run(&svc, check_chunks);
+        let out = run(&store, check_chunks);
         assert!(
             out.iter()
                 .any(|f| f.message.contains("chunks 3 have no record") && f.fixable),
@@ -754,12 +754,12 @@ mod tests {
 
     #[test]
     fn a_state_dir_not_git_ignored_is_reported_and_the_line_added() {
-        let (_t, root, svc) = store();
+        let (_t, root, store) = store();
         // Outside a git work tree there is nothing to ignore.
-        assert!(run(&svc, check_gitignore).is_empty());
+        assert!(run(&store, check_gitignore).is_empty());
         std::fs::create_dir_all(root.join(".git")).unwrap();
         std::fs::write(root.join(".gitignore"), "target").unwrap();
-        let out = run(&svc, check_gitignore);
+        let out = run(&store, check_gitignore);
         assert_eq!(out.len(), 1, "{out:?}");
         let f = &out[0];
         assert_eq!(
@@ -768,11 +768,11 @@ mod tests {
         );
         assert!(f.message.contains("is not git-ignored"), "{}", f.message);
         assert_eq!(f.repair, Some(Repair::GitIgnore(root.join(".gitignore"))));
-        super::super::repair(&svc, f.repair.as_ref().unwrap()).unwrap();
+        super::super::repair(&store, f.repair.as_ref().unwrap()).unwrap();
         assert_eq!(
             std::fs::read_to_string(root.join(".gitignore")).unwrap(),
             "target\n.resilient_write/\n"
         );
-        assert!(run(&svc, check_gitignore).is_empty());
+        assert!(run(&store, check_gitignore).is_empty());
     }
 }

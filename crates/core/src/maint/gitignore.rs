@@ -6,10 +6,10 @@
 
 use crate::files;
 use crate::hash::sha256_hex;
-use crate::pipeline::Caller;
 use crate::store::{STATE_DIR_NAME, Store};
 use crate::write::idempotency::Keyed;
 use crate::write::intent::{self, WriteMode};
+use crate::write::pipeline::Caller;
 use std::path::Path;
 
 pub use crate::store::{gitignore_mentions_state, gitignore_note, state_dir_git_ignored};
@@ -30,14 +30,14 @@ pub fn with_gitignore_entry(text: &str) -> String {
 
 /// Add the state directory's line to the `.gitignore` at `path` (created if missing) through
 /// [`write_text`]; `Err` says why it could not.
-pub fn add_entry(svc: &Store, path: &Path) -> Result<(), String> {
+pub fn add_entry(store: &Store, path: &Path) -> Result<(), String> {
     let old = match crate::util::statefile::read_to_string_following(path) {
         Ok(t) => Some(t),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
         Err(e) => return Err(e.to_string()),
     };
     let new = with_gitignore_entry(old.as_deref().unwrap_or(""));
-    write_text(svc, path, old.as_deref(), &new)
+    write_text(store, path, old.as_deref(), &new)
 }
 
 /// Replace `path`'s content `old` (`None`: the file does not exist) with `new` through the
@@ -45,8 +45,8 @@ pub fn add_entry(svc: &Store, path: &Path) -> Result<(), String> {
 /// `old`'s hash, so a file changed since it was read is never clobbered. The journal row
 /// names the store's caller and the tool `safe_write`. The error is the envelope in one line
 /// (`error/reason_hint: message`).
-pub fn write_text(svc: &Store, path: &Path, old: Option<&str>, new: &str) -> Result<(), String> {
-    write_text_as_safe_write(svc, path, old, new).map_err(|f| {
+pub fn write_text(store: &Store, path: &Path, old: Option<&str>, new: &str) -> Result<(), String> {
+    write_text_as_safe_write(store, path, old, new).map_err(|f| {
         let env = serde_json::to_value(f.envelope("safe_write", 0)).unwrap_or_default();
         format!(
             "{}/{}: {}",
@@ -60,7 +60,7 @@ pub fn write_text(svc: &Store, path: &Path, old: Option<&str>, new: &str) -> Res
 }
 
 fn write_text_as_safe_write(
-    svc: &Store,
+    store: &Store,
     path: &Path,
     old: Option<&str>,
     new: &str,
@@ -71,15 +71,15 @@ fn write_text_as_safe_write(
         None => (WriteMode::Create, None),
     };
     let bytes = new.as_bytes().to_vec();
-    let limit = svc.config().max_write_bytes;
+    let limit = store.config().max_write_bytes;
     intent::within_limit("content", bytes.len() as u64, limit)?;
-    let target = svc.workspaces().resolve(&shown, true)?;
+    let target = store.workspaces().resolve(&shown, true)?;
     let who = Caller {
-        caller: svc.caller(),
+        caller: store.caller(),
         tool: "safe_write".into(),
     };
     files::put(
-        svc,
+        store,
         &who,
         files::Put {
             shown: &shown,

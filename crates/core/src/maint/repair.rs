@@ -2,29 +2,33 @@
 //! through the write pipeline.
 
 use super::{MAX_ENTRIES, Repair};
-use crate::pipeline::Caller;
 use crate::store::Store;
+use crate::write::pipeline::Caller;
 
 /// Carry out one repair; `Err` says why it could not.
-pub fn repair(svc: &Store, what: &Repair) -> Result<(), String> {
+pub fn repair(store: &Store, what: &Repair) -> Result<(), String> {
     let who = Caller {
         caller: "resilient-write doctor".into(),
         tool: "doctor".into(),
     };
     match what {
-        Repair::CutJournalTail => svc.pipeline().journal().repair().map_err(|e| e.to_string()),
+        Repair::CutJournalTail => store
+            .pipeline()
+            .journal()
+            .repair()
+            .map_err(|e| e.to_string()),
         Repair::SweepTemps(dir) => {
-            crate::pipeline::sweep_temp_files(dir, MAX_ENTRIES);
+            crate::write::pipeline::sweep_temp_files(dir, MAX_ENTRIES);
             Ok(())
         }
-        Repair::RebuildManifest(name) => crate::chunks::rebuild_manifest(svc, &who, name)
+        Repair::RebuildManifest(name) => crate::chunks::rebuild_manifest(store, &who, name)
             .map(drop)
             .map_err(|f| f.to_string()),
-        Repair::CompactIndex => crate::scratch::compact_index(svc, &who)
+        Repair::CompactIndex => crate::scratch::compact_index(store, &who)
             .map(drop)
             .map_err(|f| f.to_string()),
         Repair::RecoverTransactions => {
-            let report = crate::tx::recover(svc);
+            let report = crate::tx::recover(store);
             match report.problems.is_empty() {
                 true => Ok(()),
                 false => Err(report.problems.join("; ")),
@@ -32,24 +36,25 @@ pub fn repair(svc: &Store, what: &Repair) -> Result<(), String> {
         }
         Repair::Gc => {
             let (Some(objects), Some(retention)) =
-                (svc.pipeline().objects(), super::check::retention(svc))
+                (store.pipeline().objects(), super::check::retention(store))
             else {
                 return Err("no object store or no usable retention policy".into());
             };
             crate::history::gc(
-                svc.pipeline().journal(),
-                &svc.workspaces().journal_paths(),
+                store.pipeline().journal(),
+                &store.workspaces().journal_paths(),
                 objects,
                 &retention,
                 false,
             )
             .map_err(|e| e.to_string())?;
             // Retention includes the disk: the floor free again, oldest versions first.
-            svc.pipeline()
+            store
+                .pipeline()
                 .restore_floor()
                 .map(drop)
                 .map_err(|e| e.to_string())
         }
-        Repair::GitIgnore(path) => super::gitignore::add_entry(svc, path),
+        Repair::GitIgnore(path) => super::gitignore::add_entry(store, path),
     }
 }

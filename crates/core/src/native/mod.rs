@@ -28,9 +28,9 @@
 use crate::hash::sha256_hex;
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
-use crate::pipeline::{Existing, read_existing};
 use crate::preflight::ActivePolicy;
 use crate::workspace::{Target, Workspaces};
+use crate::write::pipeline::{Existing, read_existing};
 use rustix::fs::{FlockOperation, Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -402,7 +402,7 @@ impl NativeWorkspace {
             Err(e) if crate::envelope::is_no_space(&e) => {
                 let dropped = self
                     .objects
-                    .drop_oldest(need.saturating_add(crate::pipeline::room::SLACK))?;
+                    .drop_oldest(need.saturating_add(crate::write::pipeline::room::SLACK))?;
                 if dropped.is_empty() {
                     return Err(e);
                 }
@@ -465,7 +465,7 @@ impl NativeWorkspace {
         let written = f.write_all(body);
         if written.is_ok() && writeback {
             // Only a head start for the after-hook's fsync: a failure costs nothing.
-            let _ = crate::pipeline::start_writeback(&f, 0, body.len() as u64);
+            let _ = crate::write::pipeline::start_writeback(&f, 0, body.len() as u64);
         }
         drop(f);
         let renamed = written.and_then(|()| {

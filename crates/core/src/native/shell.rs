@@ -27,9 +27,9 @@ use super::{HOOKS_DIR, NativeWorkspace};
 use crate::envelope::Failure;
 use crate::journal::paths::RowPath;
 use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
-use crate::pipeline::Existing;
 use crate::preflight::RejectAt;
 use crate::workspace::Target;
+use crate::write::pipeline::Existing;
 use rustix::fs::FlockOperation;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -421,7 +421,10 @@ impl NativeWorkspace {
             }
             extra.insert("command".into(), Value::from(command.clone()));
             if let Some(why) = not_kept {
-                extra.insert(crate::pipeline::NOT_KEPT_FIELD.into(), Value::from(why));
+                extra.insert(
+                    crate::write::pipeline::NOT_KEPT_FIELD.into(),
+                    Value::from(why),
+                );
             }
             if let Some(c) = &cap {
                 extra.insert(SHELL_CAP_FIELD.into(), Value::from(c.clone()));

@@ -31,7 +31,7 @@
 //! A per-transaction `flock` on its WAL directory serialises calls on one transaction (also
 //! across processes) and tells recovery which transactions a live process is working on.
 //!
-//! [`Pipeline::commit_many`]: crate::pipeline::Pipeline::commit_many
+//! [`Pipeline::commit_many`]: crate::write::pipeline::Pipeline::commit_many
 
 mod recover;
 mod staging;
@@ -49,10 +49,10 @@ use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::journal::now_rfc3339;
 use crate::journal::recorded::{RecordedRow, lenient};
-use crate::pipeline::{Body, Caller, Existing, Outcome, Plan, Step, read_existing};
 use crate::store::Store;
 use crate::workspace::Target;
 use crate::write::idempotency::Answer;
+use crate::write::pipeline::{Body, Caller, Existing, Outcome, Plan, Step, read_existing};
 use rustix::fs::FlockOperation;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
@@ -90,13 +90,13 @@ impl Drop for Locked {
 }
 
 /// Lock transaction `tx_id` and check that it is open (not committed, not expired).
-fn open(svc: &Store, tx_id: &str) -> Result<Locked> {
+fn open(store: &Store, tx_id: &str) -> Result<Locked> {
     if !valid_tx_id(tx_id) {
         return Err(Failure::InvalidArguments {
             message: format!("tx_id {tx_id:?} is not a transaction id (tx-<32 hex digits>)"),
         });
     }
-    let dir = wal_root(svc).join(tx_id);
+    let dir = wal_root(store).join(tx_id);
     let lock = match lock_dir(&dir, true) {
         Ok(Some(f)) => f,
         Ok(None) => return Err(not_open(tx_id, "busy")),
@@ -134,14 +134,14 @@ fn open(svc: &Store, tx_id: &str) -> Result<Locked> {
 }
 
 /// `tx_begin`: a new open transaction.
-pub fn begin(svc: &Store, label: Option<String>, timeout_secs: Option<u64>) -> Result<Manifest> {
+pub fn begin(store: &Store, label: Option<String>, timeout_secs: Option<u64>) -> Result<Manifest> {
     let timeout = timeout_secs.unwrap_or(DEFAULT_TIMEOUT_SECS);
     if timeout == 0 || timeout > MAX_TIMEOUT_SECS {
         return Err(Failure::InvalidArguments {
             message: format!("timeout must be 1..={MAX_TIMEOUT_SECS} seconds, got {timeout}"),
         });
     }
-    let root = wal_root(svc);
+    let root = wal_root(store);
     let new_root = !root.is_dir();
     fs::create_dir_all(&root).map_err(|e| Failure::io("create WAL directory", &root, e))?;
     let tx_id = format!("tx-{}", uuid::Uuid::now_v7().simple());
@@ -160,11 +160,11 @@ pub fn begin(svc: &Store, label: Option<String>, timeout_secs: Option<u64>) -> R
         expires_at: expires.to_rfc3339_opts(chrono::SecondsFormat::Micros, true),
         timeout_seconds: timeout,
         owner_pid: std::process::id(),
-        caller: svc.caller(),
+        caller: store.caller(),
         ops: Vec::new(),
         next_op: 1,
     };
-    svc.pipeline().with_state_room(4096, || {
+    store.pipeline().with_state_room(4096, || {
         write_manifest(&dir, &m).map_err(|e| Failure::io("write transaction manifest", &dir, e))
     })?;
     let sync = |d: &Path| File::open(d).and_then(|f| f.sync_all());
@@ -195,13 +195,13 @@ pub struct Current {
 /// new content (checking mode and `expected_prev_sha256` itself). Returns the staged entry
 /// and the number of files staged in the transaction.
 pub fn stage(
-    svc: &Store,
+    store: &Store,
     tx_id: &str,
     path: &str,
     tool: &str,
     compute: impl FnOnce(&Current) -> Result<NewContent>,
 ) -> Result<(StagedOp, usize)> {
-    stage_change(svc, tx_id, path, tool, |cur| compute(cur).map(Some))
+    stage_change(store, tx_id, path, tool, |cur| compute(cur).map(Some))
 }
 
 /// Stage the removal of `path` in `tx_id` (`restore --session` takes back the files a
@@ -209,25 +209,25 @@ pub fn stage(
 /// removed. The commit removes the file, keeping its content as a pre-image; a file already
 /// gone by then is left alone.
 pub fn stage_remove(
-    svc: &Store,
+    store: &Store,
     tx_id: &str,
     path: &str,
     tool: &str,
     check: impl FnOnce(&Current) -> Result<()>,
 ) -> Result<(StagedOp, usize)> {
-    stage_change(svc, tx_id, path, tool, |cur| check(cur).map(|()| None))
+    stage_change(store, tx_id, path, tool, |cur| check(cur).map(|()| None))
 }
 
 /// [`stage`] and [`stage_remove`]: `compute` returns the new content, or `None` to remove.
 fn stage_change(
-    svc: &Store,
+    store: &Store,
     tx_id: &str,
     path: &str,
     tool: &str,
     compute: impl FnOnce(&Current) -> Result<Option<NewContent>>,
 ) -> Result<(StagedOp, usize)> {
-    let tx = open(svc, tx_id)?;
-    let resolved = svc.workspaces().resolve(path, false);
+    let tx = open(store, tx_id)?;
+    let resolved = store.workspaces().resolve(path, false);
     let (abs_path, disk) = match resolved {
         Ok(t) => {
             let e = read_existing(&t.dir, &t.name).map_err(|e| Failure::io("read", path, e))?;
@@ -237,7 +237,7 @@ fn stage_change(
         Err(Failure::Io { op, source, .. })
             if op == "open parent directory" && source.kind() == io::ErrorKind::NotFound =>
         {
-            let abs = svc.workspaces().absolute(path)?;
+            let abs = store.workspaces().absolute(path)?;
             (abs.display().to_string(), None)
         }
         Err(e) => return Err(e),
@@ -288,7 +288,7 @@ fn stage_change(
     };
     let new = compute(&current)?;
     // The transaction's log is a record: history yields room for it (`room.rs`).
-    let room = svc.pipeline();
+    let room = store.pipeline();
     let op = match new {
         Some(new) => {
             let data_path = tx.dir.join(STAGED_DATA);
@@ -341,19 +341,19 @@ fn stage_change(
 }
 
 /// `tx_status`: the transaction and, per staged file, whether its target still has its base.
-pub fn status(svc: &Store, tx_id: &str) -> Result<(Manifest, Vec<Option<String>>)> {
-    let tx = open(svc, tx_id)?;
+pub fn status(store: &Store, tx_id: &str) -> Result<(Manifest, Vec<Option<String>>)> {
+    let tx = open(store, tx_id)?;
     let current = tx
         .manifest
         .ops
         .iter()
-        .map(|op| current_hash(svc, &op.abs_path))
+        .map(|op| current_hash(store, &op.abs_path))
         .collect::<Result<Vec<_>>>()?;
     Ok((tx.manifest.clone(), current))
 }
 
-fn current_hash(svc: &Store, abs_path: &str) -> Result<Option<String>> {
-    let resolved = svc.workspaces().resolve(abs_path, false);
+fn current_hash(store: &Store, abs_path: &str) -> Result<Option<String>> {
+    let resolved = store.workspaces().resolve(abs_path, false);
     match resolved {
         Ok(t) => Ok(read_existing(&t.dir, &t.name)
             .map_err(|e| Failure::io("read", abs_path, e))?
@@ -364,8 +364,8 @@ fn current_hash(svc: &Store, abs_path: &str) -> Result<Option<String>> {
 }
 
 /// `tx_rollback`: discard an open transaction. Returns the number of staged files dropped.
-pub fn rollback(svc: &Store, tx_id: &str) -> Result<usize> {
-    let tx = open(svc, tx_id)?;
+pub fn rollback(store: &Store, tx_id: &str) -> Result<usize> {
+    let tx = open(store, tx_id)?;
     let n = tx.manifest.ops.len();
     retire(&tx.dir).map_err(|e| Failure::io("remove transaction", &tx.dir, e))?;
     Ok(n)
@@ -380,8 +380,8 @@ pub struct Committed {
 
 /// The journal rows of transaction `tx_id`'s commit (one per file, in order; written by
 /// `tx_commit` or by the recovery that rolled it forward), or none when it never committed.
-pub fn committed_rows(svc: &Store, tx_id: &str) -> Result<Vec<Map<String, Value>>> {
-    let journal = svc.pipeline().journal();
+pub fn committed_rows(store: &Store, tx_id: &str) -> Result<Vec<Map<String, Value>>> {
+    let journal = store.pipeline().journal();
     journal
         .tail_containing(
             usize::MAX,
@@ -447,15 +447,15 @@ struct TxRow {
 /// because it committed (its answer lost, or rolled forward after a crash) the files it wrote
 /// then, read back from their journal rows, instead of `tx_not_open`. Nothing is written
 /// then.
-pub fn commit_or_replay(svc: &Store, tx_id: &str) -> Result<Answer<CommitReport>> {
-    let c = match commit(svc, tx_id) {
+pub fn commit_or_replay(store: &Store, tx_id: &str) -> Result<Answer<CommitReport>> {
+    let c = match commit(store, tx_id) {
         Ok(c) => c,
         Err(f @ Failure::TxNotOpen { .. }) => {
-            let rows = committed_rows(svc, tx_id)?;
+            let rows = committed_rows(store, tx_id)?;
             if rows.is_empty() {
                 return Err(f);
             }
-            let paths = svc.workspaces().journal_paths();
+            let paths = store.workspaces().journal_paths();
             let rows = rows
                 .into_iter()
                 .map(crate::journal::recorded::read::<TxRow>)
@@ -487,17 +487,17 @@ pub fn commit_or_replay(svc: &Store, tx_id: &str) -> Result<Answer<CommitReport>
 }
 
 /// `tx_commit`.
-pub fn commit(svc: &Store, tx_id: &str) -> Result<Committed> {
-    let tx = open(svc, tx_id)?;
+pub fn commit(store: &Store, tx_id: &str) -> Result<Committed> {
+    let tx = open(store, tx_id)?;
     let m = &tx.manifest;
     let targets = m
         .ops
         .iter()
-        .map(|op| svc.workspaces().resolve(&op.abs_path, true))
+        .map(|op| store.workspaces().resolve(&op.abs_path, true))
         .collect::<Result<Vec<Target>>>()?;
     let refs: Vec<&Target> = targets.iter().collect();
     let who = Caller {
-        caller: svc.caller(),
+        caller: store.caller(),
         tool: "tx_commit".into(),
     };
     let committed_at = now_rfc3339();
@@ -508,7 +508,7 @@ pub fn commit(svc: &Store, tx_id: &str) -> Result<Committed> {
         caller: who.caller.clone(),
         files: m.ops.clone(),
     };
-    let outcomes = svc.pipeline().commit_many(
+    let outcomes = store.pipeline().commit_many(
         &refs,
         &who,
         |existing| {
@@ -541,7 +541,7 @@ pub fn commit(svc: &Store, tx_id: &str) -> Result<Committed> {
                 .map_err(|e| Failure::Internal(format!("commit record: {e}")))?;
             // The staged contents become durable with the record that refers to them: one
             // fsync of staged.bin, and one of the WAL directory for both names.
-            svc.pipeline().with_state_room(bytes.len() as u64, || {
+            store.pipeline().with_state_room(bytes.len() as u64, || {
                 write_durable_with(&dir, COMMIT, &bytes, || sync_staged(&dir))
                     .map_err(|e| Failure::io("write commit record", &dir, e))
             })
@@ -609,12 +609,12 @@ mod tests {
     }
 
     pub(super) fn stage_bytes(
-        svc: &Store,
+        store: &Store,
         tx_id: &str,
         path: &str,
         bytes: &[u8],
     ) -> (StagedOp, usize) {
-        stage(svc, tx_id, path, "tx_write", |cur| {
+        stage(store, tx_id, path, "tx_write", |cur| {
             Ok(NewContent {
                 bytes: bytes.to_vec(),
                 mode: if cur.existing.is_some() {
@@ -631,17 +631,17 @@ mod tests {
 
     #[test]
     fn a_committed_transaction_asked_again_answers_with_the_files_it_wrote() {
-        let (_t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a");
-        stage_bytes(&svc, &m.tx_id, "sub/../b.txt", b"b");
-        let Answer::Applied(first) = commit_or_replay(&svc, &m.tx_id).unwrap() else {
+        let (_t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a");
+        stage_bytes(&store, &m.tx_id, "sub/../b.txt", b"b");
+        let Answer::Applied(first) = commit_or_replay(&store, &m.tx_id).unwrap() else {
             panic!("the first commit applies");
         };
         assert_eq!(first.files.len(), 2);
-        let journal = || svc.pipeline().journal().read_from(0).unwrap().0;
+        let journal = || store.pipeline().journal().read_from(0).unwrap().0;
         let rows = journal();
-        let Answer::Replayed(again) = commit_or_replay(&svc, &m.tx_id).unwrap() else {
+        let Answer::Replayed(again) = commit_or_replay(&store, &m.tx_id).unwrap() else {
             panic!("the retry replays");
         };
         assert_eq!(journal(), rows, "a replay writes nothing");
@@ -649,19 +649,19 @@ mod tests {
         assert_eq!(again.tx_id, m.tx_id);
         assert_eq!(again.committed_at, rows[rows.len() - 2]["ts"]);
         // A transaction that never committed stays unknown.
-        let e = commit_or_replay(&svc, &format!("tx-{}", "0".repeat(32))).unwrap_err();
+        let e = commit_or_replay(&store, &format!("tx-{}", "0".repeat(32))).unwrap_err();
         assert!(matches!(e, Failure::TxNotOpen { .. }), "{e:?}");
     }
 
     #[test]
     fn staging_appends_and_never_rewrites_the_manifest() {
-        let (t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        let dir = wal_root(&svc).join(&m.tx_id);
+        let (t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        let dir = wal_root(&store).join(&m.tx_id);
         let manifest_before = fs::read(dir.join(MANIFEST)).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"first a");
-        stage_bytes(&svc, &m.tx_id, "b.txt", b"b");
-        let (op, count) = stage_bytes(&svc, &m.tx_id, "a.txt", b"second a");
+        stage_bytes(&store, &m.tx_id, "a.txt", b"first a");
+        stage_bytes(&store, &m.tx_id, "b.txt", b"b");
+        let (op, count) = stage_bytes(&store, &m.tx_id, "a.txt", b"second a");
         assert_eq!(count, 2, "a second write of a.txt supersedes the first");
         assert_eq!(op.offset, Some(b"first ab".len() as u64));
         assert_eq!(fs::read(dir.join(MANIFEST)).unwrap(), manifest_before);
@@ -671,10 +671,10 @@ mod tests {
             fs::read(dir.join(STAGED_DATA)).unwrap(),
             b"first absecond a"
         );
-        let (status_m, _) = status(&svc, &m.tx_id).unwrap();
+        let (status_m, _) = status(&store, &m.tx_id).unwrap();
         let shas: Vec<&str> = status_m.ops.iter().map(|o| o.sha256.as_str()).collect();
         assert_eq!(shas, [sha256_hex(b"second a"), sha256_hex(b"b")]);
-        commit(&svc, &m.tx_id).unwrap();
+        commit(&store, &m.tx_id).unwrap();
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"second a");
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b");
         assert!(!dir.exists(), "the WAL is retired");
@@ -684,9 +684,9 @@ mod tests {
     fn a_transaction_staged_by_an_earlier_version_still_commits() {
         // One file per operation and the operations in manifest.json, as before staging
         // became append-only.
-        let (t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        let dir = wal_root(&svc).join(&m.tx_id);
+        let (t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        let dir = wal_root(&store).join(&m.tx_id);
         fs::write(dir.join("op-0001.bin"), b"legacy content").unwrap();
         let mut legacy = m.clone();
         legacy.ops.push(StagedOp {
@@ -709,8 +709,8 @@ mod tests {
         });
         legacy.next_op = 2;
         fs::write(dir.join(MANIFEST), serde_json::to_vec(&legacy).unwrap()).unwrap();
-        stage_bytes(&svc, &m.tx_id, "new.txt", b"new content");
-        let c = commit(&svc, &m.tx_id).unwrap();
+        stage_bytes(&store, &m.tx_id, "new.txt", b"new content");
+        let c = commit(&store, &m.tx_id).unwrap();
         assert_eq!(c.files.len(), 2);
         assert_eq!(
             fs::read(t.path().join("old.txt")).unwrap(),
@@ -721,13 +721,13 @@ mod tests {
 
     #[test]
     fn a_damaged_staged_content_fails_the_commit_and_writes_nothing() {
-        let (t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        let dir = wal_root(&svc).join(&m.tx_id);
-        stage_bytes(&svc, &m.tx_id, "x.txt", b"xxxx");
-        stage_bytes(&svc, &m.tx_id, "y.txt", b"yyyy");
+        let (t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        let dir = wal_root(&store).join(&m.tx_id);
+        stage_bytes(&store, &m.tx_id, "x.txt", b"xxxx");
+        stage_bytes(&store, &m.tx_id, "y.txt", b"yyyy");
         fs::write(dir.join(STAGED_DATA), b"xxxxYYYY").unwrap();
-        let e = match commit(&svc, &m.tx_id) {
+        let e = match commit(&store, &m.tx_id) {
             Err(e) => e,
             Ok(_) => panic!("committed damaged content"),
         };

@@ -8,9 +8,9 @@ use super::wal::{
 };
 use crate::envelope::{Failure, Result};
 use crate::journal::json_string_forms;
-use crate::pipeline::Caller;
 use crate::store::Store;
 use crate::workspace::Target;
+use crate::write::pipeline::Caller;
 use serde::Serialize;
 use serde_json::Value;
 use std::fs;
@@ -55,7 +55,7 @@ impl RecoveryReport {
 }
 
 fn process_alive(pid: u32) -> bool {
-    crate::pipeline::process_alive(pid as i32)
+    crate::write::pipeline::process_alive(pid as i32)
 }
 
 /// What recovery would do with a transaction in the WAL, found without acting on it.
@@ -73,8 +73,8 @@ pub enum TxState {
 
 /// Every transaction in the WAL and what [`recover`] would do with it (oldest first). Reads
 /// only: `doctor` reports these, and `doctor --fix` runs [`recover`].
-pub fn inspect(svc: &Store) -> Vec<(String, TxState)> {
-    let Ok(entries) = fs::read_dir(wal_root(svc)) else {
+pub fn inspect(store: &Store) -> Vec<(String, TxState)> {
+    let Ok(entries) = fs::read_dir(wal_root(store)) else {
         return Vec::new();
     };
     let mut out: Vec<(String, TxState)> = entries
@@ -102,9 +102,9 @@ pub fn inspect(svc: &Store) -> Vec<(String, TxState)> {
 }
 
 /// Recovery of every transaction in the WAL (see the module doc).
-pub fn recover(svc: &Store) -> RecoveryReport {
+pub fn recover(store: &Store) -> RecoveryReport {
     let mut report = RecoveryReport::default();
-    let root = wal_root(svc);
+    let root = wal_root(store);
     let Ok(entries) = fs::read_dir(&root) else {
         return report;
     };
@@ -135,7 +135,7 @@ pub fn recover(svc: &Store) -> RecoveryReport {
                     .filter_map(|o| Path::new(&o.abs_path).parent().map(Path::to_path_buf)),
             );
         }
-        let outcome = recover_one(svc, &tx_id, &dir, &mut report);
+        let outcome = recover_one(store, &tx_id, &dir, &mut report);
         drop(lock);
         if let Err(f) = outcome {
             report.problems.push(format!("transaction {tx_id}: {f}"));
@@ -144,13 +144,13 @@ pub fn recover(svc: &Store) -> RecoveryReport {
     report
 }
 
-fn recover_one(svc: &Store, tx_id: &str, dir: &Path, report: &mut RecoveryReport) -> Result<()> {
+fn recover_one(store: &Store, tx_id: &str, dir: &Path, report: &mut RecoveryReport) -> Result<()> {
     match crate::util::statefile::read(&dir.join(COMMIT)) {
         Ok(bytes) => {
             let record: CommitRecord = serde_json::from_slice(&bytes).map_err(|e| {
                 Failure::Internal(format!("commit record of {tx_id} is unreadable: {e}"))
             })?;
-            roll_forward(svc, dir, &record, report)?;
+            roll_forward(store, dir, &record, report)?;
             retire(dir).map_err(|e| Failure::io("remove transaction", dir, e))?;
             report.rolled_forward.push(tx_id.to_string());
         }
@@ -178,7 +178,7 @@ fn recover_one(svc: &Store, tx_id: &str, dir: &Path, report: &mut RecoveryReport
 /// a file with its base hash gets the staged content; any other content means someone wrote
 /// the file after the crash: it is left alone and reported.
 fn roll_forward(
-    svc: &Store,
+    store: &Store,
     dir: &Path,
     record: &CommitRecord,
     report: &mut RecoveryReport,
@@ -186,23 +186,23 @@ fn roll_forward(
     let targets = record
         .files
         .iter()
-        .map(|op| svc.workspaces().resolve(&op.abs_path, true))
+        .map(|op| store.workspaces().resolve(&op.abs_path, true))
         .collect::<Result<Vec<Target>>>()?;
     let refs: Vec<&Target> = targets.iter().collect();
     // All rows of a commit land in one append: one row with this tx_id means all of them.
     let tx_id = record.tx_id.as_str();
-    let (rows, _) = svc
+    let (rows, _) = store
         .pipeline()
         .journal()
         .tail_containing(1, &json_string_forms(tx_id), |r| {
             r.get("tx_id").and_then(Value::as_str) == Some(tx_id)
         })
-        .map_err(|e| Failure::io("read journal", svc.pipeline().journal().path(), e))?;
+        .map_err(|e| Failure::io("read journal", store.pipeline().journal().path(), e))?;
     let who = Caller {
         caller: record.caller.clone(),
         tool: "tx_commit".into(),
     };
-    svc.pipeline().commit_many(
+    store.pipeline().commit_many(
         &refs,
         &who,
         |existing| {
@@ -251,8 +251,8 @@ mod tests {
 
     /// Write the commit record of open transaction `tx_id` and stop there, as a crash right
     /// after the commit point leaves it: nothing applied, no journal row.
-    fn commit_point_only(svc: &Store, tx_id: &str) -> PathBuf {
-        let dir = wal_root(svc).join(tx_id);
+    fn commit_point_only(store: &Store, tx_id: &str) -> PathBuf {
+        let dir = wal_root(store).join(tx_id);
         let m = read_manifest(&dir).unwrap();
         let record = CommitRecord {
             tx_id: tx_id.into(),
@@ -274,8 +274,8 @@ mod tests {
     }
 
     /// Make transaction `tx_id` look like the one of a process that is gone.
-    fn orphan(svc: &Store, tx_id: &str) -> PathBuf {
-        let dir = wal_root(svc).join(tx_id);
+    fn orphan(store: &Store, tx_id: &str) -> PathBuf {
+        let dir = wal_root(store).join(tx_id);
         let p = dir.join(MANIFEST);
         let mut v: Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
         v["owner_pid"] = json!(dead_pid());
@@ -294,144 +294,144 @@ mod tests {
 
     #[test]
     fn recovery_at_start_rolls_forward_a_committed_but_unapplied_transaction() {
-        let (t, svc) = service();
+        let (t, store) = service();
         fs::write(t.path().join("b.txt"), b"b old").unwrap();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
-        stage_bytes(&svc, &m.tx_id, "b.txt", b"b new");
-        let dir = commit_point_only(&svc, &m.tx_id);
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a new");
+        stage_bytes(&store, &m.tx_id, "b.txt", b"b new");
+        let dir = commit_point_only(&store, &m.tx_id);
         assert!(!t.path().join("a.txt").exists());
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b old");
-        drop(svc);
+        drop(store);
 
-        let (svc, report) = reopen(t.path());
+        let (store, report) = reopen(t.path());
         let report = report.expect("recovery ran at start");
         assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b new");
         assert!(!dir.exists(), "the WAL is retired");
-        assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 2);
+        assert_eq!(committed_rows(&store, &m.tx_id).unwrap().len(), 2);
     }
 
     #[test]
     fn a_committed_removal_is_rolled_forward_and_journaled_once() {
-        let (t, svc) = service();
+        let (t, store) = service();
         fs::write(t.path().join("gone.txt"), b"created by a session").unwrap();
         fs::write(t.path().join("b.txt"), b"b old").unwrap();
-        let m = begin(&svc, None, None).unwrap();
-        crate::tx::stage_remove(&svc, &m.tx_id, "gone.txt", "restore", |cur| {
+        let m = begin(&store, None, None).unwrap();
+        crate::tx::stage_remove(&store, &m.tx_id, "gone.txt", "restore", |cur| {
             assert!(cur.existing.is_some());
             Ok(())
         })
         .unwrap();
-        stage_bytes(&svc, &m.tx_id, "b.txt", b"b new");
-        commit_point_only(&svc, &m.tx_id);
+        stage_bytes(&store, &m.tx_id, "b.txt", b"b new");
+        commit_point_only(&store, &m.tx_id);
         assert!(t.path().join("gone.txt").exists(), "nothing applied yet");
-        let report = recover(&svc);
+        let report = recover(&store);
         assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert!(!t.path().join("gone.txt").exists());
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b new");
-        let rows = committed_rows(&svc, &m.tx_id).unwrap();
+        let rows = committed_rows(&store, &m.tx_id).unwrap();
         assert_eq!(rows.len(), 2);
         let removal = rows.iter().find(|r| r["path"] == "gone.txt").unwrap();
         assert_eq!(removal["mode"], "delete");
         assert_eq!(removal["sha256"], "");
         let kept = crate::hash::sha256_hex(b"created by a session");
         assert_eq!(removal["prev_sha256"], kept.as_str());
-        assert!(svc.pipeline().objects().unwrap().contains(&kept));
+        assert!(store.pipeline().objects().unwrap().contains(&kept));
     }
 
     #[test]
     fn a_roll_forward_whose_journal_rows_already_landed_writes_no_second_row() {
-        let (t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
-        let dir = commit_point_only(&svc, &m.tx_id);
+        let (t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a new");
+        let dir = commit_point_only(&store, &m.tx_id);
         let copy = t.path().join("wal-copy");
         fs::create_dir(&copy).unwrap();
         for e in fs::read_dir(&dir).unwrap() {
             let e = e.unwrap();
             fs::copy(e.path(), copy.join(e.file_name())).unwrap();
         }
-        assert_eq!(recover(&svc).rolled_forward, [m.tx_id.as_str()]);
-        assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 1);
+        assert_eq!(recover(&store).rolled_forward, [m.tx_id.as_str()]);
+        assert_eq!(committed_rows(&store, &m.tx_id).unwrap().len(), 1);
         // As a crash after the journal append and before the rename leaves it: the rows are
         // in, the file is not, the WAL is still there.
         fs::remove_file(t.path().join("a.txt")).unwrap();
         fs::rename(&copy, &dir).unwrap();
-        let again = recover(&svc);
+        let again = recover(&store);
         assert_eq!(again.rolled_forward, [m.tx_id.as_str()]);
         assert!(again.problems.is_empty(), "{:?}", again.problems);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
-        assert_eq!(committed_rows(&svc, &m.tx_id).unwrap().len(), 1);
+        assert_eq!(committed_rows(&store, &m.tx_id).unwrap().len(), 1);
         assert!(!dir.exists());
     }
 
     #[test]
     fn recovery_rolls_back_an_uncommitted_transaction_whose_owner_is_gone() {
-        let (t, svc) = service();
+        let (t, store) = service();
         fs::write(t.path().join("b.txt"), b"b old").unwrap();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
-        stage_bytes(&svc, &m.tx_id, "b.txt", b"b new");
-        let dir = orphan(&svc, &m.tx_id);
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a new");
+        stage_bytes(&store, &m.tx_id, "b.txt", b"b new");
+        let dir = orphan(&store, &m.tx_id);
         assert_eq!(
-            inspect(&svc),
+            inspect(&store),
             [(m.tx_id.clone(), TxState::Abandoned)],
             "inspect reports without acting"
         );
         assert!(dir.exists());
-        let report = recover(&svc);
+        let report = recover(&store);
         assert_eq!(report.rolled_back, [m.tx_id.as_str()]);
         assert!(report.rolled_forward.is_empty() && report.problems.is_empty());
         assert!(!t.path().join("a.txt").exists());
         assert_eq!(fs::read(t.path().join("b.txt")).unwrap(), b"b old");
         assert!(!dir.exists(), "the WAL is retired");
-        assert!(committed_rows(&svc, &m.tx_id).unwrap().is_empty());
+        assert!(committed_rows(&store, &m.tx_id).unwrap().is_empty());
     }
 
     #[test]
     fn recovery_leaves_an_uncommitted_transaction_of_a_live_owner_open() {
-        let (t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
-        let report = recover(&svc);
+        let (t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a new");
+        let report = recover(&store);
         assert_eq!(report.open, [m.tx_id.as_str()]);
         assert!(report.rolled_back.is_empty());
-        assert!(wal_root(&svc).join(&m.tx_id).exists());
+        assert!(wal_root(&store).join(&m.tx_id).exists());
         assert!(!t.path().join("a.txt").exists());
-        assert_eq!(inspect(&svc), [(m.tx_id.clone(), TxState::Open)]);
+        assert_eq!(inspect(&store), [(m.tx_id.clone(), TxState::Open)]);
     }
 
     #[test]
     fn recovery_discards_an_expired_uncommitted_transaction() {
-        let (_t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
-        let dir = wal_root(&svc).join(&m.tx_id);
+        let (_t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a new");
+        let dir = wal_root(&store).join(&m.tx_id);
         let p = dir.join(MANIFEST);
         let mut v: Value = serde_json::from_slice(&fs::read(&p).unwrap()).unwrap();
         v["expires_at"] = json!("2000-01-01T00:00:00Z");
         fs::write(&p, serde_json::to_vec(&v).unwrap()).unwrap();
-        assert_eq!(inspect(&svc), [(m.tx_id.clone(), TxState::Expired)]);
-        assert_eq!(recover(&svc).expired, [m.tx_id.as_str()]);
+        assert_eq!(inspect(&store), [(m.tx_id.clone(), TxState::Expired)]);
+        assert_eq!(recover(&store).expired, [m.tx_id.as_str()]);
         assert!(!dir.exists());
     }
 
     #[test]
     fn recovery_rolls_back_an_abandoned_transaction_with_a_torn_ops_log_tail() {
-        let (t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
-        let dir = orphan(&svc, &m.tx_id);
+        let (t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a new");
+        let dir = orphan(&store, &m.tx_id);
         let mut f = fs::OpenOptions::new()
             .append(true)
             .open(dir.join(OPS_LOG))
             .unwrap();
         std::io::Write::write_all(&mut f, b"{\"path\":\"b.t").unwrap();
-        let report = recover(&svc);
+        let report = recover(&store);
         assert_eq!(report.rolled_back, [m.tx_id.as_str()]);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert!(!t.path().join("a.txt").exists());
@@ -441,16 +441,16 @@ mod tests {
     #[test]
     fn a_committed_transaction_with_a_torn_ops_log_tail_still_rolls_forward() {
         // The commit record lists every file: the ops log is not read again.
-        let (t, svc) = service();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
-        let dir = commit_point_only(&svc, &m.tx_id);
+        let (t, store) = service();
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a new");
+        let dir = commit_point_only(&store, &m.tx_id);
         let mut f = fs::OpenOptions::new()
             .append(true)
             .open(dir.join(OPS_LOG))
             .unwrap();
         std::io::Write::write_all(&mut f, b"{\"path\":\"b.t").unwrap();
-        let report = recover(&svc);
+        let report = recover(&store);
         assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
         assert!(report.problems.is_empty(), "{:?}", report.problems);
         assert_eq!(fs::read(t.path().join("a.txt")).unwrap(), b"a new");
@@ -458,14 +458,14 @@ mod tests {
 
     #[test]
     fn recovery_leaves_a_file_changed_after_the_crash_alone_and_reports_it() {
-        let (t, svc) = service();
+        let (t, store) = service();
         fs::write(t.path().join("a.txt"), b"a old").unwrap();
-        let m = begin(&svc, None, None).unwrap();
-        stage_bytes(&svc, &m.tx_id, "a.txt", b"a new");
-        stage_bytes(&svc, &m.tx_id, "b.txt", b"b new");
-        commit_point_only(&svc, &m.tx_id);
+        let m = begin(&store, None, None).unwrap();
+        stage_bytes(&store, &m.tx_id, "a.txt", b"a new");
+        stage_bytes(&store, &m.tx_id, "b.txt", b"b new");
+        commit_point_only(&store, &m.tx_id);
         fs::write(t.path().join("a.txt"), b"someone else's").unwrap();
-        let report = recover(&svc);
+        let report = recover(&store);
         assert_eq!(report.rolled_forward, [m.tx_id.as_str()]);
         assert_eq!(
             fs::read(t.path().join("a.txt")).unwrap(),

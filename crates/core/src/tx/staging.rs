@@ -12,15 +12,15 @@ use crate::write::intent::{self, Order, Precondition, WriteMode};
 /// Stage `bytes` for `path` by `mode` (`tx_write`). Returns the staged entry and the number
 /// of files staged in the transaction.
 pub fn stage_write(
-    svc: &Store,
+    store: &Store,
     tx_id: &str,
     path: &str,
     bytes: Vec<u8>,
     mode: WriteMode,
     expected_prev_sha256: Option<&str>,
 ) -> Result<(StagedOp, usize)> {
-    let limit = svc.config().max_write_bytes;
-    stage(svc, tx_id, path, "tx_write", |cur| {
+    let limit = store.config().max_write_bytes;
+    stage(store, tx_id, path, "tx_write", |cur| {
         let existing = cur.existing.as_ref();
         // tx_write has always checked the hash first (see `Order`).
         let applied = Precondition {
@@ -43,7 +43,7 @@ pub fn stage_write(
 /// Stage `edits` of `path`'s text, all or nothing (`tx_replace`); with `classify`, refuse
 /// at `reject_at` what the edit introduces.
 pub fn stage_replace(
-    svc: &Store,
+    store: &Store,
     tx_id: &str,
     path: &str,
     edits: &[Edit],
@@ -51,8 +51,8 @@ pub fn stage_replace(
     classify: bool,
     reject_at: RejectAt,
 ) -> Result<(StagedOp, usize)> {
-    let limit = svc.config().max_write_bytes;
-    stage(svc, tx_id, path, "tx_replace", |cur| {
+    let limit = store.config().max_write_bytes;
+    stage(store, tx_id, path, "tx_replace", |cur| {
         let existing =
             intent::existing_for_edit(path, expected_prev_sha256, cur.existing.as_ref())?;
         let text = std::str::from_utf8(&existing.bytes).map_err(|e| Failure::Encoding {
@@ -60,7 +60,7 @@ pub fn stage_replace(
             reason: format!("the file is not valid UTF-8 ({e}); tx_replace edits text files"),
         })?;
         let (new_text, n) = apply_edits(text, edits, path)?;
-        svc.preflight_edit(text, &new_text, classify, reject_at)?;
+        store.preflight_edit(text, &new_text, classify, reject_at)?;
         intent::within_limit("resulting file", new_text.len() as u64, limit)?;
         Ok(NewContent {
             bytes: new_text.into_bytes(),

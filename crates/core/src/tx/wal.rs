@@ -76,8 +76,8 @@ pub struct CommitRecord {
     pub files: Vec<StagedOp>,
 }
 
-pub(super) fn wal_root(svc: &Store) -> PathBuf {
-    svc.state_dir().join(WAL_DIR)
+pub(super) fn wal_root(store: &Store) -> PathBuf {
+    store.state_dir().join(WAL_DIR)
 }
 
 /// Transaction ids: `tx-` and a time-ordered UUID, so they sort by start time.

@@ -14,7 +14,7 @@
 //! `tests/layers.rs` fails on any other constructor.
 
 use crate::envelope::{Failure, Result};
-use crate::pipeline::Existing;
+use crate::write::pipeline::Existing;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 

@@ -68,7 +68,7 @@ impl Expiry {
             .ok_or("idempotency: must be a mapping of max_age")?;
         for (k, v) in map {
             match k.as_str() {
-                "max_age" => e.max_age = crate::pipeline::retention::parse_age(v)?,
+                "max_age" => e.max_age = crate::write::pipeline::retention::parse_age(v)?,
                 other => {
                     return Err(format!(
                         "idempotency: unknown key {other:?} (known: max_age)"

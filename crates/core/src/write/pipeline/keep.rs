@@ -358,8 +358,8 @@ mod tests {
     use super::*;
     use crate::envelope::Failure;
     use crate::hash::sha256_hex;
-    use crate::pipeline::{Body, Caller, Decision, Outcome, Pipeline, Plan, Step};
     use crate::workspace::Workspaces;
+    use crate::write::pipeline::{Body, Caller, Decision, Outcome, Pipeline, Plan, Step};
     use std::collections::BTreeMap;
     use std::os::unix::fs::MetadataExt;
     use std::path::{Path, PathBuf};
@@ -571,9 +571,12 @@ mod tests {
     fn a_disk_reporting_no_free_space_costs_no_store_walk_per_write() {
         #[derive(Debug)]
         struct Full;
-        impl crate::pipeline::FreeSpace for Full {
-            fn space(&self, _: rustix::fd::BorrowedFd<'_>) -> io::Result<crate::pipeline::Space> {
-                Ok(crate::pipeline::Space {
+        impl crate::write::pipeline::FreeSpace for Full {
+            fn space(
+                &self,
+                _: rustix::fd::BorrowedFd<'_>,
+            ) -> io::Result<crate::write::pipeline::Space> {
+                Ok(crate::write::pipeline::Space {
                     total: 64 << 20,
                     avail: 0,
                     block: 4096,
@@ -606,10 +609,13 @@ mod tests {
     fn below_the_floor_a_new_pre_image_is_paid_for_by_the_oldest() {
         #[derive(Debug)]
         struct Low;
-        impl crate::pipeline::FreeSpace for Low {
-            fn space(&self, _: rustix::fd::BorrowedFd<'_>) -> io::Result<crate::pipeline::Space> {
+        impl crate::write::pipeline::FreeSpace for Low {
+            fn space(
+                &self,
+                _: rustix::fd::BorrowedFd<'_>,
+            ) -> io::Result<crate::write::pipeline::Space> {
                 // Room for any write, but below the 5% floor of 1 GiB.
-                Ok(crate::pipeline::Space {
+                Ok(crate::write::pipeline::Space {
                     total: 1 << 30,
                     avail: 1 << 20,
                     block: 4096,
@@ -638,7 +644,7 @@ mod tests {
         );
         let row = last_row(&f);
         assert_eq!(
-            row[crate::pipeline::PRUNED_FIELD]["sha256"],
+            row[crate::write::pipeline::PRUNED_FIELD]["sha256"],
             serde_json::json!([sha256_hex(b"v0")])
         );
         let stored: Vec<String> = f
