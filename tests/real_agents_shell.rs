@@ -88,7 +88,15 @@ fn claude_code_bash_commands_are_journaled_reported_restorable_and_undone_by_ses
         .map(|n| agent.mcp(n, json!({})).name)
         .collect();
     let fine = |r: &ToolResult| assert!(!r.is_error, "{}", r.text);
+    // history and restore are in the `undo` toolset: enabled first (Claude Code takes the
+    // new list within the session), then loaded with the deferred tools' search.
+    let toolsets = agent.mcp("rw_toolsets", json!({})).name;
     let out = Scenario::new()
+        .call(Call::new(
+            "ToolSearch",
+            json!({"query": format!("select:{toolsets}")}),
+        ))
+        .expect(agent.mcp("rw_toolsets", json!({"enable": ["undo"]})), fine)
         .call(Call::new(
             "ToolSearch",
             json!({"query": format!("select:{}", select.join(","))}),
