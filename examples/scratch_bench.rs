@@ -112,7 +112,7 @@ fn measure(rows: usize, calls: usize) -> [f64; 3] {
                 Ok(Decision::Write(
                     Plan {
                         body: Body::Bytes(body),
-                        mode_label: "append".into(),
+                        mode: "append".into(),
                         create_only: false,
                         extra: Default::default(),
                         new_file_mode: Some(0o600),

@@ -132,7 +132,7 @@ impl Service {
             // A client's roots are part of what a call means: once they change, a call refused
             // outside every root may succeed, so it counts against a budget of its own.
             if let Some(ws) =
-                resilient_write_core::session::current().and_then(|s| s.workspaces.clone())
+                resilient_write_core::client_session::current().and_then(|s| s.workspaces.clone())
             {
                 let roots: Vec<String> = ws.roots().map(|r| r.display().to_string()).collect();
                 key = resilient_write_core::hash::sha256_hex(

@@ -389,7 +389,7 @@ fn the_subdirectory_list_names_every_state_directory() {
         resilient_write_core::scratch::SCRATCH_DIR,
         resilient_write_core::chunks::CHUNKS_DIR,
         resilient_write_core::checkpoint::doc::CHECKPOINT_DIR,
-        resilient_write_core::handoff::store::ARCHIVE_DIR,
+        resilient_write_core::handoff::disk::ARCHIVE_DIR,
         resilient_write_core::native::HOOKS_DIR,
     ];
     known.sort();

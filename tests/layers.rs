@@ -11,42 +11,9 @@ mod source_scan;
 use source_scan::{code_of, crate_paths, env_reads, module_of, rust_files};
 use std::path::Path;
 
-/// The core's modules, re-exported by lib.rs: every server module may use them.
-const CORE: &[&str] = &[
-    "agent_session",
-    "analytics",
-    "checkpoint",
-    "chunks",
-    "classify",
-    "edit",
-    "envelope",
-    "files",
-    "handoff",
-    "hash",
-    "history",
-    "journal",
-    "layout",
-    "maint",
-    "native",
-    "notices",
-    "objects",
-    "pipeline",
-    "policy",
-    "preflight",
-    "progress",
-    "read",
-    "retry",
-    "scratch",
-    "session",
-    "startup",
-    "state",
-    "store",
-    "tx",
-    "validate",
-    "workspace",
-    "write",
-];
-
+/// The server's modules by rank. The core is reached by its own name
+/// (`resilient_write_core::...`), never through `crate::`: a `crate::` path naming no module
+/// below is refused, so a core module and a server module never look alike.
 const RANKS: &[(&str, u32)] = &[
     ("wire", 1),
     ("client", 1),
@@ -59,9 +26,6 @@ const RANKS: &[(&str, u32)] = &[
 
 fn rank(path: &str) -> Option<(String, u32)> {
     let top = path.split("::").next().unwrap_or(path);
-    if CORE.contains(&top) {
-        return Some((top.to_string(), 0));
-    }
     RANKS
         .iter()
         .find(|(k, _)| *k == top)

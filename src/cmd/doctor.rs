@@ -148,7 +148,7 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
     let service = start(config);
     let state_dir = service.store().state_dir().display().to_string();
     let mut progress = Progress::new(args.json);
-    let store = resilient_write_core::maint::history_store(service.store())
+    let history = resilient_write_core::maint::history_store(service.store())
         .map(|r| r.map_err(|e| e.to_string()));
     let findings = check(&service, config, &mut progress);
     let mut fixed: Vec<(usize, Result<(), String>)> = Vec::new();
@@ -183,7 +183,7 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
         let doc = json!({
             "ok": remaining == 0,
             "state_dir": state_dir,
-            "history_store": match &store {
+            "history_store": match &history {
                 Some(Ok(h)) => json!(h),
                 Some(Err(e)) => json!({"error": e}),
                 None => json!(null),
@@ -197,7 +197,7 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
         println!("{}", serde_json::to_string_pretty(&doc).unwrap_or_default());
     } else {
         println!("resilient-write doctor: state in {state_dir}");
-        match &store {
+        match &history {
             Some(Ok(h)) => println!(
                 "history: {} object(s), {} of the {} budget ({}%); keep_last {}, max_age {}",
                 h.objects,
@@ -212,7 +212,7 @@ pub fn run(config: &Config, args: &DoctorArgs) -> ExitCode {
             Some(Err(e)) => println!("history: the object store cannot be listed: {e}"),
             None => {}
         }
-        if let Some(Ok(h)) = &store {
+        if let Some(Ok(h)) = &history {
             match &h.disk {
                 Some(d) => println!(
                     "state disk: {} of {} free at {} (history keeps {} free: min_free {}){}",

@@ -8,7 +8,7 @@
 //! roots. Everything that belongs to one client (its roots, its log level, its name) lives in
 //! [`McpServer`], never in the shared [`Service`]: an HTTP server builds one `McpServer` per
 //! session over one `Arc<Service>`, and each call runs inside its client's
-//! [`resilient_write_core::session::Session`].
+//! [`resilient_write_core::client_session::ClientSession`].
 //!
 //! The handler here is thin: client roots live in `roots`, log forwarding in `logging`,
 //! resources in `resources`, the `resume` prompt in `prompts` and the session's tool list
@@ -25,8 +25,8 @@ pub use resources::{CHECKPOINT_URI_PREFIX, HANDOFF_URI, JOURNAL_TAIL_URI};
 use crate::dispatch::Service;
 use crate::tools::{self, listed_name};
 use logging::{DEFAULT_LOG_LEVEL, LogEvent};
+use resilient_write_core::client_session::{ClientSession, with_client_session};
 use resilient_write_core::notices::Sink;
-use resilient_write_core::session::{Session, with_session};
 #[allow(deprecated)] // MCP logging: deprecated by SEP-2577 yet still in the protocol we serve.
 use rmcp::model::SetLevelRequestParams;
 use rmcp::model::{
@@ -269,7 +269,7 @@ impl McpServer {
     /// The client's session for one call: its roots (after any refresh under way has been
     /// answered, or [`ROOTS_WAIT`] has passed) and its name (from `initialize`, or from the
     /// request's `_meta` under the handshake-less protocol).
-    async fn session(&self, context: &RequestContext<RoleServer>) -> Arc<Session> {
+    async fn session(&self, context: &RequestContext<RoleServer>) -> Arc<ClientSession> {
         let mut rx = self.client.roots.subscribe();
         if tokio::time::timeout(ROOTS_WAIT, rx.wait_for(|s| s.pending == 0))
             .await
@@ -280,7 +280,7 @@ impl McpServer {
             );
         }
         let workspaces = self.client.roots.borrow().workspaces.clone();
-        Arc::new(Session {
+        Arc::new(ClientSession {
             workspaces,
             caller: context.client_info().map(|i| i.name),
         })
@@ -294,7 +294,7 @@ impl McpServer {
     ) -> Result<R, McpError> {
         let session = self.session(context).await;
         let service = self.service.clone();
-        tokio::task::spawn_blocking(move || with_session(Some(session), || f(&service)))
+        tokio::task::spawn_blocking(move || with_client_session(Some(session), || f(&service)))
             .await
             .map_err(|e| McpError::internal_error(format!("task failed: {e}"), None))
     }
@@ -552,7 +552,7 @@ impl McpServer {
         let inline = self.inline(spec.name, &args, progress.is_some());
         let shown = name.clone();
         let run = move || {
-            with_session(Some(session), || {
+            with_client_session(Some(session), || {
                 resilient_write_core::progress::with_progress(progress, || {
                     service.call(&name, args)
                 })

@@ -51,7 +51,7 @@ impl McpServer {
         let shown = path.clone();
         let text = self
             .blocking(&context, move |service| {
-                resilient_write_core::handoff::store::resume_prompt(service.store(), &path)
+                resilient_write_core::handoff::disk::resume_prompt(service.store(), &path)
             })
             .await?
             .map_err(|f| {

@@ -39,7 +39,7 @@ impl McpServer {
         let prefix = request.argument.value;
         let names: Vec<String> = self
             .blocking(&context, |service| {
-                resilient_write_core::checkpoint::store::list(service.store())
+                resilient_write_core::checkpoint::disk::list(service.store())
             })
             .await?
             .map(|l| l.into_iter().map(|c| c.name).collect())
@@ -81,7 +81,7 @@ impl McpServer {
         let contents = if uri == HANDOFF_URI {
             let loaded = self
                 .blocking(&context, |service| {
-                    resilient_write_core::handoff::store::load(
+                    resilient_write_core::handoff::disk::load(
                         service.store(),
                         resilient_write_core::handoff::DEFAULT_HANDOFF_PATH,
                     )
@@ -112,7 +112,7 @@ impl McpServer {
             let shown = name.clone();
             let stored = self
                 .blocking(&context, move |service| {
-                    resilient_write_core::checkpoint::store::stored(service.store(), &name)
+                    resilient_write_core::checkpoint::disk::stored(service.store(), &name)
                 })
                 .await?
                 .map_err(|f| failure_error(f, "checkpoint", true))?;
@@ -161,7 +161,7 @@ impl McpServer {
         ];
         // A checkpoint directory that cannot be read only hides the checkpoints; the other
         // resources are still listed (checkpoint_list reports the error).
-        if let Ok(list) = resilient_write_core::checkpoint::store::list(service.store()) {
+        if let Ok(list) = resilient_write_core::checkpoint::disk::list(service.store()) {
             for cp in list {
                 let mime = cp.format.map_or("text/plain", checkpoint_mime);
                 let what = if cp.corrupt {

@@ -5,8 +5,8 @@
 
 use super::McpServer;
 use super::logging::send_log;
+use resilient_write_core::client_session::{ClientSession, with_client_session};
 use resilient_write_core::notices::Level;
-use resilient_write_core::session::{Session, with_session};
 use resilient_write_core::workspace::Workspaces;
 use rmcp::RoleServer;
 use rmcp::service::Peer;
@@ -111,13 +111,13 @@ impl McpServer {
             // A transaction committed in a client root before a crash could not be finished
             // at start (only the static roots were known then): finish it now that the roots
             // are, before any call of this session runs (they wait for `pending`).
-            let session = Arc::new(Session {
+            let session = Arc::new(ClientSession {
                 workspaces: Some(ws.clone()),
                 caller: None,
             });
             let service = self.service.clone();
             let recovered = tokio::task::spawn_blocking(move || {
-                with_session(Some(session), || {
+                with_client_session(Some(session), || {
                     resilient_write_core::tx::recover(service.store())
                 })
             })

@@ -1,12 +1,12 @@
 //! `checkpoint`, `checkpoint_read`, `checkpoint_list`, `checkpoint_cleanup`: argument parsing
 //! and result shapes only; the store (find, read, list, TTL cleanup, the write plan and the
-//! journaled removal) is [`resilient_write_core::checkpoint::store`].
+//! journaled removal) is [`resilient_write_core::checkpoint::disk`].
 
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use resilient_write_core::checkpoint::Format;
-use resilient_write_core::checkpoint::store;
-pub use resilient_write_core::checkpoint::store::{CheckpointEntry, CorruptEntry, Removed};
+use resilient_write_core::checkpoint::disk;
+pub use resilient_write_core::checkpoint::disk::{CheckpointEntry, CorruptEntry, Removed};
 use resilient_write_core::envelope::Result;
 use resilient_write_core::store::Store;
 use schemars::JsonSchema;
@@ -175,7 +175,7 @@ pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
 fn run_checkpoint(store: &Store, raw: Value) -> Result<Value> {
     let (args, request) = parse_keyed::<CheckpointArgs>("checkpoint", raw)?;
     request.once(store, || {
-        let saved = store::save(store, &args.name, args.format, args.data, &args.ttl)?;
+        let saved = disk::save(store, &args.name, args.format, args.data, &args.ttl)?;
         to_value(&CheckpointResult {
             ok: true,
             name: saved.name,
@@ -196,7 +196,7 @@ fn run_checkpoint(store: &Store, raw: Value) -> Result<Value> {
 
 fn run_checkpoint_read(store: &Store, raw: Value) -> Result<Value> {
     let args: CheckpointReadArgs = parse_args(raw)?;
-    let l = store::read(store, &args.name)?;
+    let l = disk::read(store, &args.name)?;
     let cp = l.checkpoint;
     to_value(&CheckpointReadResult {
         ok: true,
@@ -213,7 +213,7 @@ fn run_checkpoint_read(store: &Store, raw: Value) -> Result<Value> {
 
 fn run_checkpoint_list(store: &Store, raw: Value) -> Result<Value> {
     let _: CheckpointListArgs = parse_args(raw)?;
-    let checkpoints = store::list(store)?;
+    let checkpoints = disk::list(store)?;
     to_value(&CheckpointListResult {
         ok: true,
         count: checkpoints.len(),
@@ -224,7 +224,7 @@ fn run_checkpoint_list(store: &Store, raw: Value) -> Result<Value> {
 fn run_checkpoint_cleanup(store: &Store, raw: Value) -> Result<Value> {
     let (args, request) = parse_keyed::<CheckpointCleanupArgs>("checkpoint_cleanup", raw)?;
     request.once(store, || {
-        let c = store::cleanup(store, args.include_session)?;
+        let c = disk::cleanup(store, args.include_session)?;
         to_value(&CheckpointCleanupResult {
             ok: true,
             removed: c.removed,

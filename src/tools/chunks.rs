@@ -8,7 +8,7 @@ use super::write::{Content, WriteMode};
 use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use resilient_write_core::chunks::{self, ChunkWritten, Composed, Status};
 use resilient_write_core::envelope::{Failure, Result};
-use resilient_write_core::preflight::Classify;
+use resilient_write_core::policy::active::Classify;
 use resilient_write_core::store::Store;
 use resilient_write_core::write::idempotency::Answer;
 use schemars::JsonSchema;

@@ -1,16 +1,16 @@
 //! `handoff_write` and `handoff_read` (L5): argument parsing and result shapes only; the
-//! store (drift, archive, load, the write through the pipeline) is [`resilient_write_core::handoff::store`].
+//! store (drift, archive, load, the write through the pipeline) is [`resilient_write_core::handoff::disk`].
 
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use resilient_write_core::envelope::Result;
-use resilient_write_core::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, store};
+use resilient_write_core::handoff::{self, DEFAULT_HANDOFF_PATH, Drift, Step, disk};
 use resilient_write_core::store::Store;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use resilient_write_core::handoff::store::ARCHIVE_DIR;
+pub use resilient_write_core::handoff::disk::ARCHIVE_DIR;
 
 fn default_path() -> String {
     DEFAULT_HANDOFF_PATH.into()
@@ -121,7 +121,7 @@ pub const HANDOFF_READ: ToolSpec = ToolSpec {
 fn run_handoff_write(store: &Store, raw: Value) -> Result<Value> {
     let (args, request) = parse_keyed::<HandoffWriteArgs>("handoff_write", raw)?;
     request.once(store, || {
-        let w = store::write(store, args.envelope, args.body, &args.path, args.archive)?;
+        let w = disk::write(store, args.envelope, args.body, &args.path, args.archive)?;
         to_value(&HandoffWriteResult {
             ok: true,
             handoff_path: w.path,
@@ -144,7 +144,7 @@ fn run_handoff_write(store: &Store, raw: Value) -> Result<Value> {
 
 fn run_handoff_read(store: &Store, raw: Value) -> Result<Value> {
     let args: HandoffReadArgs = parse_args(raw)?;
-    let l = store::load(store, &args.path)?;
+    let l = disk::load(store, &args.path)?;
     to_value(&HandoffReadResult {
         ok: true,
         handoff_path: l.path,

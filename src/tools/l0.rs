@@ -1,6 +1,6 @@
 //! `risk_score` and `redact` (L0, paper section 3.1 and SPEC section 9): the pre-flight
 //! classifier as tools. Neither touches a workspace file: they score or rewrite the draft they
-//! are given. The classifier is the workspace policy's ([`resilient_write_core::preflight`]); a bad policy
+//! are given. The classifier is the workspace policy's ([`resilient_write_core::policy::active`]); a bad policy
 //! file makes both answer `policy_violation` naming the file and line.
 //!
 //! `redact` with `deposit: true` hands the originals to a [`Depository`]: the L4 scratchpad,

@@ -8,7 +8,7 @@ use super::schema::describe;
 use super::write::{CLASSIFY_CONTENT, Content, EditArg, WHOLE_CONTENT, WriteMode, edits_from, one};
 use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use resilient_write_core::envelope::Result;
-use resilient_write_core::preflight::Classify;
+use resilient_write_core::policy::active::Classify;
 use resilient_write_core::store::Store;
 use resilient_write_core::tx::{self, CommitReport, CommittedFile, StagedOp};
 use resilient_write_core::write::idempotency::Answer;

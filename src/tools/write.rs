@@ -8,7 +8,7 @@ use super::{ToolSpec, is_false, parse_expected_hash, result_schema, schema, to_v
 use resilient_write_core::edit::Edit;
 use resilient_write_core::envelope::{Failure, Result};
 use resilient_write_core::files::{self, Edited, Replaced};
-use resilient_write_core::preflight::Classify;
+use resilient_write_core::policy::active::Classify;
 use resilient_write_core::store::Store;
 use resilient_write_core::workspace::Target;
 pub use resilient_write_core::write::content::{Content, ContentEncoding};
@@ -201,7 +201,7 @@ impl From<(&Target, Answer<Outcome>)> for WriteResult {
             abs_path: o.abs_path.display().to_string(),
             sha256: o.sha256,
             bytes: o.bytes,
-            mode_applied: o.mode_label,
+            mode_applied: o.mode,
             journal_id: o.journal_id,
             wrote_at: o.wrote_at,
             prev_sha256: o.prev_sha256,
@@ -235,7 +235,7 @@ impl From<(&Target, Replaced)> for ReplaceResult {
         let written = |e: Edited, o: Outcome, idempotent_replay: bool| ReplaceResult {
             sha256: o.sha256,
             bytes: o.bytes,
-            mode_applied: o.mode_label,
+            mode_applied: o.mode,
             journal_id: Some(o.journal_id),
             wrote_at: Some(o.wrote_at),
             idempotent_replay,

@@ -12,7 +12,7 @@
 use crate::edit::{Edit, apply_edits, unified_diff};
 use crate::envelope::{Failure, Result};
 use crate::journal::recorded::{RecordedRow, lenient};
-use crate::preflight::Classify;
+use crate::policy::active::Classify;
 use crate::store::Store;
 use crate::workspace::Target;
 use crate::write::idempotency::{Answer, Keyed};
@@ -69,7 +69,7 @@ pub fn put(store: &Store, who: &Caller, put: Put<'_>) -> Result<Answer<Outcome>>
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(body),
-                mode_label: applied.label().into(),
+                mode: applied.label().into(),
                 create_only: applied.create_only(),
                 extra: keyed.extra(),
                 new_file_mode: None,
@@ -183,7 +183,7 @@ pub fn replace(store: &Store, who: &Caller, replace: Replace<'_>) -> Result<Repl
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(new_text.into_bytes()),
-                mode_label: "replace".into(),
+                mode: "replace".into(),
                 create_only: false,
                 extra,
                 new_file_mode: None,
@@ -250,14 +250,14 @@ mod tests {
         let Answer::Applied(o) = first else {
             panic!("the first keyed call writes");
         };
-        assert_eq!(o.mode_label, "append");
+        assert_eq!(o.mode, "append");
         let again = put_bytes(&s, "a.txt", b"two\n", WriteMode::Append, Some("k")).unwrap();
         let Answer::Replayed(r) = again else {
             panic!("the retry replays");
         };
         assert_eq!(r.journal_id, o.journal_id);
         assert_eq!((r.sha256, r.bytes), (o.sha256, o.bytes));
-        assert_eq!(r.mode_label, "append");
+        assert_eq!(r.mode, "append");
         assert_eq!(
             std::fs::read(t.path().join("a.txt")).unwrap(),
             b"one\ntwo\n"
@@ -387,7 +387,7 @@ mod tests {
             (e.sha256, e.bytes, e.prev_sha256, 2)
         );
         assert_eq!(
-            (recorded.journal_id, recorded.mode_label, recorded.abs_path),
+            (recorded.journal_id, recorded.mode, recorded.abs_path),
             (o.journal_id, "replace".to_string(), target.abs_path.clone())
         );
     }

@@ -192,7 +192,7 @@ pub fn deposit_keyed(
                 _ => Ok(Decision::Write(
                     Plan {
                         body: Body::Bytes(body),
-                        mode_label: crate::write::pipeline::mode_over(existing, "overwrite"),
+                        mode: crate::write::pipeline::mode_over(existing, "overwrite"),
                         create_only: existing.is_none(),
                         extra: blob_extra,
                         new_file_mode: Some(0o600),
@@ -580,7 +580,7 @@ pub fn compact_index(store: &Store, who: &Caller) -> Result<Compacted> {
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(body),
-                mode_label: "overwrite".into(),
+                mode: "overwrite".into(),
                 create_only: false,
                 extra,
                 new_file_mode: Some(0o600),

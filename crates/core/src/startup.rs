@@ -85,7 +85,7 @@ mod tests {
                 Ok(crate::write::pipeline::Decision::Write(
                     crate::write::pipeline::Plan {
                         body: crate::write::pipeline::Body::Bytes(b"x".to_vec()),
-                        mode_label: "create".into(),
+                        mode: "create".into(),
                         create_only: true,
                         extra: Default::default(),
                         new_file_mode: None,

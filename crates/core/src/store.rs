@@ -15,7 +15,7 @@ use crate::envelope::Result;
 use crate::journal::Journal;
 use crate::notices::{Level, Notices};
 use crate::objects::ObjectStore;
-use crate::preflight::{ActivePolicy, RejectAt};
+use crate::policy::active::{ActivePolicy, RejectAt};
 use crate::workspace::Workspaces;
 use crate::write::idempotency::{
     IdempotencyIndex, Keyed, ResultLog, check_key, replay_of, result_row,
@@ -398,9 +398,9 @@ impl Store {
     }
 
     /// The roots tool paths resolve beneath: the current session's (static roots plus the
-    /// client's, session.rs) inside a session, else the static ones.
+    /// client's, client_session.rs) inside a client session, else the static ones.
     pub fn workspaces(&self) -> Arc<Workspaces> {
-        crate::session::current()
+        crate::client_session::current()
             .and_then(|s| s.workspaces.clone())
             .unwrap_or_else(|| self.workspaces.clone())
     }
@@ -432,7 +432,7 @@ impl Store {
 
     /// Who is calling: the current session's client, else the name set with `set_caller`.
     pub fn caller(&self) -> String {
-        if let Some(name) = crate::session::current().and_then(|s| s.caller.clone()) {
+        if let Some(name) = crate::client_session::current().and_then(|s| s.caller.clone()) {
             return name;
         }
         self.caller

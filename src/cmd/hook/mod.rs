@@ -36,7 +36,7 @@ use crate::dispatch::Config;
 use clap::{Args, ValueEnum};
 use resilient_write_core::envelope::Failure;
 use resilient_write_core::native::{NativeCall, NativeWorkspace, Replacement, apply};
-use resilient_write_core::preflight::RejectAt;
+use resilient_write_core::policy::active::RejectAt;
 use serde_json::Value;
 use std::io::Read;
 use std::path::PathBuf;

@@ -26,7 +26,7 @@ use crate::dispatch::Config;
 use clap::{Args, ValueEnum};
 use report::{Filters, Scanned, Source, Suppressed, TextReport, scan_text};
 use resilient_write_core::classify::{Classifier, Verdict, redact};
-use resilient_write_core::preflight::ActivePolicy;
+use resilient_write_core::policy::active::ActivePolicy;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;

@@ -5,7 +5,7 @@
 //! read, list, cleanup, journaled removal) that the `checkpoint*` tools and the MCP resources
 //! call.
 
+pub mod disk;
 pub mod doc;
-pub mod store;
 
 pub use doc::*;

@@ -1,10 +1,10 @@
-//! Session administration: [`reset`] removes a session (chunks first, from index 1 up, so a
+//! ChunkSession administration: [`reset`] removes a session (chunks first, from index 1 up, so a
 //! crash part way leaves a gap compose refuses), and [`status`] reports what a session holds
 //! and whether compose would accept it.
 
 use super::records::{check_record, stamp_of};
 use super::{
-    LOCK_FILE, ModifiedChunk, RECORDS_FILE, Session, errno, open_session, parse_part_name,
+    ChunkSession, LOCK_FILE, ModifiedChunk, RECORDS_FILE, errno, open_session, parse_part_name,
     session_display, validate_session,
 };
 use crate::envelope::{Failure, Result};
@@ -16,7 +16,7 @@ use serde::{Deserialize, Serialize};
 
 /// Remove every file of a locked session, then the session directory. Returns how many
 /// files were removed (the lock file and records log not counted).
-pub(super) fn remove_session(session: &Session) -> Result<u64> {
+pub(super) fn remove_session(session: &ChunkSession) -> Result<u64> {
     let path = &session.dir.path;
     let mut names = Vec::new();
     let dir = rustix::fs::Dir::read_from(&session.dir.dir)

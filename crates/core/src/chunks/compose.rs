@@ -10,7 +10,7 @@ use super::{ModifiedChunk, errno, open_session, session_failure, snapshot};
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
 use crate::journal::recorded::{RecordedRow, lenient};
-use crate::preflight::Classify;
+use crate::policy::active::Classify;
 use crate::progress::Progress;
 use crate::store::Store;
 use crate::write::idempotency::{Answer, Keyed};
@@ -37,7 +37,7 @@ pub struct ComposeOptions {
     /// Score the composed chunks (separators included, an append's existing content not) as
     /// they stream, and refuse with blocked/content_filter at this verdict; nothing is
     /// written then.
-    pub classify: Option<(crate::classify::Classifier, crate::preflight::RejectAt)>,
+    pub classify: Option<(crate::classify::Classifier, crate::policy::active::RejectAt)>,
 }
 
 /// A compose's outcome.
@@ -390,7 +390,11 @@ pub fn compose_with<R>(
             if let (Some(s), Some((_, at))) = (scorer, classify.as_ref()) {
                 let r = s.finish();
                 if r.verdict >= at.verdict() {
-                    rep.blocked = Some(crate::preflight::blocked(r.score, r.verdict, &r.findings));
+                    rep.blocked = Some(crate::policy::active::blocked(
+                        r.score,
+                        r.verdict,
+                        &r.findings,
+                    ));
                     return Err(io::Error::other("the composed content is blocked"));
                 }
             }
@@ -399,7 +403,7 @@ pub fn compose_with<R>(
         Ok(Decision::Write(
             Plan {
                 body: Body::HashedStream(Box::new(producer)),
-                mode_label: "compose".into(),
+                mode: "compose".into(),
                 create_only: applied.create_only(),
                 extra,
                 new_file_mode: None,

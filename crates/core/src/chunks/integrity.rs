@@ -2,7 +2,9 @@
 //! chunk files ([`manifest_drift`], for `doctor`), bringing the manifest back in step
 //! ([`rebuild_manifest`]), and folding the records log into the manifest after a write.
 
-use super::{ChunkRecord, Listing, MANIFEST_FILE, Manifest, RECORDS_FILE, Session, open_session};
+use super::{
+    ChunkRecord, ChunkSession, Listing, MANIFEST_FILE, Manifest, RECORDS_FILE, open_session,
+};
 use crate::envelope::{Failure, Result};
 use crate::store::Store;
 use crate::write::pipeline::{Body, Caller, Decision, Plan};
@@ -102,7 +104,7 @@ pub fn rebuild_manifest(store: &Store, who: &Caller, name: &str) -> Result<bool>
 pub(super) fn fold_manifest(
     store: &Store,
     who: &Caller,
-    session: &Session,
+    session: &ChunkSession,
     listing: &Listing,
     (index, record): (u64, &ChunkRecord),
     total_expected: Option<u64>,
@@ -132,7 +134,7 @@ pub(super) fn fold_manifest(
 }
 
 /// Write the manifest (which now holds every record), then empty the records log.
-fn store_manifest(store: &Store, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
+fn store_manifest(store: &Store, who: &Caller, session: &ChunkSession, m: &Manifest) -> Result<()> {
     write_manifest(store, who, session, m)?;
     session
         .open_log(OFlags::WRONLY)
@@ -146,7 +148,7 @@ fn store_manifest(store: &Store, who: &Caller, session: &Session, m: &Manifest) 
         })
 }
 
-fn write_manifest(store: &Store, who: &Caller, session: &Session, m: &Manifest) -> Result<()> {
+fn write_manifest(store: &Store, who: &Caller, session: &ChunkSession, m: &Manifest) -> Result<()> {
     // Through a Value so that keys come out sorted, as the original writes them.
     let value = serde_json::to_value(m)
         .map_err(|e| Failure::Internal(format!("serialising manifest: {e}")))?;
@@ -160,7 +162,7 @@ fn write_manifest(store: &Store, who: &Caller, session: &Session, m: &Manifest) 
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(body),
-                mode_label: "manifest".into(),
+                mode: "manifest".into(),
                 create_only: false,
                 extra,
                 new_file_mode: None,

@@ -49,7 +49,7 @@ pub use compose::{Compose, ComposeOptions, Composed, Preview, compose, compose_w
 pub use integrity::{ManifestDrift, manifest_drift, rebuild_manifest};
 pub use records::{ChunkRecord, Manifest, ManifestState, ModifiedChunk};
 pub use session::{
-    Listing, Session, Snapshot, open_session, parse_part_name, part_name, session_display,
+    ChunkSession, Listing, Snapshot, open_session, parse_part_name, part_name, session_display,
     snapshot, validate_session,
 };
 pub use write::{ChunkPut, ChunkWriteOptions, ChunkWritten, put, write_chunk};

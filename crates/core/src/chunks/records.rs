@@ -4,7 +4,7 @@
 //! trusted only while the chunk file still has it; a hash that differs from its record is an
 //! edit by hand unless the chunk's latest journaled write wrote it (a record lost to a crash).
 
-use super::{MANIFEST_FILE, RECORDS_FILE, Session, errno, list_of, session_failure};
+use super::{ChunkSession, MANIFEST_FILE, RECORDS_FILE, errno, list_of, session_failure};
 use crate::envelope::{Failure, Result};
 use crate::store::Store;
 use crate::write::pipeline::read_existing;
@@ -107,7 +107,7 @@ impl ManifestState {
     }
 }
 
-impl Session {
+impl ChunkSession {
     /// The manifest as found on disk.
     pub fn manifest(&self) -> Result<ManifestState> {
         let found = read_existing(&self.dir.dir, std::ffi::OsStr::new(MANIFEST_FILE))
@@ -195,7 +195,7 @@ impl Session {
         Ok(self.records_and_update(manifest)?.0)
     }
 
-    /// [`Session::records`], and when the session was last written: the later of the
+    /// [`ChunkSession::records`], and when the session was last written: the later of the
     /// manifest's `updated_at` and the records log's newest line.
     pub(super) fn records_and_update(
         &self,
@@ -221,7 +221,7 @@ impl Session {
 /// its record but is what its own latest journaled write left lost only its record (a crash
 /// between the two writes), not its integrity. An earlier write does not vouch: a chunk put
 /// back by hand to a content it once had is still an edit.
-fn journaled(store: &Store, session: &Session, name: &str, sha256: &str) -> bool {
+fn journaled(store: &Store, session: &ChunkSession, name: &str, sha256: &str) -> bool {
     journaled_in(
         store.pipeline().journal(),
         &session.dir.path.join(name),
@@ -278,7 +278,7 @@ pub(super) fn modified_failure(session: &str, modified: &[ModifiedChunk]) -> Fai
 /// Check a chunk's actual hash against its record.
 pub(super) fn check_record(
     store: &Store,
-    session: &Session,
+    session: &ChunkSession,
     index: u64,
     name: &str,
     recorded: Option<&ChunkRecord>,
@@ -302,7 +302,7 @@ mod tests {
     use super::*;
     use crate::hash::sha256_hex;
 
-    fn open(store: &Store, name: &str) -> Session {
+    fn open(store: &Store, name: &str) -> ChunkSession {
         open_session(store, name, false, false).unwrap().unwrap()
     }
 

@@ -1,6 +1,6 @@
 //! Sessions: the names of sessions and of their part files, the session directory and its
 //! inter-process lock ([`open_session`]), the listing of a session's chunk files
-//! ([`Session::list`]), and the [`snapshot`] that compose and preview check before reading.
+//! ([`ChunkSession::list`]), and the [`snapshot`] that compose and preview check before reading.
 
 use super::records::stamp_of;
 use super::{CHUNKS_DIR, ChunkRecord, LOCK_FILE, MAX_INDEX, errno, list_of, session_failure};
@@ -74,13 +74,13 @@ pub(super) fn validate_index(session: &str, field: &str, index: u64) -> Result<(
 }
 
 /// An open, locked session directory.
-pub struct Session {
+pub struct ChunkSession {
     pub name: String,
     pub dir: StateDir,
     lock: File,
 }
 
-impl Drop for Session {
+impl Drop for ChunkSession {
     fn drop(&mut self) {
         let _ = rustix::fs::flock(&self.lock, FlockOperation::Unlock);
     }
@@ -119,7 +119,7 @@ pub fn open_session(
     name: &str,
     create: bool,
     exclusive: bool,
-) -> Result<Option<Session>> {
+) -> Result<Option<ChunkSession>> {
     validate_session(name)?;
     // A reset removes the lock file while a waiter may be blocked on it: after locking,
     // check that the file locked is still the session's lock file, else start over.
@@ -156,7 +156,7 @@ pub fn open_session(
             .map(|st| st.st_nlink > 0)
             .unwrap_or(false);
         if linked && dir_alive {
-            return Ok(Some(Session {
+            return Ok(Some(ChunkSession {
                 name: name.into(),
                 dir,
                 lock,
@@ -168,7 +168,7 @@ pub fn open_session(
     )))
 }
 
-impl Session {
+impl ChunkSession {
     /// The chunk files on disk.
     pub fn list(&self) -> Result<Listing> {
         let mut listing = Listing::default();
@@ -245,7 +245,7 @@ pub struct Snapshot {
 }
 
 /// Check that `session` can be composed and return what to compose.
-pub fn snapshot(session: &Session) -> Result<Snapshot> {
+pub fn snapshot(session: &ChunkSession) -> Result<Snapshot> {
     let name = session.name.as_str();
     let listing = session.list()?;
     let manifest = session.manifest()?;

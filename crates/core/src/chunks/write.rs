@@ -13,7 +13,7 @@ use super::{
 };
 use crate::envelope::{Failure, Result};
 use crate::journal::recorded::lenient;
-use crate::preflight::Classify;
+use crate::policy::active::Classify;
 use crate::store::Store;
 use crate::write::content::Content;
 use crate::write::idempotency::{Answer, Keyed};
@@ -242,7 +242,7 @@ pub fn write_chunk(
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(content),
-                mode_label: crate::write::pipeline::mode_over(existing, "overwrite"),
+                mode: crate::write::pipeline::mode_over(existing, "overwrite"),
                 create_only: false,
                 extra,
                 new_file_mode: None,

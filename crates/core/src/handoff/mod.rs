@@ -4,7 +4,7 @@
 //! [`crate::store::Store`] (write with archive, load, drift against the disk, the `resume`
 //! prompt's text) that the `handoff_*` tools, the handoff resource and the prompt call.
 
+pub mod disk;
 pub mod doc;
-pub mod store;
 
 pub use doc::*;

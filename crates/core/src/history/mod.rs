@@ -227,7 +227,7 @@ mod tests {
                 Ok(Decision::Write(
                     Plan {
                         body: Body::Bytes(bytes.to_vec()),
-                        mode_label: if existing.is_some() {
+                        mode: if existing.is_some() {
                             "overwrite"
                         } else {
                             "create"

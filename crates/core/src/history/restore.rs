@@ -163,7 +163,7 @@ pub fn restore(
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(content),
-                mode_label: "restore".into(),
+                mode: "restore".into(),
                 create_only: existing.is_none(),
                 extra,
                 new_file_mode: None,
@@ -293,7 +293,7 @@ mod tests {
         assert_eq!(r.to_sha256, w1.sha256);
         assert_eq!(r.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
         let out = r.outcome.expect("restore wrote");
-        assert_eq!(out.mode_label, "restore");
+        assert_eq!(out.mode, "restore");
         assert_eq!(out.prev_sha256.as_deref(), Some(w2.sha256.as_str()));
         // The content the restore replaced was kept: it can be restored in turn.
         restore(&store, "a.txt", RestoreTo::Sha256(w2.sha256), None, false).unwrap();

@@ -496,7 +496,7 @@ pub(super) fn retention(store: &Store) -> Option<crate::history::Retention> {
 /// The object store's size against its retention budget, and the filesystem that holds it
 /// (what `doctor` reports first).
 #[derive(Debug, Clone, serde::Serialize)]
-pub struct HistoryStore {
+pub struct HistoryUsage {
     pub objects: usize,
     pub bytes: u64,
     pub max_bytes: u64,
@@ -529,15 +529,15 @@ fn disk_report(store: &Store) -> Option<StateDiskReport> {
     })
 }
 
-/// [`HistoryStore`] of `store`, or why the store cannot be listed (`None`: history is off).
-pub fn history_store(store: &Store) -> Option<std::io::Result<HistoryStore>> {
+/// [`HistoryUsage`] of `store`, or why the store cannot be listed (`None`: history is off).
+pub fn history_store(store: &Store) -> Option<std::io::Result<HistoryUsage>> {
     // Nothing beneath a planted symlink is listed (`check_state_dir`).
     if !store.state_refused().is_empty() {
         return None;
     }
     let objects = store.pipeline().objects()?;
     let retention = retention(store).unwrap_or_default();
-    Some(objects.list().map(|all| HistoryStore {
+    Some(objects.list().map(|all| HistoryUsage {
         objects: all.len(),
         bytes: all.iter().map(|o| o.bytes).sum(),
         max_bytes: retention.max_bytes,

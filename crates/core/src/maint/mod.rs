@@ -31,7 +31,7 @@ pub mod check;
 pub mod gitignore;
 pub mod repair;
 
-pub use check::{HistoryStore, check, history_store};
+pub use check::{HistoryUsage, check, history_store};
 pub use repair::repair;
 
 use serde::Serialize;

@@ -28,7 +28,7 @@
 use crate::hash::sha256_hex;
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
-use crate::preflight::ActivePolicy;
+use crate::policy::active::ActivePolicy;
 use crate::workspace::{Target, Workspaces};
 use crate::write::pipeline::{Existing, read_existing};
 use rustix::fs::{FlockOperation, Mode, OFlags};

@@ -27,7 +27,7 @@ use super::{HOOKS_DIR, NativeWorkspace};
 use crate::envelope::Failure;
 use crate::journal::paths::RowPath;
 use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
-use crate::preflight::RejectAt;
+use crate::policy::active::RejectAt;
 use crate::workspace::Target;
 use crate::write::pipeline::Existing;
 use rustix::fs::FlockOperation;

@@ -39,7 +39,7 @@ fn call<'a>(id: &'a str, command: &'a str) -> ShellCall<'a> {
         session: Some("sess-1"),
         call_id: Some(id),
         command,
-        reject_at: crate::preflight::RejectAt::Medium,
+        reject_at: crate::policy::active::RejectAt::Medium,
         max_files: DEFAULT_MAX_FILES,
         max_bytes: 1 << 20,
     }

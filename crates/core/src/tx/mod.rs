@@ -415,7 +415,7 @@ impl CommittedFile {
             abs_path: o.abs_path.display().to_string(),
             sha256: o.sha256,
             bytes: o.bytes,
-            mode_applied: o.mode_label,
+            mode_applied: o.mode,
             prev_sha256: o.prev_sha256,
             journal_id: o.journal_id,
             warnings: o.warnings,
@@ -573,7 +573,7 @@ fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Step> {
     extra.insert("tx_path".into(), json!(op.path));
     if op.mode == REMOVE_MODE {
         return Ok(Step::Remove {
-            mode_label: REMOVE_MODE.into(),
+            mode: REMOVE_MODE.into(),
             extra,
         });
     }
@@ -590,7 +590,7 @@ fn plan_for(dir: &Path, tx_id: &str, op: &StagedOp) -> Result<Step> {
     }
     Ok(Step::Write(Plan {
         body: Body::Bytes(bytes),
-        mode_label: op.mode.clone(),
+        mode: op.mode.clone(),
         // A file that did not exist when staged must not be clobbered if it appeared.
         create_only: op.base_sha256.is_none(),
         extra,

@@ -5,7 +5,7 @@
 use super::{NewContent, StagedOp, stage};
 use crate::edit::{Edit, apply_edits};
 use crate::envelope::{Failure, Result};
-use crate::preflight::RejectAt;
+use crate::policy::active::RejectAt;
 use crate::store::Store;
 use crate::write::intent::{self, Order, Precondition, WriteMode};
 

@@ -393,7 +393,7 @@ mod tests {
     fn plan(bytes: &[u8]) -> Plan {
         Plan {
             body: Body::Bytes(bytes.to_vec()),
-            mode_label: "overwrite".into(),
+            mode: "overwrite".into(),
             create_only: false,
             extra: BTreeMap::new(),
             new_file_mode: None,

@@ -29,9 +29,9 @@ pub enum Step {
     Write(Plan),
     /// Remove the file. Its content is kept in the object store as the pre-image, and its
     /// journal row (`sha256` empty, `bytes` 0, `prev_sha256` the removed content) carries
-    /// `mode_label` and `extra`. A target already absent is left alone (no row).
+    /// `mode` and `extra`. A target already absent is left alone (no row).
     Remove {
-        mode_label: String,
+        mode: String,
         extra: BTreeMap<String, Value>,
     },
 }
@@ -46,7 +46,7 @@ enum Applied<'a> {
 struct Entry<'a> {
     index: usize,
     applied: Applied<'a>,
-    mode_label: String,
+    mode: String,
     extra: BTreeMap<String, Value>,
     create_only: bool,
 }
@@ -147,11 +147,11 @@ impl Pipeline {
                 None => continue,
                 // Nothing there: nothing to remove, and no row.
                 Some(Step::Remove { .. }) if existing[i].is_none() => continue,
-                Some(Step::Remove { mode_label, extra }) => {
+                Some(Step::Remove { mode, extra }) => {
                     removals.push(Entry {
                         index: i,
                         applied: Applied::Removed,
-                        mode_label,
+                        mode,
                         extra,
                         create_only: false,
                     });
@@ -181,7 +181,7 @@ impl Pipeline {
             entries.push(Entry {
                 index: i,
                 applied: Applied::Written(w.verify(actual)?),
-                mode_label: plan.mode_label,
+                mode: plan.mode,
                 extra: plan.extra,
                 create_only: plan.create_only,
             });
@@ -248,7 +248,7 @@ impl Pipeline {
                         who,
                         e.digest(),
                         existing[e.index].as_ref(),
-                        &e.mode_label,
+                        &e.mode,
                         extra,
                     )
                 })
@@ -326,7 +326,7 @@ impl Pipeline {
                 prev_sha256: prev.map(|x| x.sha256.clone()),
                 journal_id: row.journal_id.clone(),
                 wrote_at: row.ts.clone(),
-                mode_label: e.mode_label.clone(),
+                mode: e.mode.clone(),
                 detached_hardlinks,
                 warnings,
             });

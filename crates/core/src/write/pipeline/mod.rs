@@ -141,7 +141,7 @@ pub enum Body {
 pub struct Plan {
     pub body: Body,
     /// The journal's `mode` (create, overwrite, append, replace, compose, ...).
-    pub mode_label: String,
+    pub mode: String,
     /// Refuse to replace an existing file at rename time (create mode).
     pub create_only: bool,
     /// Extra journal fields (session, tx_id, idempotency_key, ...).
@@ -189,7 +189,7 @@ pub struct Outcome {
     pub prev_sha256: Option<String>,
     pub journal_id: String,
     pub wrote_at: String,
-    pub mode_label: String,
+    pub mode: String,
     /// Hard links of the previous file that no longer share content with this path.
     pub detached_hardlinks: u64,
     /// Non-fatal problems after the write was applied (a directory fsync that failed, an
@@ -209,7 +209,7 @@ impl Outcome {
             prev_sha256: row.prev_sha256,
             journal_id: row.journal_id,
             wrote_at: row.ts,
-            mode_label: row.mode,
+            mode: row.mode,
             detached_hardlinks: 0,
             warnings: Vec::new(),
         }
@@ -567,7 +567,7 @@ impl Pipeline {
                 who,
                 &staged,
                 existing.as_ref(),
-                (&plan.mode_label, plan.create_only, &plan.extra),
+                (&plan.mode, plan.create_only, &plan.extra),
                 (&kept, &pruned),
                 pending.as_ref(),
             );
@@ -662,7 +662,7 @@ impl Pipeline {
                 prev_sha256: existing.map(|e| e.sha256),
                 journal_id,
                 wrote_at,
-                mode_label: plan.mode_label,
+                mode: plan.mode,
                 detached_hardlinks,
                 warnings,
             }),
@@ -714,7 +714,7 @@ impl Pipeline {
         who: &Caller,
         staged: &Staged,
         existing: Option<&Existing>,
-        (mode_label, create_only, extra): (&str, bool, &BTreeMap<String, Value>),
+        (mode, create_only, extra): (&str, bool, &BTreeMap<String, Value>),
         (kept, pruned): (&Kept, &crate::objects::Dropped),
         pending: Option<&PendingSync>,
     ) -> std::result::Result<(String, String), Attempt> {
@@ -727,7 +727,7 @@ impl Pipeline {
             extra.insert(PRUNED_FIELD.into(), p);
         }
         let digest = (staged.sha256.as_str(), staged.bytes);
-        let row = journal_row(target, who, digest, existing, mode_label, extra);
+        let row = journal_row(target, who, digest, existing, mode, extra);
         let ids = (row.journal_id.clone(), row.ts.clone());
         let rename = renamer(target, &staged.guard.name, create_only)
             .map_err(|e| Attempt::Failed(Failure::io("rename into place", shown, e)))?;

@@ -38,7 +38,7 @@ fn write(f: &Fixture, path: &str, bytes: &[u8], create_only: bool) -> Result<Out
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(body),
-                mode_label: if create_only { "create" } else { "overwrite" }.into(),
+                mode: if create_only { "create" } else { "overwrite" }.into(),
                 create_only,
                 extra: BTreeMap::new(),
                 new_file_mode: None,
@@ -86,7 +86,7 @@ fn create_only_never_clobbers_a_file_that_appeared() {
             Ok(Decision::Write(
                 Plan {
                     body: Body::Bytes(b"ours".to_vec()),
-                    mode_label: "create".into(),
+                    mode: "create".into(),
                     create_only: true,
                     extra: BTreeMap::new(),
                     new_file_mode: None,
@@ -145,7 +145,7 @@ fn stream(f: &Fixture, path: &str, body: Body) -> Result<Outcome> {
         Ok(Decision::Write(
             Plan {
                 body,
-                mode_label: "compose".into(),
+                mode: "compose".into(),
                 create_only: false,
                 extra: BTreeMap::new(),
                 new_file_mode: None,
@@ -311,7 +311,7 @@ fn a_stream_of_several_writeback_steps_lands_whole() {
 fn plan(bytes: &[u8], create_only: bool) -> Step {
     Step::Write(Plan {
         body: Body::Bytes(bytes.to_vec()),
-        mode_label: if create_only { "create" } else { "overwrite" }.into(),
+        mode: if create_only { "create" } else { "overwrite" }.into(),
         create_only,
         extra: BTreeMap::new(),
         new_file_mode: None,

@@ -2,8 +2,8 @@
 //! workspace roots the client announced (MCP `roots`) and the client's name for journal rows.
 //!
 //! The service is shared by every session (one per stdio process, one per HTTP client), so a
-//! session's roots must never leak into another's. A front end builds a [`Session`] for its
-//! client and installs it around each call with [`with_session`]; [`crate::store::Store`]
+//! session's roots must never leak into another's. A front end builds a [`ClientSession`] for its
+//! client and installs it around each call with [`with_client_session`]; [`crate::store::Store`]
 //! answers `workspaces()` and `caller()` from it. Like [`crate::progress`], the installed
 //! session is per thread: each tool call runs on its own blocking thread, so concurrent calls of
 //! different sessions never see each other's roots.
@@ -14,7 +14,7 @@ use std::sync::Arc;
 
 /// One client's view of the service.
 #[derive(Debug, Clone, Default)]
-pub struct Session {
+pub struct ClientSession {
     /// The static roots plus the client's accepted roots; `None` = the static roots only.
     pub workspaces: Option<Arc<Workspaces>>,
     /// The client's name (`clientInfo.name`), recorded as `caller` in journal rows.
@@ -22,12 +22,12 @@ pub struct Session {
 }
 
 thread_local! {
-    static CURRENT: RefCell<Option<Arc<Session>>> = const { RefCell::new(None) };
+    static CURRENT: RefCell<Option<Arc<ClientSession>>> = const { RefCell::new(None) };
 }
 
 /// Run `f` with `session` installed as this thread's session.
-pub fn with_session<R>(session: Option<Arc<Session>>, f: impl FnOnce() -> R) -> R {
-    struct Restore(Option<Arc<Session>>);
+pub fn with_client_session<R>(session: Option<Arc<ClientSession>>, f: impl FnOnce() -> R) -> R {
+    struct Restore(Option<Arc<ClientSession>>);
     impl Drop for Restore {
         fn drop(&mut self) {
             let old = self.0.take();
@@ -40,7 +40,7 @@ pub fn with_session<R>(session: Option<Arc<Session>>, f: impl FnOnce() -> R) -> 
 }
 
 /// The session installed for this thread's current call, if any.
-pub fn current() -> Option<Arc<Session>> {
+pub fn current() -> Option<Arc<ClientSession>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
@@ -50,17 +50,17 @@ mod tests {
 
     #[test]
     fn a_session_is_seen_only_inside_its_scope_and_the_outer_one_comes_back() {
-        let outer = Arc::new(Session {
+        let outer = Arc::new(ClientSession {
             caller: Some("outer".into()),
-            ..Session::default()
+            ..ClientSession::default()
         });
-        let inner = Arc::new(Session {
+        let inner = Arc::new(ClientSession {
             caller: Some("inner".into()),
-            ..Session::default()
+            ..ClientSession::default()
         });
         assert!(current().is_none());
-        with_session(Some(outer), || {
-            with_session(Some(inner), || {
+        with_client_session(Some(outer), || {
+            with_client_session(Some(inner), || {
                 assert_eq!(
                     current().and_then(|s| s.caller.clone()).as_deref(),
                     Some("inner")

@@ -20,6 +20,8 @@
 //! [`crate::classify::DEFAULT_CUSTOM_WEIGHT`]. A custom regex may mark the secret part with a named
 //! group `secret` (only that part is redacted); otherwise the whole match is.
 
+pub mod active;
+
 use std::collections::BTreeMap;
 use std::fmt;
 use std::path::Path;

@@ -184,7 +184,7 @@ pub fn write(
                 Ok(Decision::Write(
                     Plan {
                         body: Body::Bytes(bytes),
-                        mode_label: "archive".into(),
+                        mode: "archive".into(),
                         create_only: true,
                         extra: BTreeMap::new(),
                         new_file_mode: Some(0o600),
@@ -198,7 +198,7 @@ pub fn write(
         Ok(Decision::Write(
             Plan {
                 body: Body::Bytes(text.into_bytes()),
-                mode_label: crate::write::pipeline::mode_over(existing, "overwrite"),
+                mode: crate::write::pipeline::mode_over(existing, "overwrite"),
                 create_only: existing.is_none(),
                 extra: BTreeMap::new(),
                 new_file_mode: None,

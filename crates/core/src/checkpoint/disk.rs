@@ -182,7 +182,7 @@ pub fn save(store: &Store, name: &str, format: Format, data: Value, ttl: &str) -
         Ok(Decision::Write(
             Plan {
                 body,
-                mode_label: crate::write::pipeline::mode_over(existing, "overwrite"),
+                mode: crate::write::pipeline::mode_over(existing, "overwrite"),
                 create_only: false,
                 extra,
                 new_file_mode: Some(0o600),
