@@ -31,6 +31,9 @@ use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+/// Any non-empty value makes the scratchpad write-only (`scratch_get` refuses, naming it).
+pub const SCRATCH_DISABLE_GET_ENV: &str = "RW_SCRATCH_DISABLE_GET";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "resilient-write",
@@ -273,9 +276,9 @@ pub fn config_from(global: &GlobalArgs) -> Result<Config, String> {
     config.store.state_root = global.state_dir.clone();
     config.store.policy_file = global.policy_file.clone();
     config.store.max_write_bytes = global.max_write_bytes;
-    config.store.scratch_get_disabled =
-        std::env::var_os(resilient_write_core::scratch::DISABLE_GET_ENV)
-            .is_some_and(|v| !v.is_empty());
+    config.store.scratch_get_disabled = std::env::var_os(SCRATCH_DISABLE_GET_ENV)
+        .is_some_and(|v| !v.is_empty())
+        .then(|| SCRATCH_DISABLE_GET_ENV.to_string());
     config.tool_names = match global.tool_names {
         NameStyle::Underscore => ToolNames::Underscore,
         NameStyle::Dotted => ToolNames::Dotted,

@@ -202,8 +202,8 @@ fn run_scratch_ref(store: &Store, raw: Value) -> Result<Value> {
 fn run_scratch_get(store: &Store, raw: Value) -> Result<Value> {
     // The switch is checked before anything else: a write-only scratchpad says so even to a
     // malformed request.
-    if store.config().scratch_get_disabled {
-        return Err(Failure::ScratchGetDisabled);
+    if let Some(by) = &store.config().scratch_get_disabled {
+        return Err(Failure::ScratchGetDisabled { by: by.clone() });
     }
     let args: ScratchGetArgs = parse_args(raw)?;
     let sha = scratch::parse_sha256(&args.sha256)?;

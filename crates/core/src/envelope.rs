@@ -234,8 +234,8 @@ pub enum Failure {
         sha256: Option<String>,
         label: Option<String>,
     },
-    #[error("scratch_get is disabled by RW_SCRATCH_DISABLE_GET (the scratchpad is write-only)")]
-    ScratchGetDisabled,
+    #[error("scratch_get is disabled by {by} (the scratchpad is write-only)")]
+    ScratchGetDisabled { by: String },
     /// A structured document (a handoff envelope, a checkpoint argument) that breaks its
     /// format: malformed YAML (with the line), missing required fields, a bad value.
     #[error("{what}: {message}{}", line_suffix(*line))]
@@ -459,7 +459,7 @@ impl Failure {
             Failure::ChunkArgument { .. } => (K::PolicyViolation, R::Unknown, A::Abort),
             Failure::ChunkSession { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
             Failure::ScratchNotFound { .. } => (K::StalePrecondition, R::Unknown, A::AskUser),
-            Failure::ScratchGetDisabled => (K::PolicyViolation, R::Permission, A::Abort),
+            Failure::ScratchGetDisabled { .. } => (K::PolicyViolation, R::Permission, A::Abort),
         }
     }
 
@@ -480,7 +480,7 @@ impl Failure {
                 | Failure::IdempotencyConflict { .. }
                 | Failure::PolicyInvalid { .. }
                 | Failure::ChunkArgument { .. }
-                | Failure::ScratchGetDisabled
+                | Failure::ScratchGetDisabled { .. }
                 | Failure::InvalidDocument { .. }
                 | Failure::TxNotOpen { .. }
                 | Failure::AmbiguousVersion { .. }
@@ -729,9 +729,9 @@ impl Failure {
                 put("sha256", json!(sha256));
                 put("label", json!(label));
             }
-            Failure::ScratchGetDisabled => {
+            Failure::ScratchGetDisabled { by } => {
                 put("reason", json!("scratch_get_disabled"));
-                put("env", json!("RW_SCRATCH_DISABLE_GET"));
+                put("env", json!(by));
             }
         }
         c

@@ -24,7 +24,7 @@
 //!   after a torn last line starts on a new line, so the fragment never spoils it.
 //! - What reads answer is the *live view* ([`live_index`]): per (sha256, label), the latest
 //!   row, counted with the deposits it supersedes. Compaction writes exactly the live view.
-//! - `RW_SCRATCH_DISABLE_GET` (any non-empty value) makes the scratchpad write-only.
+//! - A front end may make the scratchpad write-only (`Config::scratch_get_disabled`).
 //!
 //! What the tools ask for: [`put`] (`scratch_put`: a deposit of content as the request
 //! carries it, a keyed retry answered from its journal row) and [`find`] (`scratch_ref`,
@@ -58,7 +58,6 @@ use std::path::Path;
 
 pub const SCRATCH_DIR: &str = "scratch";
 pub const INDEX_FILE: &str = "index.jsonl";
-pub const DISABLE_GET_ENV: &str = "RW_SCRATCH_DISABLE_GET";
 /// The field of a compacted index row that counts the deposits it stands for (absent: one).
 pub const DEPOSITS_FIELD: &str = "deposits";
 /// `doctor` suggests compaction when at least this many rows are superseded and they are at
@@ -631,10 +630,10 @@ pub fn deposit_redacted(store: &Store, original: &str, rule: &str) -> Result<Str
     Ok(d.blob.sha256)
 }
 
-/// Read and verify a blob. `RW_SCRATCH_DISABLE_GET` refuses.
+/// Read and verify a blob; refused when the scratchpad is write-only.
 pub fn get(store: &Store, sha256: &str) -> Result<Vec<u8>> {
-    if store.config().scratch_get_disabled {
-        return Err(Failure::ScratchGetDisabled);
+    if let Some(by) = &store.config().scratch_get_disabled {
+        return Err(Failure::ScratchGetDisabled { by: by.clone() });
     }
     let not_found = || Failure::ScratchNotFound {
         sha256: Some(sha256.into()),

@@ -50,8 +50,9 @@ pub struct Config {
     /// `.resilient_write/policy.yaml`. The policy's `retry_budget.default` replaces
     /// `retry_budget` when the file is usable.
     pub policy_file: Option<PathBuf>,
-    /// RW_SCRATCH_DISABLE_GET: the scratchpad is write-only (`scratch_get` refuses).
-    pub scratch_get_disabled: bool,
+    /// The scratchpad is write-only (`scratch_get` refuses), and the front end's switch that
+    /// made it so, which the refusal names.
+    pub scratch_get_disabled: Option<String>,
     /// Warn at start when `.resilient_write/` is in a git work tree that does not ignore it
     /// (`init` turns it off in the run that adds the entry to .gitignore).
     pub warn_not_git_ignored: bool,
@@ -70,7 +71,7 @@ impl Config {
             sweep_on_start: true,
             repair_on_start: true,
             policy_file: None,
-            scratch_get_disabled: false,
+            scratch_get_disabled: None,
             warn_not_git_ignored: true,
         }
     }
