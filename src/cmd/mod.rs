@@ -10,7 +10,6 @@ use crate::dispatch::{Config, DEFAULT_MAX_WRITE_BYTES, ToolNames};
 use analytics::AnalyticsCliArgs;
 use history::{GcArgs, HistoryCliArgs, RestoreCliArgs};
 use journal::JournalArgs;
-use resilient_write_core::workspace::parse_workspace_env;
 use serve::ServeArgs;
 
 pub mod analytics;
@@ -33,6 +32,26 @@ use std::process::ExitCode;
 
 /// Any non-empty value makes the scratchpad write-only (`scratch_get` refuses, naming it).
 pub const SCRATCH_DISABLE_GET_ENV: &str = "RW_SCRATCH_DISABLE_GET";
+
+/// Parse `RW_WORKSPACE`: a JSON array of paths, or an `os.pathsep`-separated list.
+pub fn parse_workspace_env(value: &str) -> std::result::Result<Vec<PathBuf>, String> {
+    let trimmed = value.trim();
+    if trimmed.is_empty() {
+        return Ok(Vec::new());
+    }
+    if trimmed.starts_with('[') {
+        let list: Vec<String> = serde_json::from_str(trimmed)
+            .map_err(|e| format!("RW_WORKSPACE is not a JSON array of strings: {e}"))?;
+        return Ok(list
+            .into_iter()
+            .filter(|s| !s.is_empty())
+            .map(PathBuf::from)
+            .collect());
+    }
+    Ok(std::env::split_paths(trimmed)
+        .filter(|p| !p.as_os_str().is_empty())
+        .collect())
+}
 
 #[derive(Debug, Parser)]
 #[command(
@@ -475,5 +494,23 @@ pub fn main() -> ExitCode {
         Some(Command::Validate(args)) => crate::cmd::validate::run(&args),
         Some(Command::Completions(args)) => people::completions(&args),
         Some(Command::Man) => people::man(),
+    }
+}
+
+#[cfg(test)]
+mod workspace_env_tests {
+    use super::*;
+
+    #[test]
+    fn env_accepts_json_array_and_pathsep_list() {
+        assert_eq!(
+            parse_workspace_env(r#"["/a","/b"]"#).unwrap(),
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        assert_eq!(
+            parse_workspace_env("/a:/b").unwrap(),
+            vec![PathBuf::from("/a"), PathBuf::from("/b")]
+        );
+        assert!(parse_workspace_env("[1,2]").is_err());
     }
 }

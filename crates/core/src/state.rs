@@ -192,7 +192,7 @@ pub fn planted(state_dir: &Path, explicit_root: bool) -> Vec<String> {
             {
                 problems.push(format!(
                     "{what}: the server's state would be kept there, outside the workspace; \
-                     remove it, or name a state directory with --state-dir / RW_STATE_DIR"
+                     remove it, or keep the state in another directory"
                 ));
                 return problems;
             }

@@ -107,26 +107,6 @@ pub struct Target {
     pub keep_history: bool,
 }
 
-/// Parse `RW_WORKSPACE`: a JSON array of paths, or an `os.pathsep`-separated list.
-pub fn parse_workspace_env(value: &str) -> std::result::Result<Vec<PathBuf>, String> {
-    let trimmed = value.trim();
-    if trimmed.is_empty() {
-        return Ok(Vec::new());
-    }
-    if trimmed.starts_with('[') {
-        let list: Vec<String> = serde_json::from_str(trimmed)
-            .map_err(|e| format!("RW_WORKSPACE is not a JSON array of strings: {e}"))?;
-        return Ok(list
-            .into_iter()
-            .filter(|s| !s.is_empty())
-            .map(PathBuf::from)
-            .collect());
-    }
-    Ok(std::env::split_paths(trimmed)
-        .filter(|p| !p.as_os_str().is_empty())
-        .collect())
-}
-
 /// Lexically normalise `path` (absolute): drop `.`, apply `..`. `None` when `..` climbs above `/`.
 fn normalize(path: &Path) -> Option<PathBuf> {
     let mut out = PathBuf::new();
@@ -150,7 +130,7 @@ fn normalize(path: &Path) -> Option<PathBuf> {
 fn deny_reason(path: &Path, home: Option<&Path>) -> Option<String> {
     if DENIED_ROOTS.iter().any(|d| Path::new(d) == path) {
         return Some(format!(
-            "{} is a system directory; pass a project directory with -w or RW_WORKSPACE",
+            "{} is a system directory; name a project directory as the workspace",
             path.display()
         ));
     }
@@ -521,19 +501,6 @@ mod tests {
 
     fn ws(dir: &Path) -> Workspaces {
         Workspaces::new(&[dir.to_path_buf()], dir, None)
-    }
-
-    #[test]
-    fn env_accepts_json_array_and_pathsep_list() {
-        assert_eq!(
-            parse_workspace_env(r#"["/a","/b"]"#).unwrap(),
-            vec![PathBuf::from("/a"), PathBuf::from("/b")]
-        );
-        assert_eq!(
-            parse_workspace_env("/a:/b").unwrap(),
-            vec![PathBuf::from("/a"), PathBuf::from("/b")]
-        );
-        assert!(parse_workspace_env("[1,2]").is_err());
     }
 
     #[test]

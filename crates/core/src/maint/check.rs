@@ -89,7 +89,7 @@ pub fn check_config(store: &Store, out: &mut Vec<Finding>) {
         out.push(Finding::problem(
             "config",
             format!("workspace {} is refused: {reason}", path.display()),
-            "name a project directory instead (-w DIR or RW_WORKSPACE)".into(),
+            "name a project directory as the workspace instead".into(),
         ));
     }
     if store.workspaces().roots().next().is_none() {
