@@ -320,7 +320,7 @@ pub struct Classifier {
 /// source (Python, Rust, JSON) gets there at 100-160 KB, Markdown with many URLs and
 /// secret-dense text sooner: at 128 KB the split saves 5-30% on four of five inputs and costs
 /// JSON 3%; at 48 KB it cost the three kinds of ordinary source 55-63% (`l0_bench` with
-/// `RW_L0_SPLIT`; `docs/ARCHITECTURE.md`, "Two threads for a long draft").
+/// `RW_L0_SPLIT`; `docs/decisions/0040-l0-two-threads-for-a-long-draft.md`).
 pub const SPLIT_MIN: usize = 128 * 1024;
 
 impl std::fmt::Debug for Classifier {

@@ -16,8 +16,8 @@
 //!
 //! ## Two append protocols
 //!
-//! A row is written before the rename it describes (docs/ARCHITECTURE.md, "Order of journal
-//! row and rename"), in one of two ways:
+//! A row is written before the rename it describes
+//! (docs/decisions/0003-journal-row-before-the-rename.md), in one of two ways:
 //!
 //! **The commit queue** ([`Journal::commit_row`], [`group::CommitQueue`]), which
 //! [`Pipeline::commit`](crate::write::pipeline::Pipeline::commit) uses for every single-file

@@ -59,7 +59,8 @@
 //! fdatasync and the rename) can leave a row for a rename that never happened ("orphan row"),
 //! as can one while the temp file's fsync still runs (its row is durable, the file not yet):
 //! the file on disk, not the row, is the truth; the crash test counts such rows, and
-//! docs/ARCHITECTURE.md explains why this order is the one that never loses an acknowledged row.
+//! docs/decisions/0003-journal-row-before-the-rename.md explains why this order is the one that
+//! never loses an acknowledged row.
 
 use crate::envelope::{Failure, Result};
 use crate::hash::sha256_hex;
@@ -706,7 +707,8 @@ impl Pipeline {
     /// it names: made after the link, it is in the same journal commit or a later one (on a
     /// filesystem without a journal, a power loss before the rename can leave a row naming a
     /// link that was lost, for a write that never happened: the file then still holds that
-    /// content; docs/ARCHITECTURE.md). Returns the row's id and time.
+    /// content; docs/decisions/0020-pre-images-kept-by-hard-link.md). Returns the row's id and
+    /// time.
     #[allow(clippy::too_many_arguments)]
     fn journal_and_rename(
         &self,
