@@ -315,12 +315,11 @@ pub struct Classifier {
 }
 
 /// Drafts of at least this many bytes are scanned on two threads by default. The second
-/// thread costs about 70 us on the 2-vCPU VM this was measured on (its spawn, the wake of the
-/// idle vCPU, the join), so it pays once the scan on one thread takes about 180 us. Ordinary
-/// source (Python, Rust, JSON) gets there at 100-160 KB, Markdown with many URLs and
-/// secret-dense text sooner: at 128 KB the split saves 5-30% on four of five inputs and costs
-/// JSON 3%; at 48 KB it cost the three kinds of ordinary source 55-63% (`l0_bench` with
-/// `RW_L0_SPLIT`; `docs/ARCHITECTURE.md`, "Two threads for a long draft").
+/// thread has a fixed cost (its spawn, the wake of an idle CPU, the join), so it pays only once
+/// the scan on one thread costs a few times that: ordinary source reaches that point around
+/// this size, Markdown with many URLs and secret-dense text sooner; below it the split makes
+/// ordinary source slower. Measure with `l0_bench` and `RW_L0_SPLIT` (the runs behind this
+/// value: `docs/performance-log.md`, L0 speed).
 pub const SPLIT_MIN: usize = 128 * 1024;
 
 impl std::fmt::Debug for Classifier {
@@ -528,7 +527,7 @@ impl Classifier {
     }
 
     /// This classifier with drafts of at least `bytes` bytes scanned on two threads, instead
-    /// of from [`SPLIT_MIN`]: lower where spawning a thread is cheaper than on the 2-vCPU VM
+    /// of from [`SPLIT_MIN`]: lower where spawning a thread is cheaper than on the machine
     /// the default was measured on, `usize::MAX` for [`Classifier::on_one_thread`].
     pub fn split_from(mut self, bytes: usize) -> Classifier {
         self.split_min = bytes;

@@ -138,8 +138,8 @@ fn pem_spans(content: &str) -> Vec<Range<usize>> {
 /// them by tier, rule and position, each rule's in the order one thread gives them: the same
 /// findings either way. A thread spawned for the call, not a pool's: a freshly spawned thread
 /// is placed on an idle CPU, while a woken pool thread may be kept on the waker's (as this
-/// machine's scheduler does), and the spawn costs about 45 us against the 0.3 ms or more of
-/// work it takes over. When the spawn fails, the calling thread does that work too.
+/// scheduler may do), and the spawn costs a small fraction of the work it takes over
+/// (figures: `docs/performance-log.md`, L0 speed). When the spawn fails, the calling thread does that work too.
 fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let bytes = content.as_bytes();
     let raws = if content.len() >= c.split_min {
@@ -252,8 +252,8 @@ fn keyed_raws(bytes: &[u8], c: &Classifier, skip_literal_keyed: bool) -> Vec<Raw
             for k in &c.keyword_rules[pid] {
                 // Opaque to the optimiser, so that the bounds the gates and windows derive from
                 // the hit are computed where a rule needs them: hoisted out of this loop, they
-                // were computed for every hit (a third of the handler's instructions), though
-                // most of its rules stop at their first test. The same values either way.
+                // would be computed for every hit, though most of its rules stop at their first
+                // test. The same values either way.
                 let (p, end) = std::hint::black_box((hit_start, hit_end));
                 let r = k.rule;
                 if skip_literal_keyed && c.rules[r].literal_key {

@@ -506,7 +506,7 @@ fn build_dfa(words: &[String]) -> Option<DFA> {
 /// Every occurrence of every keyword of `dfa` in `bytes`, overlapping ones included, as
 /// `(pattern, start, end)`: what `AhoCorasick::find_overlapping_iter` reports, in its order (by
 /// end, then longest first). The DFA's transitions are followed by [`match_states`], whose loop
-/// does nothing but that (the iterator's per-byte bookkeeping cost twice as many instructions),
+/// does nothing but that (the iterator's per-byte bookkeeping would double its cost),
 /// and the hits are expanded afterwards. The scan goes through the DFA's dense table instead
 /// ([`Keywords::hits`]); this is the fallback for keyword sets too large for the table
 /// and the reference of the table's test.
@@ -525,8 +525,8 @@ pub(super) fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usi
 /// with nothing else in the loop: so the state, the position and the DFA's tables stay in
 /// registers (with the hit handling inlined into the loop, they were spilled to the stack).
 /// Eight bytes per iteration of the outer loop, the inner one unrolled: the position is
-/// counted once per block, so a byte costs its transition and one comparison (13
-/// instructions per byte with `enumerate`, 7 now).
+/// counted once per block, so a byte costs its transition and one comparison (the
+/// instruction counts: `docs/performance-log.md`, L0 speed).
 #[inline(never)]
 fn match_states(dfa: &DFA, bytes: &[u8], out: &mut Vec<(StateID, usize)>) {
     let Ok(mut sid) = dfa.start_state(Anchored::No) else {

@@ -41,7 +41,7 @@ fn upper(b: u8) -> bool {
 /// neighbours straight from the three overlapping views of `w`, which the compiler turns into
 /// vector instructions (SSE2 on x86-64: 16 bytes per instruction) without `unsafe`. (Byte
 /// classes computed once into an array and read back at three offsets cost more: packing the
-/// classes into bits and unpacking them again, about 270 instructions a chunk against 230.)
+/// classes into bits and unpacking them again; `docs/performance-log.md`, L0 speed.)
 #[inline(always)]
 fn chunk_starts(w: &[u8; CHUNK + 2], out: &mut [u8; CHUNK]) {
     for (i, o) in out.iter_mut().enumerate() {
