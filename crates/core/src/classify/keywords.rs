@@ -95,13 +95,13 @@ impl Keywords {
 
     /// The DFA of the same keywords, which the tests compare the table with.
     #[cfg(test)]
-    pub(super) fn reference_dfa(&self) -> DFA {
+    fn reference_dfa(&self) -> DFA {
         build_dfa(&self.words).unwrap()
     }
 
     /// Whether the dense table is in use (the tests check that the built-in keywords fit).
     #[cfg(test)]
-    pub(super) fn has_table(&self) -> bool {
+    fn has_table(&self) -> bool {
         self.table.is_some()
     }
 
@@ -110,7 +110,7 @@ impl Keywords {
     /// or both to a non-match one, with the same patterns in the same order, and every pair so
     /// reached is checked in turn. Returns the number of pairs checked, or what differed.
     #[cfg(test)]
-    pub(super) fn table_is_the_dfa(&self) -> Result<usize, String> {
+    fn table_is_the_dfa(&self) -> Result<usize, String> {
         let t = self.table.as_ref().ok_or("no table")?;
         let dfa = self.reference_dfa();
         let patterns = |row: u16| -> Vec<(usize, usize)> {
@@ -161,7 +161,7 @@ impl Keywords {
     /// The hits of `bytes` scanned as two streams split at `split` (the tests try every split
     /// where keywords straddle it), or as one stream for `None`.
     #[cfg(test)]
-    pub(super) fn hits_split(&self, bytes: &[u8], split: Option<usize>) -> Vec<(u16, usize)> {
+    fn hits_split(&self, bytes: &[u8], split: Option<usize>) -> Vec<(u16, usize)> {
         let t = self.table.as_ref().unwrap();
         let mut rows = Vec::new();
         match split {
@@ -173,7 +173,7 @@ impl Keywords {
 
     /// The hits of `bytes` scanned as four streams split at `splits`.
     #[cfg(test)]
-    pub(super) fn hits_split4(&self, bytes: &[u8], splits: [usize; 3]) -> Vec<(u16, usize)> {
+    fn hits_split4(&self, bytes: &[u8], splits: [usize; 3]) -> Vec<(u16, usize)> {
         let t = self.table.as_ref().unwrap();
         let mut rows = Vec::new();
         t.split_rows(bytes, splits, &mut rows);
@@ -182,7 +182,7 @@ impl Keywords {
 
     /// The longest keyword (the tests' bound for a split).
     #[cfg(test)]
-    pub(super) fn max_len(&self) -> usize {
+    fn max_len(&self) -> usize {
         self.table.as_ref().map_or(0, |t| t.max_len)
     }
 
@@ -510,7 +510,7 @@ fn build_dfa(words: &[String]) -> Option<DFA> {
 /// and the hits are expanded afterwards. The scan goes through the DFA's dense table instead
 /// ([`Keywords::hits`]); this is the fallback for keyword sets too large for the table
 /// and the reference of the table's test.
-pub(super) fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
+fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
     let mut states = Vec::new();
     match_states(dfa, bytes, &mut states);
     for (sid, end) in states {
@@ -564,3 +564,7 @@ fn step(dfa: &DFA, sid: &mut StateID, b: u8, end: usize, out: &mut Vec<(StateID,
     }
     true
 }
+
+#[cfg(test)]
+#[path = "tests_keywords.rs"]
+mod tests;
