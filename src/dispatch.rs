@@ -143,9 +143,8 @@ impl Service {
         };
         // The key hashes the canonical form of every argument (a whole file's content): only
         // computed before the call when a remembered failure has the call's sketch (its
-        // arguments with long strings cut to their ends), else only if this call fails. A
-        // session with any failure used to hash every later call's content: +2.2 ms of CPU
-        // per 1 MB write.
+        // arguments with long strings cut to their ends), else only if this call fails. So a
+        // session with one failure does not pay a hash of every later call's content.
         let sketch = (!self.budgets.is_empty()).then(|| RetryBudgets::sketch(spec.name, &args));
         let (key, args_for_key) = if sketch.as_ref().is_some_and(|s| self.budgets.may_hold(s)) {
             (Some(key_of(&args)), None)

@@ -269,7 +269,7 @@ pub fn parse_message(text: &str) -> serde_json::Result<ClientJsonRpcMessage> {
 /// by their own types, the rest by rmcp's `CallToolRequest`, whose `_meta` goes to the
 /// request's extensions as it does through rmcp's message enum. That enum tries each of the
 /// thirteen client requests listed before `tools/call` in turn, each failing with a formatted
-/// error: a fifth of a small call's instructions in user space. Every earlier request has
+/// error: a large share of a small call's work (`docs/performance-log.md`). Every earlier request has
 /// another method, so none of them can be what the enum yields for this one: the message is
 /// the one rmcp builds (a test compares the two). `None` when the parts do not fit (no `id`,
 /// a `result` or `error` beside the method, a field of the wrong type): rmcp then parses it

@@ -1,7 +1,8 @@
 //! The server crate's architecture rules, checked on its source text (docs/ARCHITECTURE.md,
 //! "Layers"): a module imports only lower ranks, so requests flow one way (transport → mcp →
 //! dispatch → tools → the core), and only `cmd` reads the environment. The core crate's own
-//! rules are `crates/core/tests/layers.rs`.
+//! rules are `crates/core/tests/layers.rs`. For both crates, their tests and the examples: no
+//! Rust file is longer than [`MAX_LINES`].
 
 // The precondition scan is the core test's; this one uses the rest.
 #[allow(dead_code)]
@@ -9,7 +10,14 @@
 mod source_scan;
 
 use source_scan::{code_of, crate_paths, env_reads, module_of, rust_files};
-use std::path::Path;
+use std::path::{Path, PathBuf};
+
+/// The most lines a Rust file of the project may have (issue 44): past it, split the module
+/// (or the test file, by topic) rather than grow it.
+const MAX_LINES: usize = 900;
+
+/// The folders of the project's Rust files, under the workspace root.
+const RUST_DIRS: &[&str] = &["src", "crates", "tests", "examples"];
 
 /// The server's modules by rank. The core is reached by its own name
 /// (`resilient_write_core::...`), never through `crate::`: a `crate::` path naming no module
@@ -82,5 +90,63 @@ fn only_the_commands_read_the_environment() {
         found.is_empty(),
         "read the environment in cmd/ and pass it down in Config:\n{}",
         found.join("\n")
+    );
+}
+
+/// Every Rust file under `dirs` of `root` longer than [`MAX_LINES`], as `path: N lines`,
+/// sorted; what git ignores there (`target/`, the agents' `node_modules/`) is left out.
+fn files_over_the_limit(root: &Path, dirs: &[&str]) -> (usize, Vec<String>) {
+    let mut files: Vec<PathBuf> = Vec::new();
+    for dir in dirs {
+        rust_files(&root.join(dir), &mut files);
+    }
+    files.retain(|f| {
+        !f.components()
+            .any(|c| c.as_os_str() == "target" || c.as_os_str() == "node_modules")
+    });
+    let mut over = Vec::new();
+    for file in &files {
+        let lines = std::fs::read_to_string(file).unwrap().lines().count();
+        if lines > MAX_LINES {
+            let shown = file.strip_prefix(root).unwrap_or(file);
+            over.push(format!("{}: {lines} lines", shown.display()));
+        }
+    }
+    over.sort();
+    (files.len(), over)
+}
+
+#[test]
+fn no_rust_file_is_longer_than_the_limit() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let (read, over) = files_over_the_limit(root, RUST_DIRS);
+    assert!(
+        read > 200,
+        "only {read} Rust files under {}",
+        root.display()
+    );
+    assert!(
+        over.is_empty(),
+        "over {MAX_LINES} lines (split the module, or the test file by topic):\n{}",
+        over.join("\n")
+    );
+}
+
+#[test]
+fn the_line_limit_names_a_planted_long_file_and_spares_one_at_the_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("src");
+    std::fs::create_dir_all(src.join("deep")).unwrap();
+    std::fs::create_dir_all(dir.path().join("target")).unwrap();
+    let lines = |n: usize| "fn f() {}\n".repeat(n);
+    std::fs::write(src.join("at_limit.rs"), lines(MAX_LINES)).unwrap();
+    std::fs::write(src.join("deep/long.rs"), lines(MAX_LINES + 1)).unwrap();
+    std::fs::write(src.join("long.txt"), lines(MAX_LINES + 1)).unwrap();
+    std::fs::write(dir.path().join("target/built.rs"), lines(MAX_LINES + 1)).unwrap();
+    let (read, over) = files_over_the_limit(dir.path(), &["src", "target"]);
+    assert_eq!(read, 2);
+    assert_eq!(
+        over,
+        vec![format!("src/deep/long.rs: {} lines", MAX_LINES + 1)]
     );
 }

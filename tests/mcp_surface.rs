@@ -1,5 +1,6 @@
 //! MCP beyond tools, over stdio: resources (handoff, journal tail, checkpoints), client roots
-//! as per-session workspaces, the `logging` capability, `ping`.
+//! as per-session workspaces, the `logging` capability, `ping`; and the stdio transport itself:
+//! a message over its cap, input ending before a client spoke, a terminal, non-blocking pipes.
 
 mod common;
 
@@ -529,4 +530,161 @@ fn a_transaction_committed_in_a_client_root_is_finished_once_the_roots_are_known
         notes.iter().any(|n| is_log_containing(n, "rolled forward")),
         "{notes:?}"
     );
+}
+
+// ---- the stdio transport ----
+
+#[test]
+fn a_message_over_the_transport_cap_is_answered_not_dropped() {
+    let ws = Workspace::new();
+    // With a 1000-byte write cap the message cap is 6000 bytes + 1 MiB.
+    let mut s = Server::start(&ws.root, &["--max-write-bytes", "1000"], &[]);
+    let env = s.err(
+        "rw_safe_write",
+        json!({"path": "huge.txt", "content": "y".repeat(2 * 1024 * 1024)}),
+    );
+    assert_eq!(env["error"], "quota_exceeded");
+    assert_eq!(env["reason_hint"], "size_limit");
+    assert!(
+        env["context"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("request message")
+    );
+    assert!(!ws.path("huge.txt").exists());
+    s.ok(
+        "rw_safe_write",
+        json!({"path": "small.txt", "content": "ok"}),
+    );
+}
+
+#[test]
+fn stdin_ending_before_any_client_spoke_exits_cleanly_without_an_error() {
+    let ws = Workspace::new();
+    let o = std::process::Command::new(common::bin())
+        .current_dir(&ws.root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(0), "{err}");
+    assert!(!err.contains("ERROR"), "{err}");
+    // Not a terminal: no hint, and stdout stays for the protocol.
+    assert!(!err.contains("Try `resilient-write demo`"), "{err}");
+    assert!(o.stdout.is_empty());
+}
+
+#[test]
+fn run_bare_in_a_terminal_it_says_what_it_is_in_one_line_and_exits_on_eof() {
+    // util-linux `script` gives the server a pseudo-terminal; its stdin's EOF becomes Ctrl-D.
+    if std::process::Command::new("script")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        common::missing_prerequisite("`script` (util-linux) for a pseudo-terminal");
+        return;
+    }
+    let ws = Workspace::new();
+    let o = std::process::Command::new("script")
+        .args(["-qec", &common::bin().display().to_string(), "/dev/null"])
+        .current_dir(&ws.root)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert_eq!(o.status.code(), Some(0), "{text}");
+    let hints: Vec<&str> = text.lines().filter(|l| l.contains("MCP server")).collect();
+    assert_eq!(hints.len(), 1, "{text}");
+    for part in [
+        "stdin/stdout",
+        "resilient-write demo",
+        "resilient-write init",
+    ] {
+        assert!(hints[0].contains(part), "{part}: {text}");
+    }
+    assert!(!text.contains("ERROR"), "{text}");
+}
+
+/// Whether the file description behind `fd` is non-blocking.
+fn nonblocking(fd: &impl std::os::fd::AsFd) -> bool {
+    rustix::fs::fcntl_getfl(fd)
+        .expect("fcntl")
+        .contains(rustix::fs::OFlags::NONBLOCK)
+}
+
+/// Pipes on stdin and stdout are served through the runtime's reactor (non-blocking, no
+/// thread hand-off per message) while the server runs, and handed back blocking when it
+/// exits, since a pipe's description outlives the process (one the client made
+/// non-blocking stays so). stderr sharing stdout's pipe (`2>&1`) keeps stdout blocking, for
+/// the log's sake.
+#[test]
+fn stdio_pipes_are_served_nonblocking_and_handed_back_blocking() {
+    use std::io::{BufRead, Write};
+    let ws = Workspace::new();
+    for (stderr_on_stdout, preset) in [(false, false), (true, false), (false, true)] {
+        let (in_r, mut in_w) = std::io::pipe().expect("pipe");
+        let (out_r, out_w) = std::io::pipe().expect("pipe");
+        // Our own descriptors of the server's ends: the same descriptions, to look at.
+        let (in_seen, out_seen) = (in_r.try_clone().unwrap(), out_w.try_clone().unwrap());
+        if preset {
+            let flags = rustix::fs::fcntl_getfl(&in_seen).unwrap();
+            rustix::fs::fcntl_setfl(&in_seen, flags | rustix::fs::OFlags::NONBLOCK).unwrap();
+        }
+        let stderr = if stderr_on_stdout {
+            std::process::Stdio::from(out_w.try_clone().unwrap())
+        } else {
+            std::process::Stdio::null()
+        };
+        let mut child = std::process::Command::new(common::bin())
+            .args(["serve", "--workspace", "."])
+            .current_dir(&ws.root)
+            .env_remove("RW_WORKSPACE")
+            .env_remove("RW_STATE_DIR")
+            .stdin(in_r)
+            .stdout(out_w)
+            .stderr(stderr)
+            .spawn()
+            .expect("spawn");
+        let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {},
+            "clientInfo": {"name": "pipes", "version": "0"}}});
+        writeln!(in_w, "{init}").unwrap();
+        let mut reply = String::new();
+        std::io::BufReader::new(out_r)
+            .read_line(&mut reply)
+            .unwrap();
+        assert!(reply.contains("\"serverInfo\""), "{reply}");
+        assert!(nonblocking(&in_seen), "stdin pipe read through the reactor");
+        assert_eq!(
+            nonblocking(&out_seen),
+            !stderr_on_stdout,
+            "stdout pipe written through the reactor unless stderr shares it"
+        );
+        // The pipes widened to 1 MiB (or what the system allows), so a large message
+        // crosses in a read or two; not a stdout that stderr shares (left as it is).
+        let wanted = resilient_write::transport::stdio::PIPE_SIZE;
+        let allowed: usize = std::fs::read_to_string("/proc/sys/fs/pipe-max-size")
+            .map_or(wanted, |s| s.trim().parse().unwrap());
+        for (end, name) in [
+            (&in_seen as &dyn std::os::fd::AsFd, "stdin"),
+            (&out_seen, "stdout"),
+        ] {
+            let size = rustix::pipe::fcntl_getpipe_size(end.as_fd()).unwrap();
+            let widened = size >= allowed.min(wanted);
+            assert_eq!(
+                widened,
+                name == "stdin" || !stderr_on_stdout,
+                "{name}: {size}"
+            );
+        }
+        drop(in_w);
+        assert!(child.wait().unwrap().success());
+        assert_eq!(
+            nonblocking(&in_seen),
+            preset,
+            "stdin handed back as the client left it"
+        );
+        assert!(!nonblocking(&out_seen), "stdout handed back blocking");
+    }
 }

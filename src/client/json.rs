@@ -1,7 +1,7 @@
 //! The client's request serialiser: compact JSON, byte for byte what `serde_json::to_writer`
 //! writes, with strings copied a run at a time. serde_json looks up every byte of a string in
-//! its escape table and copies between escapes; a 1 MB `content` took 0.9-1.0 ms of the
-//! client's call that way, about what the syscall floor's whole 1 MB write takes. Here a
+//! its escape table and copies between escapes, which for a large `content` costs about as
+//! much as the syscall floor's whole write (`docs/performance-log.md`). Here a
 //! string is checked 32 bytes at a time (a loop the compiler vectorises, no `unsafe`) and
 //! copied with one `extend_from_slice` per run between the bytes JSON must escape.
 

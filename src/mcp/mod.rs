@@ -240,8 +240,7 @@ impl McpServer {
     /// Runs a small `safe_write` on the calling (runtime) thread instead of a blocking one
     /// when `outstanding` (the transport's count of requests not yet answered) says it is
     /// the only request in flight and no progress was asked for. One stdio client waiting
-    /// for one answer gains the two thread wake-ups of the hand-off and back (50-60 us a
-    /// call on tmpfs); a burst of parallel calls arrives together, counts more than one, and still
+    /// for one answer gains the two thread wake-ups of the hand-off and back; a burst of parallel calls arrives together, counts more than one, and still
     /// runs on blocking threads, sharing journal syncs. A request that arrives meanwhile
     /// waits in the pipe until the write is done, as it would for the disk.
     pub fn inline_when_alone(mut self, outstanding: Arc<AtomicUsize>) -> McpServer {

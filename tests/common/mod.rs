@@ -2,6 +2,7 @@
 //! stdio in a throwaway workspace and speaks JSON-RPC to it line by line.
 #![allow(dead_code)]
 
+pub mod chunks;
 pub mod hooks;
 pub mod http;
 pub mod tmpfs;
@@ -37,6 +38,20 @@ pub fn run_cli(cwd: &Path, args: &[&str], env: &[(&str, &str)]) -> std::process:
         cmd.env(k, v);
     }
     cmd.output().expect("run resilient-write")
+}
+
+/// What a finished command printed: its stdout, then its stderr.
+pub fn out(o: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    )
+}
+
+/// A home directory for a child process, so nothing touches the real one.
+pub fn home() -> tempfile::TempDir {
+    tempfile::tempdir().expect("tempdir")
 }
 
 /// A running server.

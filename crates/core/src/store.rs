@@ -212,8 +212,8 @@ impl Store {
             policy,
             planted,
         });
-        // The default classifier compiles on first use (preflight.rs): neither the handshake
-        // nor an idle server pays for it (~50 ms of CPU, ~10 MB of compiled automata).
+        // The default classifier compiles on first use (policy/active.rs): neither the
+        // handshake nor an idle server pays for its CPU and its compiled automata.
         store
     }
 

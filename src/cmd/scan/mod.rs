@@ -167,9 +167,9 @@ pub fn run(config: &Config, args: &ScanArgs) -> ExitCode {
         .as_deref()
         .unwrap_or(&config.store.cwd);
     // Left for the process's exit to take back: `scan` runs once per process, and dropping
-    // the compiled rules and keyword automata cost a twentieth of a one-file scan.
-    // On one thread: a second thread's start, in a fresh process, cost more than it saved
-    // (a 100 KB file: 7.8 ms against 7.2 ms), and the walker's threads keep the CPUs busy.
+    // the compiled rules and keyword automata is a measurable share of a one-file scan.
+    // On one thread: a second thread's start, in a fresh process, costs more than it saves,
+    // and the walker's threads keep the CPUs busy (figures: `docs/performance-log.md`).
     let policy = std::mem::ManuallyDrop::new(
         ActivePolicy::load(ActivePolicy::path_for(
             config.store.policy_file.as_deref(),

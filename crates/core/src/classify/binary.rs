@@ -453,7 +453,7 @@ pub(crate) fn scan(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::pii::tests::draw;
+    use crate::classify::testing::draw;
 
     #[test]
     fn the_quick_non_printable_test_covers_the_exact_one() {
@@ -492,7 +492,7 @@ mod tests {
             f(s, &[], &mut out);
             out
         };
-        let mut next = crate::classify::pii::tests::splitmix64(0x18_0040);
+        let mut next = crate::classify::testing::splitmix64(0x18_0040);
         let alphabet = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
         let mut inputs: Vec<Vec<u8>> =
             vec![Vec::new(), b"\n".to_vec(), vec![b'A'; 40], vec![b'A'; 39]];
@@ -510,8 +510,8 @@ mod tests {
                 }
             }
         }
-        let mut r = crate::classify::tests::corpus::Rng(0x18_0041);
-        inputs.push(crate::classify::tests::corpus::mixed_source(&mut r, 100_000).into_bytes());
+        let mut r = crate::classify::testing::corpus::Rng(0x18_0041);
+        inputs.push(crate::classify::testing::corpus::mixed_source(&mut r, 100_000).into_bytes());
         let mut hits = 0;
         for _ in 0..3000 {
             let mut t = Vec::new();
@@ -565,7 +565,7 @@ mod tests {
             }
             i
         };
-        let mut next = crate::classify::pii::tests::splitmix64(0x18_0060);
+        let mut next = crate::classify::testing::splitmix64(0x18_0060);
         let alphabet = b"ABCXYZabcxyz0189+/-_";
         let mut compared = 0;
         for _ in 0..3000 {
@@ -587,7 +587,7 @@ mod tests {
     /// edges included.
     #[test]
     fn the_last_non_base64_byte_is_the_bytewise_one() {
-        let mut next = crate::classify::pii::tests::splitmix64(0x18_0070);
+        let mut next = crate::classify::testing::splitmix64(0x18_0070);
         let alphabet = b"ABCXYZabcxyz0189+/-_";
         let mut found = 0;
         for round in 0..20_000 {
@@ -613,7 +613,7 @@ mod tests {
     fn all_b64_agrees_with_the_bytewise_test_on_random_input() {
         // reproducible input; base64 bytes dominate so that long all-base64 slices
         // (several blocks) occur, with one odd byte planted anywhere in some of them
-        let mut next = crate::classify::pii::tests::splitmix64(0xB64);
+        let mut next = crate::classify::testing::splitmix64(0xB64);
         let alphabet = b"ABCXYZabcxyz0189+/-_";
         let (mut yes, mut no) = (0, 0);
         for _ in 0..5000 {
@@ -634,7 +634,7 @@ mod tests {
     /// no media type, and a binary data URI that is no image, are still hints.
     #[test]
     fn images_are_quiet_and_opaque_base64_is_still_a_hint() {
-        let mut next = crate::classify::pii::tests::splitmix64(0x43_0001);
+        let mut next = crate::classify::testing::splitmix64(0x43_0001);
         let table = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
         let payload: String = (0..400)
             .map(|_| table[(next() % 64) as usize] as char)

@@ -254,7 +254,7 @@ impl RuleRegex {
 
     /// Whether the regex has been compiled.
     #[cfg(test)]
-    pub(super) fn is_compiled(&self) -> bool {
+    fn is_compiled(&self) -> bool {
         self.compiled.get().is_some()
     }
 
@@ -315,12 +315,12 @@ pub struct Classifier {
 }
 
 /// Drafts of at least this many bytes are scanned on two threads by default. The second
-/// thread costs about 70 us on the 2-vCPU VM this was measured on (its spawn, the wake of the
-/// idle vCPU, the join), so it pays once the scan on one thread takes about 180 us. Ordinary
-/// source (Python, Rust, JSON) gets there at 100-160 KB, Markdown with many URLs and
-/// secret-dense text sooner: at 128 KB the split saves 5-30% on four of five inputs and costs
-/// JSON 3%; at 48 KB it cost the three kinds of ordinary source 55-63% (`l0_bench` with
-/// `RW_L0_SPLIT`; `docs/decisions/0040-l0-two-threads-for-a-long-draft.md`).
+/// thread has a fixed cost (its spawn, the wake of an idle CPU, the join), so it pays only once
+/// the scan on one thread costs a few times that: ordinary source reaches that point around
+/// this size, Markdown with many URLs and secret-dense text sooner; below it the split makes
+/// ordinary source slower. Measure with `l0_bench` and `RW_L0_SPLIT` (why:
+/// `docs/decisions/0040-l0-two-threads-for-a-long-draft.md`; the runs behind this value:
+/// `docs/performance-log.md`, "L0 speed, step by step").
 pub const SPLIT_MIN: usize = 128 * 1024;
 
 impl std::fmt::Debug for Classifier {
@@ -346,7 +346,7 @@ impl Default for Classifier {
 /// A keyword found as plainly by `memchr::memmem` as by the keyword scan: no letter (the scan
 /// ignores case) and no overlap with itself (the scan reports overlapping hits, `memmem` does
 /// not): no proper prefix is also a suffix.
-pub(super) fn is_plain_literal(kw: &[u8]) -> bool {
+fn is_plain_literal(kw: &[u8]) -> bool {
     !kw.is_empty()
         && !kw.iter().any(u8::is_ascii_alphabetic)
         && (1..kw.len()).all(|k| kw[..k] != kw[kw.len() - k..])
@@ -528,7 +528,7 @@ impl Classifier {
     }
 
     /// This classifier with drafts of at least `bytes` bytes scanned on two threads, instead
-    /// of from [`SPLIT_MIN`]: lower where spawning a thread is cheaper than on the 2-vCPU VM
+    /// of from [`SPLIT_MIN`]: lower where spawning a thread is cheaper than on the machine
     /// the default was measured on, `usize::MAX` for [`Classifier::on_one_thread`].
     pub fn split_from(mut self, bytes: usize) -> Classifier {
         self.split_min = bytes;
@@ -542,7 +542,7 @@ impl Classifier {
 
     /// How many rule regexes have been compiled so far (they compile on first use).
     #[cfg(test)]
-    pub(super) fn compiled_regexes(&self) -> usize {
+    fn compiled_regexes(&self) -> usize {
         self.rules
             .iter()
             .filter(|r| r.regex.as_ref().is_some_and(RuleRegex::is_compiled))
@@ -565,7 +565,7 @@ impl Classifier {
 /// Whether every match of `regex` puts `keyword` (lowercase) at the start of a token that
 /// `rules::BEGIN` delimits: the regex is `BEGIN(?P<s>LITERAL...` and the literal begins with the
 /// keyword. Then a hit preceded by a token byte can never start a match and is skipped.
-pub(super) fn keyword_starts_token(regex: &str, keyword: &str) -> bool {
+fn keyword_starts_token(regex: &str, keyword: &str) -> bool {
     let Some(body) = regex
         .strip_prefix(rules::BEGIN)
         .and_then(|r| r.strip_prefix("(?P<s>"))
@@ -593,4 +593,154 @@ pub(super) fn keyword_starts_token(regex: &str, keyword: &str) -> bool {
         && literal
             .to_ascii_lowercase()
             .starts_with(&keyword.to_ascii_lowercase())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::testing::{ALNUM, patterns, synth};
+    use crate::classify::{risk_score, rules};
+
+    #[test]
+    fn builtin_rules_compile() {
+        // built-in regexes compile on first use: every one of them must compile
+        let c = Classifier::default();
+        for r in &c.rules {
+            if let Some(re) = &r.regex {
+                assert!(re.get().is_some(), "{} does not compile", r.name);
+            }
+        }
+    }
+
+    #[test]
+    fn keyword_hit_filter_only_applies_where_the_keyword_starts_every_match() {
+        let rules = rules::builtin();
+        let regex_of = |name: &str| {
+            rules
+                .iter()
+                .find(|r| r.name == name)
+                .map(|r| r.regex.clone())
+                .unwrap()
+        };
+        assert!(keyword_starts_token(
+            &regex_of("github_classic_pat"),
+            "ghp_"
+        ));
+        assert!(keyword_starts_token(&regex_of("sendgrid_api_key"), "SG."));
+        assert!(keyword_starts_token(
+            &regex_of("datadog_client_token"),
+            "pub"
+        ));
+        // the keyword sits inside the token, or the literal is shorter than the keyword
+        assert!(!keyword_starts_token(&regex_of("mailchimp_api_key"), "-us"));
+        assert!(!keyword_starts_token(
+            &regex_of("stripe_secret_key"),
+            "sk_live_"
+        ));
+        assert!(!keyword_starts_token(
+            &regex_of("aws_access_key_id"),
+            "akia"
+        ));
+        assert!(!keyword_starts_token(
+            &regex_of("generic_secret_assignment"),
+            "token"
+        ));
+    }
+
+    /// Built-in regexes compile on first use, and only those a keyword woke: scoring ordinary code
+    /// compiles none (but the rules without keywords), a GitHub token compiles its rule, and most
+    /// of the table is never compiled (the pre-commit path over a few files pays for a handful).
+    #[test]
+    fn builtin_regexes_compile_only_when_a_keyword_wakes_them() {
+        let c = Classifier::default();
+        let total = c.rules.iter().filter(|r| r.regex.is_some()).count();
+        assert!(total > 100, "{total}");
+        assert_eq!(c.compiled_regexes(), 0);
+        risk_score(
+            "fn main() {\n    let total: u64 = (1..=100).sum();\n}\n",
+            &c,
+        );
+        assert_eq!(c.compiled_regexes(), c.unkeyed.len());
+        let before = c.compiled_regexes();
+        let text = format!("token = {}\n", synth("ghp_", ALNUM, 36));
+        assert!(patterns(&text).contains(&"github_classic_pat".to_string()));
+        risk_score(&text, &c);
+        let github = c
+            .rules
+            .iter()
+            .position(|r| r.name == "github_classic_pat")
+            .unwrap();
+        assert!(
+            c.rules[github]
+                .regex
+                .as_ref()
+                .is_some_and(|r| r.is_compiled())
+        );
+        let after = c.compiled_regexes();
+        assert!(after > before && after < before + 8, "{before} -> {after}");
+        // clones share what was compiled
+        assert_eq!(c.clone().compiled_regexes(), after);
+    }
+
+    #[test]
+    fn at_least_sixty_credential_formats_are_built_in() {
+        let n = Classifier::credential_formats().len();
+        assert!(n >= 60, "{n}");
+    }
+
+    /// An operator's rule that does not compile is reported in the words of the `regex` crate,
+    /// as before the rules were built through its engine directly: a syntax error's own text, or
+    /// the size limit.
+    #[test]
+    fn an_invalid_custom_rule_reads_as_the_regex_crate_reports_it() {
+        for pattern in [
+            "acme_([",
+            r"x\",
+            "(?P<a>x)(?P<a>y)",
+            r"\w{1000}{1000}",
+            "a{4294967296}",
+        ] {
+            let ours = build_regex(pattern, true, true)
+                .err()
+                .unwrap_or_else(|| panic!("{pattern} compiled"));
+            let theirs = regex::bytes::RegexBuilder::new(pattern)
+                .unicode(true)
+                .size_limit(1 << 23)
+                .dfa_size_limit(1 << 23)
+                .build()
+                .unwrap_err()
+                .to_string();
+            assert_eq!(ours, theirs, "{pattern}");
+        }
+    }
+
+    /// The literals found without the keyword scan have no letter and cannot overlap themselves;
+    /// the email and URL userinfo rules are among the built-in rules keyed by one.
+    #[test]
+    fn plain_literal_keywords_are_letterless_and_overlap_free() {
+        for yes in ["@", "://", "1//0", "-----BEGIN"] {
+            assert_eq!(
+                is_plain_literal(yes.as_bytes()),
+                !yes.contains('B'),
+                "{yes}"
+            );
+        }
+        for no in ["", "aa", "--", "::", "/*/", "1//01", "@@"] {
+            assert!(!is_plain_literal(no.as_bytes()), "{no}");
+        }
+        let c = Classifier::default();
+        let keyed: Vec<&str> = c
+            .literal_keyed
+            .iter()
+            .map(|(_, k)| c.rules[k.rule].name.as_str())
+            .collect();
+        for rule in ["email_address", "url_password"] {
+            assert!(keyed.contains(&rule), "{keyed:?}");
+        }
+        assert!(
+            c.rules
+                .iter()
+                .all(|r| r.literal_key == keyed.contains(&r.name.as_str()))
+        );
+    }
 }

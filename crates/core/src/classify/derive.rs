@@ -318,3 +318,7 @@ pub(super) fn userinfo_groups(
     }
     Some((ms + user_start..ms + q, ms + q + 1..ms + end))
 }
+
+#[cfg(test)]
+#[path = "tests_derive.rs"]
+mod tests;

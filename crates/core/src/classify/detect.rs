@@ -138,8 +138,8 @@ fn pem_spans(content: &str) -> Vec<Range<usize>> {
 /// them by tier, rule and position, each rule's in the order one thread gives them: the same
 /// findings either way. A thread spawned for the call, not a pool's: a freshly spawned thread
 /// is placed on an idle CPU, while a woken pool thread may be kept on the waker's (as this
-/// machine's scheduler does), and the spawn costs about 45 us against the 0.3 ms or more of
-/// work it takes over. When the spawn fails, the calling thread does that work too.
+/// scheduler may do), and the spawn costs a small fraction of the work it takes over
+/// (figures: `docs/performance-log.md`, L0 speed). When the spawn fails, the calling thread does that work too.
 fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
     let bytes = content.as_bytes();
     let raws = if content.len() >= c.split_min {
@@ -174,9 +174,9 @@ fn detect(content: &str, c: &Classifier) -> Vec<(Raw, u32)> {
 #[cfg(test)]
 thread_local! {
     /// Calls of [`detect`] on this thread that ran their scanners on a second one.
-    pub(super) static SPLIT_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+    static SPLIT_CALLS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
     /// The second thread's spawn fails (the fallback's test).
-    pub(super) static FAIL_SPAWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    static FAIL_SPAWN: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// Spawns the scanners' thread of [`detect`].
@@ -252,8 +252,8 @@ fn keyed_raws(bytes: &[u8], c: &Classifier, skip_literal_keyed: bool) -> Vec<Raw
             for k in &c.keyword_rules[pid] {
                 // Opaque to the optimiser, so that the bounds the gates and windows derive from
                 // the hit are computed where a rule needs them: hoisted out of this loop, they
-                // were computed for every hit (a third of the handler's instructions), though
-                // most of its rules stop at their first test. The same values either way.
+                // would be computed for every hit, though most of its rules stop at their first
+                // test. The same values either way.
                 let (p, end) = std::hint::black_box((hit_start, hit_end));
                 let r = k.rule;
                 if skip_literal_keyed && c.rules[r].literal_key {
@@ -543,4 +543,176 @@ pub fn findings(content: &str, classifier: &Classifier) -> Vec<Finding> {
             }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::testing::{ALNUM, case_and_line_inputs, corpus, patterns, score, synth};
+    use crate::classify::{SPLIT_MIN, Verdict, rules};
+
+    #[test]
+    fn findings_on_later_lines_get_their_own_line_numbers() {
+        let key = synth("ghp_", ALNUM, 36);
+        let s = format!(
+            "x\n\n{key}\ny\nkey2 = {key}x\n\n\n{}\n",
+            synth("glpat-", ALNUM, 20)
+        );
+        let lines: Vec<u32> = score(&s).detected_patterns.iter().map(|f| f.line).collect();
+        assert_eq!(lines, vec![3, 8]);
+    }
+
+    #[test]
+    fn match_is_at_most_16_chars_and_never_the_whole_secret() {
+        let pw = synth("", ALNUM, 10);
+        let r = score(&format!(
+            "password = \"{pw}\"\n{}\n",
+            synth("ghp_", ALNUM, 36)
+        ));
+        for f in &r.detected_patterns {
+            assert!(f.r#match.chars().count() <= 16, "{f:?}");
+        }
+        assert!(!r.detected_patterns[0].r#match.contains(&pw));
+    }
+
+    #[test]
+    fn line_numbers_are_one_based() {
+        let r = score(&format!("a\nb\n{}\n", synth("ghp_", ALNUM, 36)));
+        assert_eq!(r.detected_patterns[0].line, 3);
+    }
+
+    #[test]
+    fn pathological_equals_run_is_linear_enough() {
+        let s = "=".repeat(200_000);
+        let r = score(&s);
+        assert!(r.detected_patterns.is_empty());
+    }
+
+    #[test]
+    fn tokens_separated_by_one_byte_are_both_found() {
+        let s = format!(
+            "{} {}\n{}",
+            synth("ghp_", ALNUM, 36),
+            synth("gho_", ALNUM, 36),
+            synth("ghu_", ALNUM, 36)
+        );
+        assert_eq!(
+            patterns(&s),
+            vec![
+                "github_classic_pat",
+                "github_oauth_token",
+                "github_user_to_server_token"
+            ]
+        );
+    }
+
+    #[test]
+    fn many_pem_headers_without_bodies_are_linear_and_only_redacted_shapes() {
+        let s = "-----BEGIN PRIVATE KEY-----\n".repeat(2000);
+        let p = patterns(&s);
+        assert_eq!(p.len(), 2000);
+        assert!(p.iter().all(|r| r == "private_key_redacted"), "{p:?}");
+        assert_eq!(score(&s).verdict, Verdict::Low);
+    }
+
+    #[test]
+    fn unquoted_env_password_is_found_when_the_next_line_also_has_a_keyword() {
+        let s = format!(
+            "SMTP_PASSWORD={}\nSMTP_TOKEN_TTL=3600\n",
+            synth("", ALNUM, 14)
+        );
+        assert_eq!(patterns(&s), vec!["password_assignment"]);
+    }
+
+    /// A draft scanned on two threads (the scanners and the rules keyed by a plain literal, `@`
+    /// and `://`, on the second) has the findings, spans and lines it has on one: over the generated corpus, with
+    /// every input split (the threshold at 0), and over long mixed source at the default one.
+    /// Addresses are written around the windows' limits: at a draft's ends, on adjacent lines (one
+    /// merged window), 256 bytes and more into a long line.
+    #[test]
+    fn two_threads_find_what_one_finds() {
+        let one = Classifier::default().on_one_thread();
+        let every = Classifier::default().split_from(0);
+        let default = Classifier::default();
+        let mut r = corpus::Rng(0x18_2a11);
+        let mut inputs = case_and_line_inputs(&mut r, 6, 1500);
+        for _ in 0..200 {
+            let (n, m, k) = (1 + r.below(12), r.below(600), r.below(99));
+            let user = r.chars(b"abcdefghij.", n);
+            let pad = r.chars(b"ab c=\"", m);
+            inputs.push(format!("{user}@example.dev"));
+            inputs.push(format!(
+                "{pad}redis://{user}:{pad}x{k}@h{k}/\nhttps://{user}:p{k}@h"
+            ));
+            inputs.push(format!("{pad} {user}@corp-{k}.io\nto: x{user}@b.co {pad}@"));
+        }
+        let splits_before = SPLIT_CALLS.with(std::cell::Cell::get);
+        let (mut compared, mut emails, mut urls) = (0, 0, 0);
+        for input in &inputs {
+            let want = findings(input, &one);
+            assert_eq!(findings(input, &every), want, "{input:?}");
+            compared += want.len();
+            emails += want.iter().filter(|f| f.pattern == "email_address").count();
+            urls += want.iter().filter(|f| f.pattern == "url_password").count();
+        }
+        let long = corpus::mixed_source(&mut r, 300_000);
+        let want = findings(&long, &one);
+        assert_eq!(findings(&long, &default), want);
+        emails += want.iter().filter(|f| f.pattern == "email_address").count();
+        compared += want.len();
+        assert!(
+            compared > 1000 && emails > 300 && urls > 100,
+            "{compared} findings, {emails} emails, {urls} URL passwords"
+        );
+        // every input went through the second thread, the long one at the default threshold too
+        let splits = SPLIT_CALLS.with(std::cell::Cell::get) - splits_before;
+        assert_eq!(splits, inputs.len() + 1);
+    }
+
+    /// Below the threshold, and with `on_one_thread`, no thread is spawned; when the spawn fails,
+    /// the calling thread runs the scanners itself and finds the same; `split_from` moves the
+    /// threshold.
+    #[test]
+    fn short_drafts_stay_on_one_thread_and_a_failed_spawn_loses_nothing() {
+        let calls = || SPLIT_CALLS.with(std::cell::Cell::get);
+        let default = Classifier::default();
+        let mut r = corpus::Rng(0x18_2a12);
+        let short = corpus::mixed_source(&mut r, SPLIT_MIN / 2);
+        let mut long = corpus::mixed_source(&mut r, SPLIT_MIN * 2);
+        // an opaque base64 blob for the scanners (the corpus's data URIs are images: quiet)
+        long.push_str(&format!("blob = \"{}\"\n", r.chars(corpus::B64, 400)));
+        assert!(short.len() < SPLIT_MIN && long.len() >= SPLIT_MIN);
+        let before = calls();
+        findings(&short, &default);
+        findings(&long, &default.clone().on_one_thread());
+        assert_eq!(calls(), before);
+        let want = findings(&long, &default);
+        assert_eq!(calls(), before + 1);
+        assert!(want.iter().any(|f| f.pattern == "email_address"));
+        // and a finding of a scanner (the second thread's other work)
+        let scanners: Vec<String> = rules::builtin()
+            .into_iter()
+            .filter(|r| r.scanner.is_some())
+            .map(|r| r.name)
+            .collect();
+        assert!(
+            want.iter().any(|f| scanners.contains(&f.pattern)),
+            "{want:?}"
+        );
+        FAIL_SPAWN.with(|f| f.set(true));
+        let got = findings(&long, &default);
+        FAIL_SPAWN.with(|f| f.set(false));
+        assert_eq!(calls(), before + 1);
+        assert_eq!(got, want);
+        // `split_from` moves the threshold both ways; `usize::MAX` is one thread
+        assert_eq!(
+            findings(&short, &default.clone().split_from(short.len())),
+            findings(&short, &default)
+        );
+        assert_eq!(calls(), before + 2);
+        findings(&long, &default.clone().split_from(long.len() + 1));
+        assert_eq!(calls(), before + 2);
+        assert!(default.clone().split_from(usize::MAX).is_on_one_thread());
+        assert!(!default.is_on_one_thread());
+    }
 }

@@ -293,7 +293,7 @@ mod tests {
     /// length and alphabet, bytes at the bitmap's word edges (63, 64, 127, 128, 255) included.
     #[test]
     fn entropy_over_the_bytes_present_is_the_histogram_one() {
-        let mut next = crate::classify::pii::tests::splitmix64(0x18_0090);
+        let mut next = crate::classify::testing::splitmix64(0x18_0090);
         let alphabets: [&[u8]; 4] = [
             b"ab",
             b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/",
@@ -325,7 +325,7 @@ mod tests {
 
     #[test]
     fn the_example_test_without_an_x_is_the_full_one() {
-        let mut next = crate::classify::pii::tests::splitmix64(0x18_00a0);
+        let mut next = crate::classify::testing::splitmix64(0x18_00a0);
         let parts: [&[u8]; 8] = [
             b"EXAMPLE",
             b"example",
@@ -355,12 +355,12 @@ mod tests {
 
     #[test]
     fn the_template_test_agrees_with_every_opener_searched() {
-        let mut next = crate::classify::pii::tests::splitmix64(0x7E3A);
+        let mut next = crate::classify::testing::splitmix64(0x7E3A);
         let alphabet = b"%$#{}()a_ .-Zx9";
         let mut yes = 0;
         for _ in 0..20_000 {
             let len = (next() % 12) as usize;
-            let v = crate::classify::pii::tests::draw(&mut next, alphabet, len);
+            let v = crate::classify::testing::draw(&mut next, alphabet, len);
             let want = has_template_opener(&v);
             assert_eq!(has_template(&v), want, "{:?}", String::from_utf8_lossy(&v));
             yes += usize::from(want);

@@ -160,3 +160,76 @@ pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) ->
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::testing::{case_and_line_inputs, corpus};
+    use crate::classify::{Classifier, findings, rules};
+
+    /// The keyword gates (`rules::Gate`) only drop hits that cannot be inside a match: over
+    /// the generated evaluation corpus (every credential case in its syntaxes, and mixed
+    /// source with ordinary code around them) the findings are the same with and without them.
+    #[test]
+    fn keyword_gates_lose_no_finding() {
+        let with = Classifier::default();
+        let mut without = with.clone();
+        without.gates = false;
+        let mut r = corpus::Rng(0x18_0019);
+        let mut inputs = case_and_line_inputs(&mut r, 8, 3000);
+        inputs.push(corpus::mixed_source(&mut r, 400_000));
+        let mut compared = 0;
+        for input in &inputs {
+            let a = findings(input, &with);
+            let b = findings(input, &without);
+            assert_eq!(a, b, "gates changed the findings of {input:?}");
+            compared += b.len();
+        }
+        assert!(compared > 500, "only {compared} findings compared");
+    }
+
+    /// The gates' table of key-name bytes is the class the generic rules write as `[a-z0-9_.\-]`
+    /// (compiled case-insensitively), for every byte.
+    #[test]
+    fn the_name_byte_table_is_the_rules_name_class() {
+        let class = regex::bytes::Regex::new(r"(?i-u)^[a-z0-9_.\-]$").unwrap();
+        for c in 0..=255u8 {
+            assert_eq!(is_name_byte(c), class.is_match(&[c]), "byte {c:#04x}");
+        }
+    }
+
+    #[test]
+    fn keyword_gates_drop_hits_that_cannot_match() {
+        use super::gate_passes;
+        use rules::Gate;
+        let hit = |text: &str, kw: &str, gate: Gate| {
+            let at = text
+                .find(kw)
+                .unwrap_or_else(|| panic!("{kw} not in {text}"));
+            gate_passes(text.as_bytes(), at, at + kw.len(), gate)
+        };
+        assert!(hit("db_password_hash = x", "password", Gate::Assign));
+        assert!(hit("\"apiToken\": \"x\"", "Token", Gate::Assign));
+        assert!(hit("keys[\"secret\"] = x", "secret", Gate::Assign));
+        assert!(!hit("fn token(&self) -> Token", "token", Gate::Assign));
+        assert!(!hit("// the secret sauce", "secret", Gate::Assign));
+        assert!(hit(
+            "set(\"db.password\", \"x\")",
+            "password",
+            Gate::CallPair
+        ));
+        assert!(!hit("check_password(user, pw)", "password", Gate::CallPair));
+        assert!(hit("run --db-password=x", "password", Gate::CliFlag));
+        assert!(hit("run --token x", "token", Gate::CliFlag));
+        assert!(!hit("let password = x", "password", Gate::CliFlag));
+        assert!(hit("the passwords are", "password", Gate::Word));
+        assert!(!hit("password_hash", "password", Gate::Word));
+        assert!(!hit("mypassword is", "password", Gate::Word));
+        assert!(hit("https://u:p@host", "://", Gate::Userinfo));
+        assert!(!hit("https://host/a@b", "://", Gate::Userinfo));
+        assert!(hit("Authorization: Basic x", "Basic", Gate::SpaceOrQuote));
+        assert!(!hit("BasicAuth", "Basic", Gate::SpaceOrQuote));
+        assert!(hit("x EAAAb", "EAAA", Gate::TokenStart));
+        assert!(!hit("AAEAAAb", "EAAA", Gate::TokenStart));
+    }
+}

@@ -295,7 +295,7 @@ mod tests {
     #[test]
     fn the_benign_word_search_agrees_with_the_linear_scan() {
         assert!(BENIGN_KEY_WORDS.iter().all(|w| w.len() <= BENIGN_WORD_MAX));
-        let mut next = crate::classify::pii::tests::splitmix64(0x18_0080);
+        let mut next = crate::classify::testing::splitmix64(0x18_0080);
         let mut words: Vec<Vec<u8>> = Vec::new();
         for w in BENIGN_KEY_WORDS.iter().chain(BENIGN_KEY_PREFIXES) {
             for _ in 0..20 {
@@ -352,7 +352,7 @@ mod tests {
     fn benign_keys_agree_with_the_lowercased_word_split() {
         // reproducible keys made of benign words, prefixes, other words, humps
         // and separators in any case
-        let mut next = crate::classify::pii::tests::splitmix64(0xBE61);
+        let mut next = crate::classify::testing::splitmix64(0xBE61);
         let parts = [
             "hash",
             "Sha256",

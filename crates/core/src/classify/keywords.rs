@@ -95,13 +95,13 @@ impl Keywords {
 
     /// The DFA of the same keywords, which the tests compare the table with.
     #[cfg(test)]
-    pub(super) fn reference_dfa(&self) -> DFA {
+    fn reference_dfa(&self) -> DFA {
         build_dfa(&self.words).unwrap()
     }
 
     /// Whether the dense table is in use (the tests check that the built-in keywords fit).
     #[cfg(test)]
-    pub(super) fn has_table(&self) -> bool {
+    fn has_table(&self) -> bool {
         self.table.is_some()
     }
 
@@ -110,7 +110,7 @@ impl Keywords {
     /// or both to a non-match one, with the same patterns in the same order, and every pair so
     /// reached is checked in turn. Returns the number of pairs checked, or what differed.
     #[cfg(test)]
-    pub(super) fn table_is_the_dfa(&self) -> Result<usize, String> {
+    fn table_is_the_dfa(&self) -> Result<usize, String> {
         let t = self.table.as_ref().ok_or("no table")?;
         let dfa = self.reference_dfa();
         let patterns = |row: u16| -> Vec<(usize, usize)> {
@@ -161,7 +161,7 @@ impl Keywords {
     /// The hits of `bytes` scanned as two streams split at `split` (the tests try every split
     /// where keywords straddle it), or as one stream for `None`.
     #[cfg(test)]
-    pub(super) fn hits_split(&self, bytes: &[u8], split: Option<usize>) -> Vec<(u16, usize)> {
+    fn hits_split(&self, bytes: &[u8], split: Option<usize>) -> Vec<(u16, usize)> {
         let t = self.table.as_ref().unwrap();
         let mut rows = Vec::new();
         match split {
@@ -173,7 +173,7 @@ impl Keywords {
 
     /// The hits of `bytes` scanned as four streams split at `splits`.
     #[cfg(test)]
-    pub(super) fn hits_split4(&self, bytes: &[u8], splits: [usize; 3]) -> Vec<(u16, usize)> {
+    fn hits_split4(&self, bytes: &[u8], splits: [usize; 3]) -> Vec<(u16, usize)> {
         let t = self.table.as_ref().unwrap();
         let mut rows = Vec::new();
         t.split_rows(bytes, splits, &mut rows);
@@ -182,7 +182,7 @@ impl Keywords {
 
     /// The longest keyword (the tests' bound for a split).
     #[cfg(test)]
-    pub(super) fn max_len(&self) -> usize {
+    fn max_len(&self) -> usize {
         self.table.as_ref().map_or(0, |t| t.max_len)
     }
 
@@ -506,11 +506,11 @@ fn build_dfa(words: &[String]) -> Option<DFA> {
 /// Every occurrence of every keyword of `dfa` in `bytes`, overlapping ones included, as
 /// `(pattern, start, end)`: what `AhoCorasick::find_overlapping_iter` reports, in its order (by
 /// end, then longest first). The DFA's transitions are followed by [`match_states`], whose loop
-/// does nothing but that (the iterator's per-byte bookkeeping cost twice as many instructions),
+/// does nothing but that (the iterator's per-byte bookkeeping would double its cost),
 /// and the hits are expanded afterwards. The scan goes through the DFA's dense table instead
 /// ([`Keywords::hits`]); this is the fallback for keyword sets too large for the table
 /// and the reference of the table's test.
-pub(super) fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
+fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usize, usize)) {
     let mut states = Vec::new();
     match_states(dfa, bytes, &mut states);
     for (sid, end) in states {
@@ -525,8 +525,8 @@ pub(super) fn keyword_hits(dfa: &DFA, bytes: &[u8], mut f: impl FnMut(usize, usi
 /// with nothing else in the loop: so the state, the position and the DFA's tables stay in
 /// registers (with the hit handling inlined into the loop, they were spilled to the stack).
 /// Eight bytes per iteration of the outer loop, the inner one unrolled: the position is
-/// counted once per block, so a byte costs its transition and one comparison (13
-/// instructions per byte with `enumerate`, 7 now).
+/// counted once per block, so a byte costs its transition and one comparison (the
+/// instruction counts: `docs/performance-log.md`, L0 speed).
 #[inline(never)]
 fn match_states(dfa: &DFA, bytes: &[u8], out: &mut Vec<(StateID, usize)>) {
     let Ok(mut sid) = dfa.start_state(Anchored::No) else {
@@ -564,3 +564,7 @@ fn step(dfa: &DFA, sid: &mut StateID, b: u8, end: usize, out: &mut Vec<(StateID,
     }
     true
 }
+
+#[cfg(test)]
+#[path = "tests_keywords.rs"]
+mod tests;

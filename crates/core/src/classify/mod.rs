@@ -183,8 +183,13 @@ pub struct RiskReport {
 
 pub mod stream;
 
+// Tests: each module's own beside it (`mod tests`, or a `tests_<module>.rs` file it declares);
+// the behaviour of the whole classifier on drafts, through the public API only, in the
+// `tests_*.rs` files below; what they share in `testing`.
 #[cfg(test)]
-pub(crate) mod tests;
+pub(crate) mod testing;
+#[cfg(test)]
+mod tests_credentials;
 #[cfg(test)]
 mod tests_formats;
 #[cfg(test)]
@@ -192,6 +197,31 @@ mod tests_http;
 #[cfg(test)]
 mod tests_prefixes;
 #[cfg(test)]
+mod tests_scanners;
+#[cfg(test)]
 mod tests_syntax;
 #[cfg(test)]
 mod tests_vendors;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::testing::{ALNUM, score, synth};
+
+    #[test]
+    fn verdict_serializes_lowercase_and_finding_as_match() {
+        let r = score(&synth("ghp_", ALNUM, 36));
+        let v = serde_json::to_value(&r).unwrap_or_default();
+        assert_eq!(v["verdict"], "medium");
+        assert!(v["detected_patterns"][0].get("match").is_some());
+        assert!(v["detected_patterns"][0].get("span").is_none());
+        assert_eq!(v["suggested_actions"][0]["targets"][0], "github_pat");
+    }
+
+    #[test]
+    fn report_schema_is_generated() {
+        let s = schemars::schema_for!(RiskReport);
+        let text = serde_json::to_string(&s).unwrap_or_default();
+        assert!(text.contains("detected_patterns") && text.contains("\"match\""));
+    }
+}

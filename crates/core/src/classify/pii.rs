@@ -41,7 +41,7 @@ fn upper(b: u8) -> bool {
 /// neighbours straight from the three overlapping views of `w`, which the compiler turns into
 /// vector instructions (SSE2 on x86-64: 16 bytes per instruction) without `unsafe`. (Byte
 /// classes computed once into an array and read back at three offsets cost more: packing the
-/// classes into bits and unpacking them again, about 270 instructions a chunk against 230.)
+/// classes into bits and unpacking them again; `docs/performance-log.md`, L0 speed.)
 #[inline(always)]
 fn chunk_starts(w: &[u8; CHUNK + 2], out: &mut [u8; CHUNK]) {
     for (i, o) in out.iter_mut().enumerate() {
@@ -528,8 +528,9 @@ pub(crate) fn email_is_reportable(local: &[u8], domain: &[u8]) -> bool {
 }
 
 #[cfg(test)]
-pub(super) mod tests {
+mod tests {
     use super::*;
+    use crate::classify::testing::{draw, splitmix64};
 
     fn kinds(s: &str) -> Vec<NumberKind> {
         let mut v = Vec::new();
@@ -604,29 +605,6 @@ pub(super) mod tests {
             };
         }
         out
-    }
-
-    /// splitmix64 from `seed`: reproducible random input for the comparisons below (and for
-    /// those of the other classifier modules).
-    pub(in crate::classify) fn splitmix64(mut state: u64) -> impl FnMut() -> u64 {
-        move || {
-            state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-            let mut z = state;
-            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-            z ^ (z >> 31)
-        }
-    }
-
-    /// `len` bytes drawn from `alphabet` with `next` (a [`splitmix64`]).
-    pub(in crate::classify) fn draw(
-        next: &mut impl FnMut() -> u64,
-        alphabet: &[u8],
-        len: usize,
-    ) -> Vec<u8> {
-        (0..len)
-            .map(|_| alphabet[(next() % alphabet.len() as u64) as usize])
-            .collect()
     }
 
     #[test]

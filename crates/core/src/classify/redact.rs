@@ -83,3 +83,44 @@ pub fn redact(content: &str, classifier: &Classifier) -> Redaction {
         replacements,
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::risk_score;
+    use crate::classify::testing::{clf, mixed_draft};
+
+    #[test]
+    fn redact_replaces_each_finding_with_a_typed_placeholder() {
+        let d = mixed_draft();
+        let r = redact(&d, clf());
+        assert!(r.content.contains("{REDACTED:github_classic_pat}"));
+        assert!(r.content.contains("{REDACTED:rsa_private_key}"));
+        assert!(
+            r.content
+                .contains("password = \"{REDACTED:password_assignment}\"")
+        );
+        assert!(!r.content.contains("ghp_"));
+        assert_eq!(r.replacements.len(), 5, "{:?}", r.replacements);
+        assert!(risk_score(&r.content, clf()).detected_patterns.is_empty());
+    }
+
+    #[test]
+    fn redaction_keeps_originals_out_of_serialization() {
+        let d = mixed_draft();
+        let r = redact(&d, clf());
+        let first = &r.replacements[0];
+        assert!(first.original.expose().starts_with("ghp_"));
+        let json = serde_json::to_string(&r).unwrap_or_default();
+        assert!(!json.contains(first.original.expose()));
+        assert!(!format!("{r:?}").contains(first.original.expose()));
+    }
+
+    #[test]
+    fn redacting_a_redacted_draft_changes_nothing() {
+        let once = redact(&mixed_draft(), clf());
+        let twice = redact(&once.content, clf());
+        assert_eq!(twice.content, once.content);
+        assert!(twice.replacements.is_empty());
+    }
+}

@@ -52,7 +52,7 @@ pub(super) fn size_metrics(content: &str) -> (usize, usize) {
 
 /// [`size_metrics`] as it was, one line at a time: the reference of its test.
 #[cfg(test)]
-pub(super) fn size_metrics_by_line(content: &str) -> (usize, usize) {
+fn size_metrics_by_line(content: &str) -> (usize, usize) {
     if content.is_empty() {
         return (0, 0);
     }
@@ -171,5 +171,142 @@ pub fn risk_score(content: &str, classifier: &Classifier) -> RiskReport {
         max_line_len,
         detected_patterns: detected,
         suggested_actions: actions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::testing::{ALNUM, Rng, clf, corpus, mixed_draft, score, synth};
+
+    #[test]
+    fn family_contribution_saturates_at_one_and_a_half() {
+        assert_eq!(family_contribution(0.4, 0), 0.0);
+        assert_eq!(family_contribution(0.4, 1), 0.4);
+        assert!((family_contribution(0.4, 2) - 0.5).abs() < 1e-12);
+        assert!((family_contribution(0.4, 9) - 0.6).abs() < 1e-12);
+    }
+
+    #[test]
+    fn repeated_identical_secret_counts_once() {
+        let t = synth("ghp_", ALNUM, 36);
+        let r = score(&format!("{t}\n{t}\n"));
+        assert_eq!(r.detected_patterns.len(), 2);
+        assert_eq!(r.score, 0.45);
+    }
+
+    #[test]
+    fn two_credentials_of_different_families_score_high() {
+        let s = format!(
+            "{}\n{}\n",
+            synth("ghp_", ALNUM, 36),
+            synth("sk_live_", ALNUM, 24)
+        );
+        assert_eq!(score(&s).verdict, Verdict::High);
+    }
+
+    #[test]
+    fn size_rules_add_their_increments() {
+        let big = "x = 1\n".repeat(20_000);
+        let r = score(&big);
+        assert_eq!(r.line_count, 20_000);
+        assert!((r.score - 0.25).abs() < 1e-9, "{}", r.score);
+        assert!(
+            r.suggested_actions
+                .iter()
+                .any(|a| a.reason.as_deref() == Some("total_bytes_120000_exceeds_100000"))
+        );
+    }
+
+    #[test]
+    fn verdict_thresholds_are_inclusive() {
+        let c = clf();
+        assert_eq!(c.verdict(0.70), Verdict::High);
+        assert_eq!(c.verdict(0.6999), Verdict::Medium);
+        assert_eq!(c.verdict(0.40), Verdict::Medium);
+        assert_eq!(c.verdict(0.10), Verdict::Low);
+        assert_eq!(c.verdict(0.0999), Verdict::Safe);
+    }
+
+    #[test]
+    fn a_score_of_nothing_is_positive_zero_as_the_original_writes_it() {
+        // A sum of no terms is -0.0 in Rust, which JSON writes as `-0.0`.
+        for r in [score(""), score("plain words\n")] {
+            assert!(r.score == 0.0 && r.score.is_sign_positive(), "{}", r.score);
+            assert_eq!(serde_json::to_string(&r.score).unwrap(), "0.0");
+        }
+    }
+
+    #[test]
+    fn empty_content_is_safe_with_zero_metrics() {
+        let r = score("");
+        assert_eq!(
+            (r.score, r.verdict, r.bytes, r.line_count, r.max_line_len),
+            (0.0, Verdict::Safe, 0, 0, 0)
+        );
+    }
+
+    #[test]
+    fn max_line_len_counts_characters() {
+        assert_eq!(score("héllo\nab").max_line_len, 5);
+    }
+
+    #[test]
+    fn line_count_follows_python_splitlines_of_newlines() {
+        // (content, lines, longest line in characters), as the original's `len(content.split("\n"))`
+        // minus a final empty piece
+        for (content, lines, longest) in [
+            ("a", 1, 1),
+            ("a\n", 1, 1),
+            ("\n\n", 2, 0),
+            ("ab\ncdé\n\n", 3, 3),
+            ("éééé\nabcde", 2, 5),
+            ("abcde\néééé", 2, 5),
+        ] {
+            let r = score(content);
+            assert_eq!(
+                (r.line_count, r.max_line_len),
+                (lines, longest),
+                "{content:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn classifier_is_deterministic() {
+        let d = mixed_draft();
+        assert_eq!(score(&d), score(&d));
+    }
+
+    /// The line count and longest line of the score (`score::size_metrics`, which jumps over
+    /// lines no longer than the longest so far) are those of the line-by-line routine it replaced:
+    /// over the corpus and random text of lines of every length, multi-byte characters (a line
+    /// longer in bytes but not in characters), empty lines, and with and without a final newline.
+    #[test]
+    fn size_metrics_agree_with_the_line_by_line_count() {
+        let mut inputs: Vec<String> = ["", "\n", "\n\n", "a", "a\n", "\na", "é\nab\n", "ab\né"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let mut r = corpus::Rng(0x18_0050);
+        inputs.push(corpus::mixed_source(&mut r, 100_000));
+        for _ in 0..200 {
+            inputs.push(corpus::negative_file(&mut r));
+        }
+        let mut rng = Rng(0x18_0051);
+        let pieces = ["a", "bb", "é", "€", "\u{1F600}", " ", "\n", "\n\n", "\r\n"];
+        for _ in 0..3000 {
+            let mut s = String::new();
+            for _ in 0..(rng.next() % 200) {
+                let p = pieces[(rng.next() % pieces.len() as u64) as usize];
+                for _ in 0..(rng.next() % 30) {
+                    s.push_str(p);
+                }
+            }
+            inputs.push(s);
+        }
+        for s in &inputs {
+            assert_eq!(size_metrics(s), size_metrics_by_line(s), "input {s:?}");
+        }
     }
 }

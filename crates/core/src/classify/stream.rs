@@ -124,8 +124,7 @@ mod tests {
     use crate::classify::{findings_score, risk_score};
 
     fn key() -> String {
-        let alnum = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789";
-        crate::classify::tests::synth("ghp_", alnum, 36)
+        crate::classify::testing::synth("ghp_", crate::classify::testing::ALNUM, 36)
     }
 
     fn score_whole(doc: &str, c: &Classifier) -> f64 {

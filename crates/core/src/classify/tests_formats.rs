@@ -3,18 +3,11 @@
 //! JWE), their placeholders, and card-shaped integer constants in code. Secret-shaped strings
 //! are generated (prefix + characters from a seeded PRNG), never written out.
 
-use super::tests::{ALNUM, HEX, synth};
+use super::testing::{
+    ALNUM, DIGITS, HEX, LOWER_ALNUM, URLSAFE, assert_below_medium, b64url, luhn_number, score,
+    synth,
+};
 use super::*;
-
-const DIGITS: &[u8] = b"0123456789";
-const LOWER_ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-const URLSAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-fn score(s: &str) -> RiskReport {
-    use std::sync::OnceLock;
-    static C: OnceLock<Classifier> = OnceLock::new();
-    risk_score(s, C.get_or_init(Classifier::default))
-}
 
 /// The rules reported at the verdict `medium` or above, or nothing when the text scores lower.
 fn credential_rules(s: &str) -> Vec<String> {
@@ -31,16 +24,6 @@ fn assert_found(text: &str, rule: &str) {
         got.iter().any(|p| p == rule),
         "{rule} not found at >= medium: {got:?}"
     );
-}
-
-fn assert_below_medium(text: &str) {
-    let r = score(text);
-    assert!(r.verdict < Verdict::Medium, "{:?}", r.detected_patterns);
-}
-
-fn b64url(s: &[u8]) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(s)
 }
 
 #[test]
@@ -223,23 +206,13 @@ fn five_dotted_segments_without_a_json_header_are_not_a_jwe() {
 
 /// A Luhn-valid number of `len` digits under `prefix`, its free digits drawn from `seed`.
 fn card(prefix: &str, len: usize, seed: u64) -> String {
-    let mut digits: Vec<u8> = prefix.bytes().map(|b| b - b'0').collect();
     let mut x = seed;
-    while digits.len() < len - 1 {
+    luhn_number(prefix, len, || {
         x = x
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
-        digits.push(((x >> 33) % 10) as u8);
-    }
-    let check = (0..10)
-        .find(|c| {
-            let mut d = digits.clone();
-            d.push(*c);
-            pii::luhn(&d)
-        })
-        .unwrap_or(0);
-    digits.push(check);
-    digits.iter().map(|d| (d + b'0') as char).collect()
+        ((x >> 33) % 10) as u8
+    })
 }
 
 #[test]

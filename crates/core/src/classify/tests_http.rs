@@ -3,10 +3,8 @@
 //! `Authorization` schemes, curl's user options, secrets in query strings and form bodies;
 //! their placeholders and the headers that carry no secret. Values are generated.
 
-use super::tests::{ALNUM, score, synth};
+use super::testing::{ALNUM, B64, assert_below_medium, b64, score, synth};
 use super::*;
-
-const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 fn assert_medium_on_its_line(text: &str) {
     let r = score(text);
@@ -15,20 +13,6 @@ fn assert_medium_on_its_line(text: &str) {
         "{text:?}: {:?}",
         r.detected_patterns
     );
-}
-
-fn assert_below_medium(text: &str) {
-    let r = score(text);
-    assert!(
-        r.verdict < Verdict::Medium,
-        "{text:?}: {:?}",
-        r.detected_patterns
-    );
-}
-
-fn b64(s: &str) -> String {
-    use base64::Engine;
-    base64::engine::general_purpose::STANDARD.encode(s)
 }
 
 #[test]
@@ -77,7 +61,7 @@ fn authorization_schemes_beyond_basic_and_bearer_are_found() {
 #[test]
 fn basic_credentials_and_curl_user_options_are_found() {
     let pw = format!("{}7!", synth("", ALNUM, 12));
-    let cred = b64(&format!("deploy:{pw}"));
+    let cred = b64(format!("deploy:{pw}"));
     for text in [
         format!("Authorization: Basic {cred}\n"),
         format!("Proxy-Authorization: Basic {cred}\n"),

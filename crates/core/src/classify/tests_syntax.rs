@@ -3,7 +3,7 @@
 //! Gradle, C, Dockerfiles, SQL, R and make; and the same syntaxes holding no secret (empty
 //! defaults, references, lengths, calls). Values are generated.
 
-use super::tests::{ALNUM, HEX, score, synth};
+use super::testing::{ALNUM, HEX, patterns, score, synth};
 use super::*;
 
 /// `text` reaches `medium` with a finding on the line that holds `secret`.
@@ -128,4 +128,115 @@ fn the_same_syntaxes_without_a_secret_stay_below_medium() {
             r.detected_patterns
         );
     }
+}
+
+// ---- issue 18: credentials without a vendor prefix -------------------------------------------
+
+#[test]
+fn a_key_word_inside_another_word_does_not_make_a_key_benign() {
+    // `admin` contains `min`, `passphrase` contains `hash`-free words: still passwords
+    let v = format!("Q{}7x!", synth("", ALNUM, 12));
+    assert_eq!(
+        patterns(&format!("admin_password = \"{v}\"\n")),
+        vec!["password_assignment"]
+    );
+    assert!(patterns(&format!("password_min_length = \"{v}\"\n")).is_empty());
+}
+
+#[test]
+fn a_password_starting_with_a_symbol_is_found_but_a_reference_is_not() {
+    let v = format!("%{}9!", synth("", ALNUM, 12));
+    assert_eq!(
+        patterns(&format!("DB_PASSWORD=\"{v}\"\n")),
+        vec!["password_assignment"]
+    );
+    for r in [
+        "$DB_PASSWORD",
+        "${DB_PASSWORD}",
+        "%DB_PASSWORD%",
+        "%(password)s",
+        "&password_ref",
+    ] {
+        assert!(patterns(&format!("password = \"{r}\"\n")).is_empty(), "{r}");
+    }
+}
+
+#[test]
+fn random_template_like_symbols_in_a_django_key_do_not_make_it_a_placeholder() {
+    let v = format!(
+        "django-insecure-{}%(x9+{}",
+        synth("", ALNUM, 20),
+        synth("", ALNUM, 20)
+    );
+    assert_eq!(
+        patterns(&format!("SECRET_KEY = '{v}'\n")),
+        vec!["generic_secret_assignment"]
+    );
+}
+
+#[test]
+fn typed_declarations_xml_env_lists_and_cli_flags_are_found() {
+    let v = format!("{}7#{}", synth("", ALNUM, 8), synth("", ALNUM, 8));
+    let cases = [
+        (
+            format!("const dbPassword: string = \"{v}\";"),
+            "password_assignment",
+        ),
+        (
+            format!("<add key=\"DbPassword\" value=\"{v}\" />"),
+            "config_pair_secret",
+        ),
+        (
+            format!("<dbPassword>{v}</dbPassword>"),
+            "xml_element_secret",
+        ),
+        (
+            format!("env:\n  - name: DB_PASSWORD\n    value: \"{v}\""),
+            "env_list_secret",
+        ),
+        (
+            format!("tool deploy --db-password {v} --region eu"),
+            "cli_flag_secret",
+        ),
+        (
+            format!("props.setProperty(\"db.password\", \"{v}\");"),
+            "call_pair_secret",
+        ),
+        (
+            format!("curl -u deploy:{v} https://h/x"),
+            "cli_user_password",
+        ),
+        (
+            format!("The password for staging is {v} (rotate it)."),
+            "prose_credential",
+        ),
+    ];
+    for (text, rule) in cases {
+        assert_eq!(patterns(&format!("{text}\n")), vec![rule], "{text}");
+    }
+}
+
+#[test]
+fn code_paths_tuples_and_pagination_tokens_are_not_credentials() {
+    for text in [
+        "pub const USER_PASSWORD: crate::ObjectIdentifier = x;",
+        "(\"http\", \"user/name\", \"password\", \"localhost:22\"),",
+        "PKCS8_PRIV_KEY_INFO = pkcs8_priv_key_info_st",
+        "private_key = ed25519.Ed25519PrivateKey.from_private_bytes(secret)",
+        "\"NextToken\": \"eyJOZXh0VG9rZW4iOiBudWxsLCAiYm90b19\",",
+        "aws waf update-rule --change-token 12cs345-67cd-890b-1cd2-c3a4567d89f1",
+        "const META_KEY_CLIENT_INFO: &str = \"io.modelcontextprotocol/clientInfo\";",
+    ] {
+        assert!(patterns(&format!("{text}\n")).is_empty(), "{text}");
+    }
+}
+
+#[test]
+fn basic_credentials_in_any_header_syntax_are_found_when_they_decode_to_user_and_password() {
+    use base64::Engine;
+    let cred = base64::engine::general_purpose::STANDARD
+        .encode(format!("deploy:{}", synth("", ALNUM, 14)));
+    let text = format!("proxy_set_header Authorization \"Basic {cred}\";\n");
+    assert_eq!(patterns(&text), vec!["basic_auth_header"]);
+    assert!(patterns("Basic configuration is described below.\n").is_empty());
 }

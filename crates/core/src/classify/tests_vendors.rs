@@ -3,13 +3,8 @@
 //! placeholders and look-alikes below `medium`. Tokens are generated (prefix + characters from
 //! a seeded PRNG), never written out.
 
-use super::tests::{ALNUM, HEX, score, synth};
+use super::testing::{ALNUM, B64, HEX, LOWER_ALNUM, UPPER_ALNUM, URLSAFE, score, synth};
 use super::*;
-
-const UPPER_ALNUM: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
-const URLSAFE: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-const LOWER_ALNUM: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-const B64: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 
 /// `token` is found at `medium` or above by `rule` in every context (a bare token in prose, an
 /// env file, a JSON value, a curl header, a code literal).

@@ -540,7 +540,7 @@ mod tests {
     /// haystack, at its ends, repeated and overlapping.
     #[test]
     fn find_sub_is_memmem_find() {
-        let mut next = crate::classify::pii::tests::splitmix64(0x18_00b0);
+        let mut next = crate::classify::testing::splitmix64(0x18_00b0);
         let needles: [&[u8]; 6] = [b"::", b"://", b"aa", b"-----END", b"a", b"\"alg\""];
         let mut found = 0;
         for _ in 0..20_000 {

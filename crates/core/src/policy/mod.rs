@@ -389,7 +389,7 @@ fn yaml_message(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::classify::tests::{ALNUM, HEX, synth};
+    use crate::classify::testing::{ALNUM, HEX, synth};
     use crate::classify::{Verdict, risk_score};
 
     #[test]
