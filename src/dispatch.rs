@@ -1,8 +1,8 @@
 //! Dispatch: turns `(tool name, JSON arguments)` into a JSON result or an [`Envelope`]. The
 //! MCP handler and the CLI both call tools only through [`Service::call`], which finds the
 //! tool by either spelling of its name, counts the retry budget (L3) and turns a panic into
-//! the envelope. The state the tools act on is the core's [`Store`], which `Service` derefs
-//! to.
+//! the envelope. The state the tools act on is the core's [`Store`], which `Service` gives
+//! by [`Service::store`].
 
 use crate::tools;
 pub use crate::tools::{ToolListing, ToolNames, ToolProfile};

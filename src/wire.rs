@@ -238,7 +238,7 @@ pub(crate) fn oversize_stand_in(
 /// what it parses and clones it as it tries its variants (three copies of a 1 MB
 /// `content`, a seventh of such a write's CPU), so only the small rest goes through that.
 /// Anything else is parsed by rmcp as it is. A `tools/call` request is built from its parts
-/// ([`tools_call`]) when they fit.
+/// (`tools_call`) when they fit.
 pub fn parse_message(text: &str) -> serde_json::Result<ClientJsonRpcMessage> {
     let mut value: serde_json::Value = serde_json::from_str(text)?;
     let call = value.get("method").and_then(serde_json::Value::as_str) == Some("tools/call");

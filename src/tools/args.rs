@@ -1,5 +1,5 @@
 //! Argument problems an agent can act on. Before a tool's arguments are deserialised they are
-//! checked against the tool's published input schema (the same [`super::schema`] clients are
+//! checked against the tool's published input schema (the same [`mod@super::schema`] clients are
 //! shown): a missing required argument, one of the wrong type, or one the tool does not take
 //! becomes [`Failure::BadArgument`], whose message names the argument, the type the schema
 //! expects and an example value generated from the schema, e.g.

@@ -125,7 +125,7 @@ pub fn stdio() -> Stdio {
 /// found with `memchr`, and the bytes go from the pipe straight into the buffer the line is
 /// parsed from (no copy through a second buffer). Every line is sanitised
 /// ([`sanitize_line`]); one longer than the message cap is never held whole: its start and
-/// end are kept and it becomes a small stand-in request ([`oversize_stand_in`]) so the
+/// end are kept and it becomes a small stand-in request (`oversize_stand_in`) so the
 /// client gets a typed `quota_exceeded` answer instead of silence.
 ///
 /// A line that is not JSON is ignored (as the official SDKs do: answering what cannot be

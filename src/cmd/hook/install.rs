@@ -4,7 +4,7 @@
 //! tools and `Bash`, `PostToolUse` on those and our MCP tools, `PostToolUseFailure` on
 //! `Bash`); Cursor: `.cursor/hooks.json` (`afterFileEdit`); Gemini CLI:
 //! `.gemini/settings.json` (`BeforeTool` on `write_file|replace|run_shell_command`,
-//! `AfterTool` on those and our MCP tools). See [`matcher`].
+//! `AfterTool` on those and our MCP tools). See `matcher`.
 //!
 //! Idempotent: an entry is ours when its command ends with `hook <agent> <event>` and names
 //! resilient-write (or is the command given); installing replaces ours and keeps every other

@@ -4,7 +4,7 @@
 //!
 //! This module is the pure part: names (`^[A-Za-z0-9_-]{1,64}$`), formats, TTLs (`session`,
 //! `permanent`, or an ISO-8601 duration such as `PT30M`, `P1D`, `P1W`), the on-disk documents
-//! and the cleanup rule. Files are read and written (through the pipeline) by [`super::store`].
+//! and the cleanup rule. Files are read and written (through the pipeline) by [`super::disk`].
 //!
 //! On disk, compatible with the Python original: a json checkpoint is the original's envelope
 //! `{created_at, data, format, name, ttl, updated_at}` (sorted keys, two-space indent); a yaml

@@ -11,7 +11,7 @@
 //! line), rendering, validation of required fields and status, the dependency graph (cycles
 //! named, dangling ids refused, ready steps in list order), the free text that L0 must see,
 //! and the `resume` message. File I/O, drift hashing and the pipeline live in
-//! [`super::store`].
+//! [`super::disk`].
 
 use crate::envelope::{Failure, Result};
 use schemars::JsonSchema;

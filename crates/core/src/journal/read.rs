@@ -46,7 +46,7 @@ impl Journal {
 
     /// Like [`Journal::tail`], parsing only the lines that contain one of `needles` (none:
     /// every line). A row `keep` accepts must contain one of them (see
-    /// [`json_string_forms`]); `keep` still decides.
+    /// [`super::row::json_string_forms`]); `keep` still decides.
     pub fn tail_containing(
         &self,
         n: usize,

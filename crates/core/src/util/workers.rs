@@ -2,7 +2,7 @@
 //! while the journal row is synced). Starting a thread per write cost more than the overlap
 //! saved on small files (a `clone3`, a stack mapped and unmapped, a dozen set-up calls, and
 //! the new thread's first wake-up): a worker that has finished a job waits for the next one,
-//! and one idle for [`LINGER`] exits. There are as many workers as jobs ever ran at once
+//! and one idle for `LINGER` exits. There are as many workers as jobs ever ran at once
 //! (one per concurrent write), none while nothing is written.
 
 use std::io;

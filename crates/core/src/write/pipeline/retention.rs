@@ -3,7 +3,7 @@
 //! the others when older than `max_age`, then oldest first while the store is over `max_bytes`.
 //!
 //! It lives with the pipeline because the pipeline enforces it as it adds objects
-//! ([`super::keep`]); `gc` and `doctor --fix` run the same pass on request.
+//! (`super::keep`); `gc` and `doctor --fix` run the same pass on request.
 
 use crate::journal::Journal;
 use crate::journal::paths::{JournalPaths, row_fields};
