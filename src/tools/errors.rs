@@ -285,13 +285,17 @@ impl FailureCode {
             self.sample(false).envelope("t", 0).context,
             self.sample(true).envelope("t", 0).context,
         );
-        a.into_iter()
+        let mut fields: Vec<(String, Option<Value>)> = a
+            .into_iter()
             .filter(|(k, _)| !matches!(k.as_str(), "tool" | "message" | "retriable"))
             .map(|(k, v)| {
                 let fixed = b.get(&k) == Some(&v) && v.is_string();
                 (k, fixed.then_some(v))
             })
-            .collect()
+            .collect();
+        // Sorted here, whatever order the map keeps (serde_json's `preserve_order`).
+        fields.sort_by(|x, y| x.0.cmp(&y.0));
+        fields
     }
 }
 
