@@ -13,6 +13,7 @@ pub mod client;
 pub mod cmd;
 pub mod dispatch;
 pub mod mcp;
+pub mod reference;
 pub mod tools;
 pub mod transport;
 pub mod wire;

@@ -1,6 +1,7 @@
 //! `analytics`: the MCP face of [`resilient_write_core::analytics`], one streaming pass over the journal.
 //! Argument parsing and the result shape only; the query is [`resilient_write_core::analytics::query`].
 
+use super::errors::{FailureCode as C, STATE};
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use resilient_write_core::analytics::Analytics;
 use resilient_write_core::analytics::query::query;
@@ -41,6 +42,7 @@ pub const ANALYTICS: ToolSpec = ToolSpec {
     input_schema: schema::<AnalyticsArgs>,
     output_schema: result_schema::<AnalyticsResult>,
     run: run_analytics,
+    errors: &[STATE, &[C::InvalidArguments]],
 };
 
 fn run_analytics(store: &Store, raw: Value) -> Result<Value> {

@@ -2,6 +2,7 @@
 //! and result shapes only; the store (find, read, list, TTL cleanup, the write plan and the
 //! journaled removal) is [`resilient_write_core::checkpoint::disk`].
 
+use super::errors::{FailureCode as C, KEYED, PIPELINE, STATE};
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use resilient_write_core::checkpoint::Format;
@@ -133,6 +134,7 @@ pub const CHECKPOINT: ToolSpec = ToolSpec {
     input_schema: schema::<CheckpointArgs>,
     output_schema: result_schema::<CheckpointResult>,
     run: run_checkpoint,
+    errors: &[STATE, PIPELINE, KEYED, &[C::InvalidDocument]],
 };
 
 pub const CHECKPOINT_READ: ToolSpec = ToolSpec {
@@ -145,6 +147,10 @@ pub const CHECKPOINT_READ: ToolSpec = ToolSpec {
     input_schema: schema::<CheckpointReadArgs>,
     output_schema: result_schema::<CheckpointReadResult>,
     run: run_checkpoint_read,
+    errors: &[
+        STATE,
+        &[C::TargetMissing, C::CorruptState, C::InvalidDocument],
+    ],
 };
 
 pub const CHECKPOINT_LIST: ToolSpec = ToolSpec {
@@ -157,6 +163,7 @@ pub const CHECKPOINT_LIST: ToolSpec = ToolSpec {
     input_schema: schema::<CheckpointListArgs>,
     output_schema: result_schema::<CheckpointListResult>,
     run: run_checkpoint_list,
+    errors: &[STATE],
 };
 
 pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
@@ -170,6 +177,7 @@ pub const CHECKPOINT_CLEANUP: ToolSpec = ToolSpec {
     input_schema: schema::<CheckpointCleanupArgs>,
     output_schema: result_schema::<CheckpointCleanupResult>,
     run: run_checkpoint_cleanup,
+    errors: &[STATE, KEYED, &[C::InvalidDocument]],
 };
 
 fn run_checkpoint(store: &Store, raw: Value) -> Result<Value> {

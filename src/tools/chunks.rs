@@ -2,6 +2,7 @@
 //! `chunk_status`, `chunk_reset`. Argument parsing and result shapes only; the session logic
 //! is [`resilient_write_core::chunks`].
 
+use super::errors::{FailureCode as C, KEYED, PATH, PIPELINE, PRECONDITION, SCREEN, STATE};
 use super::keyed::{IdempotencyKey, Request, parse_keyed};
 use super::schema::describe;
 use super::write::{Content, WriteMode};
@@ -194,6 +195,19 @@ pub const CHUNK_WRITE: ToolSpec = ToolSpec {
     input_schema: schema::<ChunkWriteArgs>,
     output_schema: result_schema::<ChunkWriteResult>,
     run: run_chunk_write,
+    errors: &[
+        STATE,
+        SCREEN,
+        KEYED,
+        &[
+            C::ChunkArgument,
+            C::ChunkSession,
+            C::TooLarge,
+            C::Encoding,
+            C::Corruption,
+            C::DiskFull,
+        ],
+    ],
 };
 
 pub const CHUNK_APPEND: ToolSpec = ToolSpec {
@@ -207,6 +221,19 @@ pub const CHUNK_APPEND: ToolSpec = ToolSpec {
     input_schema: schema::<ChunkAppendArgs>,
     output_schema: result_schema::<ChunkWriteResult>,
     run: run_chunk_append,
+    errors: &[
+        STATE,
+        SCREEN,
+        KEYED,
+        &[
+            C::ChunkArgument,
+            C::ChunkSession,
+            C::TooLarge,
+            C::Encoding,
+            C::Corruption,
+            C::DiskFull,
+        ],
+    ],
 };
 
 pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {
@@ -221,6 +248,14 @@ pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {
     input_schema: schema::<ChunkComposeArgs>,
     output_schema: result_schema::<ChunkComposeResult>,
     run: run_chunk_compose,
+    errors: &[
+        PATH,
+        PIPELINE,
+        SCREEN,
+        KEYED,
+        PRECONDITION,
+        &[C::ChunkArgument, C::ChunkSession],
+    ],
 };
 
 pub const CHUNK_PREVIEW: ToolSpec = ToolSpec {
@@ -233,6 +268,10 @@ pub const CHUNK_PREVIEW: ToolSpec = ToolSpec {
     input_schema: schema::<ChunkPreviewArgs>,
     output_schema: result_schema::<ChunkPreviewResult>,
     run: run_chunk_preview,
+    errors: &[
+        STATE,
+        &[C::ChunkArgument, C::ChunkSession, C::TooLarge, C::Encoding],
+    ],
 };
 
 pub const CHUNK_STATUS: ToolSpec = ToolSpec {
@@ -246,6 +285,7 @@ pub const CHUNK_STATUS: ToolSpec = ToolSpec {
     input_schema: schema::<ChunkStatusArgs>,
     output_schema: result_schema::<ChunkStatusResult>,
     run: run_chunk_status,
+    errors: &[STATE, &[C::ChunkArgument, C::ChunkSession]],
 };
 
 pub const CHUNK_RESET: ToolSpec = ToolSpec {
@@ -258,6 +298,7 @@ pub const CHUNK_RESET: ToolSpec = ToolSpec {
     input_schema: schema::<ChunkResetArgs>,
     output_schema: result_schema::<ChunkResetResult>,
     run: run_chunk_reset,
+    errors: &[STATE, KEYED, &[C::ChunkArgument]],
 };
 
 impl From<(String, Answer<ChunkWritten>)> for ChunkWriteResult {

@@ -1,6 +1,7 @@
 //! `handoff_write` and `handoff_read` (L5): argument parsing and result shapes only; the
 //! store (drift, archive, load, the write through the pipeline) is [`resilient_write_core::handoff::disk`].
 
+use super::errors::{FailureCode as C, KEYED, PATH, PIPELINE, SCREEN};
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use resilient_write_core::envelope::Result;
@@ -103,6 +104,7 @@ pub const HANDOFF_WRITE: ToolSpec = ToolSpec {
     input_schema: schema::<HandoffWriteArgs>,
     output_schema: result_schema::<HandoffWriteResult>,
     run: run_handoff_write,
+    errors: &[PATH, PIPELINE, SCREEN, KEYED, &[C::InvalidDocument]],
 };
 
 pub const HANDOFF_READ: ToolSpec = ToolSpec {
@@ -116,6 +118,15 @@ pub const HANDOFF_READ: ToolSpec = ToolSpec {
     input_schema: schema::<HandoffReadArgs>,
     output_schema: result_schema::<HandoffReadResult>,
     run: run_handoff_read,
+    errors: &[
+        PATH,
+        &[
+            C::TargetMissing,
+            C::InvalidDocument,
+            C::Encoding,
+            C::TooLarge,
+        ],
+    ],
 };
 
 fn run_handoff_write(store: &Store, raw: Value) -> Result<Value> {

@@ -2,6 +2,7 @@
 //! a path, or every file of a transaction, back to an earlier version. The logic is
 //! [`resilient_write_core::history`].
 
+use super::errors::{FailureCode as C, KEYED, PATH, PIPELINE};
 use super::{ToolSpec, is_false, parse_args, parse_expected_hash, result_schema, schema, to_value};
 use resilient_write_core::envelope::{Failure, Result};
 use resilient_write_core::history::{self, RestoreTo, Skipped, Version};
@@ -136,6 +137,7 @@ pub const HISTORY: ToolSpec = ToolSpec {
     input_schema: schema::<HistoryArgs>,
     output_schema: result_schema::<HistoryResult>,
     run: run_history,
+    errors: &[PATH, &[C::InvalidArguments]],
 };
 
 pub const RESTORE: ToolSpec = ToolSpec {
@@ -150,6 +152,22 @@ pub const RESTORE: ToolSpec = ToolSpec {
     input_schema: schema::<RestoreArgs>,
     output_schema: result_schema::<RestoreResult>,
     run: run_restore,
+    errors: &[
+        PATH,
+        PIPELINE,
+        KEYED,
+        &[
+            C::TargetMissing,
+            C::StaleHash,
+            C::VersionUnavailable,
+            C::AmbiguousVersion,
+            C::TxNotOpen,
+            C::TxConflict,
+            C::SessionUnknown,
+            C::SessionConflict,
+            C::InvalidArguments,
+        ],
+    ],
 };
 
 fn run_history(store: &Store, raw: Value) -> Result<Value> {

@@ -1,6 +1,7 @@
 //! `journal_tail`: the newest journal rows, optionally filtered by path and mode. Argument
 //! parsing and the result shape only; the tail is [`resilient_write_core::journal::tail`].
 
+use super::errors::{FailureCode as C, STATE};
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use resilient_write_core::envelope::Result;
 use resilient_write_core::journal::tail::Tail;
@@ -53,6 +54,7 @@ pub const JOURNAL_TAIL: ToolSpec = ToolSpec {
     input_schema: schema::<JournalTailArgs>,
     output_schema: result_schema::<JournalTailResult>,
     run: run_journal_tail,
+    errors: &[STATE, &[C::InvalidArguments]],
 };
 
 impl From<Tail> for JournalTailResult {

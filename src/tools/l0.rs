@@ -6,6 +6,7 @@
 //! `redact` with `deposit: true` hands the originals to a [`Depository`]: the L4 scratchpad,
 //! which stores each as an owner-only content-addressed blob and returns its hash.
 
+use super::errors::{FailureCode as C, STATE};
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use resilient_write_core::classify::{Original, RiskReport, redact};
@@ -117,6 +118,7 @@ pub const RISK_SCORE: ToolSpec = ToolSpec {
     input_schema: schema::<RiskScoreArgs>,
     output_schema: result_schema::<RiskScoreResult>,
     run: run_risk_score,
+    errors: &[&[C::PolicyInvalid]],
 };
 
 pub const REDACT: ToolSpec = ToolSpec {
@@ -131,6 +133,7 @@ pub const REDACT: ToolSpec = ToolSpec {
     input_schema: schema::<RedactArgs>,
     output_schema: result_schema::<RedactResult>,
     run: run_redact,
+    errors: &[STATE, &[C::PolicyInvalid, C::Corruption, C::DiskFull]],
 };
 
 fn run_risk_score(store: &Store, raw: Value) -> Result<Value> {

@@ -13,6 +13,7 @@ pub mod analytics;
 pub mod args;
 pub mod checkpoint;
 pub mod chunks;
+pub mod errors;
 pub mod handoff;
 pub mod history;
 pub mod journal_tail;
@@ -42,6 +43,17 @@ pub struct ToolSpec {
     pub input_schema: fn() -> Value,
     pub output_schema: fn() -> Value,
     pub run: fn(&Store, Value) -> Result<Value>,
+    /// The failures this tool can return beyond those of any call ([`errors::ANY_TOOL`]), as
+    /// groups ([`errors::PATH`], ...) and single codes: what `docs/reference/tools.md` lists,
+    /// checked against the failures bad calls provoke (`tests/reference.rs`).
+    pub errors: &'static [&'static [errors::FailureCode]],
+}
+
+impl ToolSpec {
+    /// [`ToolSpec::errors`] as one sorted list.
+    pub fn error_codes(&self) -> Vec<errors::FailureCode> {
+        errors::flatten(self.errors)
+    }
 }
 
 /// `skip_serializing_if` for flags that are usually false (`idempotent_replay`).

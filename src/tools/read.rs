@@ -1,6 +1,7 @@
 //! `read` and `stat` (read-only): a workspace file's content or metadata with the SHA-256 an
 //! edit's `expected_prev_sha256` compares against. The logic is [`resilient_write_core::read`].
 
+use super::errors::{FailureCode as C, PATH};
 use super::write::ContentEncoding;
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use base64::Engine;
@@ -82,6 +83,7 @@ pub const READ: ToolSpec = ToolSpec {
     input_schema: schema::<ReadArgs>,
     output_schema: result_schema::<ReadResult>,
     run: run_read,
+    errors: &[PATH, &[C::TooLarge, C::Encoding]],
 };
 
 pub const STAT: ToolSpec = ToolSpec {
@@ -95,6 +97,7 @@ pub const STAT: ToolSpec = ToolSpec {
     input_schema: schema::<StatArgs>,
     output_schema: result_schema::<StatResult>,
     run: run_stat,
+    errors: &[PATH],
 };
 
 fn run_read(store: &Store, raw: Value) -> Result<Value> {

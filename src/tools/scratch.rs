@@ -1,6 +1,7 @@
 //! The L4 tools: `scratch_put`, `scratch_ref`, `scratch_get`. Argument parsing and result
 //! shapes only; the store is [`resilient_write_core::scratch`].
 
+use super::errors::{FailureCode as C, KEYED, PIPELINE, STATE};
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::write::{Content, ContentEncoding};
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
@@ -109,6 +110,7 @@ pub const SCRATCH_PUT: ToolSpec = ToolSpec {
     input_schema: schema::<ScratchPutArgs>,
     output_schema: result_schema::<ScratchPutResult>,
     run: run_scratch_put,
+    errors: &[STATE, PIPELINE, KEYED, &[C::Encoding]],
 };
 
 pub const SCRATCH_REF: ToolSpec = ToolSpec {
@@ -121,6 +123,7 @@ pub const SCRATCH_REF: ToolSpec = ToolSpec {
     input_schema: schema::<ScratchRefArgs>,
     output_schema: result_schema::<ScratchRefResult>,
     run: run_scratch_ref,
+    errors: &[STATE, &[C::ScratchNotFound, C::InvalidArguments]],
 };
 
 pub const SCRATCH_GET: ToolSpec = ToolSpec {
@@ -134,6 +137,15 @@ pub const SCRATCH_GET: ToolSpec = ToolSpec {
     input_schema: schema::<ScratchGetArgs>,
     output_schema: result_schema::<ScratchGetResult>,
     run: run_scratch_get,
+    errors: &[
+        STATE,
+        &[
+            C::ScratchNotFound,
+            C::ScratchGetDisabled,
+            C::Encoding,
+            C::Corruption,
+        ],
+    ],
 };
 
 /// Checked at each deposit, so a .gitignore fixed mid-session silences it.

@@ -197,6 +197,7 @@ pub const TOOLSETS: ToolSpec = ToolSpec {
     input_schema: schema::<ToolsetsArgs>,
     output_schema: result_schema::<ToolsetsResult>,
     run: run_without_session,
+    errors: &[],
 };
 
 /// Enable the toolsets `args` names in `enabled` (a session's set, toolset names) and report

@@ -3,6 +3,7 @@
 //! (same decoding, size cap, `expected_prev_sha256` and edit semantics); the durable part is
 //! [`resilient_write_core::tx`].
 
+use super::errors::{EDIT, FailureCode as C, KEYED, PATH, PIPELINE, PRECONDITION, SCREEN, STATE};
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::schema::describe;
 use super::write::{CLASSIFY_CONTENT, Content, EditArg, WHOLE_CONTENT, WriteMode, edits_from, one};
@@ -239,6 +240,7 @@ pub const TX_BEGIN: ToolSpec = ToolSpec {
     input_schema: schema::<TxBeginArgs>,
     output_schema: result_schema::<TxBeginResult>,
     run: run_tx_begin,
+    errors: &[STATE, KEYED],
 };
 
 pub const TX_WRITE: ToolSpec = ToolSpec {
@@ -254,6 +256,13 @@ pub const TX_WRITE: ToolSpec = ToolSpec {
     input_schema: schema::<TxWriteArgs>,
     output_schema: result_schema::<TxStageResult>,
     run: run_tx_write,
+    errors: &[
+        PATH,
+        SCREEN,
+        KEYED,
+        PRECONDITION,
+        &[C::TxNotOpen, C::TargetMissing, C::TooLarge, C::Encoding],
+    ],
 };
 
 pub const TX_REPLACE: ToolSpec = ToolSpec {
@@ -268,6 +277,7 @@ pub const TX_REPLACE: ToolSpec = ToolSpec {
     input_schema: schema::<TxReplaceArgs>,
     output_schema: result_schema::<TxStageResult>,
     run: run_tx_replace,
+    errors: &[PATH, SCREEN, KEYED, EDIT, &[C::TxNotOpen]],
 };
 
 pub const TX_STATUS: ToolSpec = ToolSpec {
@@ -281,6 +291,7 @@ pub const TX_STATUS: ToolSpec = ToolSpec {
     input_schema: schema::<TxIdArgs>,
     output_schema: result_schema::<TxStatusResult>,
     run: run_tx_status,
+    errors: &[STATE, &[C::TxNotOpen]],
 };
 
 pub const TX_COMMIT: ToolSpec = ToolSpec {
@@ -297,6 +308,7 @@ pub const TX_COMMIT: ToolSpec = ToolSpec {
     input_schema: schema::<TxKeyedArgs>,
     output_schema: result_schema::<TxCommitResult>,
     run: run_tx_commit,
+    errors: &[PATH, PIPELINE, KEYED, &[C::TxNotOpen, C::TxConflict]],
 };
 
 pub const TX_ROLLBACK: ToolSpec = ToolSpec {
@@ -309,6 +321,7 @@ pub const TX_ROLLBACK: ToolSpec = ToolSpec {
     input_schema: schema::<TxKeyedArgs>,
     output_schema: result_schema::<TxRollbackResult>,
     run: run_tx_rollback,
+    errors: &[STATE, KEYED, &[C::TxNotOpen]],
 };
 
 fn run_tx_begin(store: &Store, raw: Value) -> Result<Value> {

@@ -3,6 +3,7 @@
 //! arriving as a lone surrogate the transport could not carry) is a report with one error at
 //! the first bad byte, not a failed call.
 
+use super::errors::FailureCode as C;
 use super::write::ContentEncoding;
 use super::{ToolSpec, parse_args, result_schema, schema, to_value};
 use base64::Engine;
@@ -50,6 +51,7 @@ pub const VALIDATE: ToolSpec = ToolSpec {
     input_schema: schema::<ValidateArgs>,
     output_schema: result_schema::<ValidateResult>,
     run: run_validate,
+    errors: &[&[C::Encoding, C::TooLarge]],
 };
 
 fn run_validate(store: &Store, mut raw: Value) -> Result<Value> {

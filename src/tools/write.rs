@@ -2,6 +2,7 @@
 //! result shapes only; the writes (replay, preconditions, L0 check of an edit, size limit,
 //! the pipeline) are [`resilient_write_core::files`].
 
+use super::errors::{EDIT, FailureCode as C, KEYED, PATH, PIPELINE, PRECONDITION, SCREEN};
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::schema::describe;
 use super::{ToolSpec, is_false, parse_expected_hash, result_schema, schema, to_value};
@@ -175,6 +176,7 @@ pub const SAFE_WRITE: ToolSpec = ToolSpec {
     input_schema: schema::<SafeWriteArgs>,
     output_schema: result_schema::<WriteResult>,
     run: run_safe_write,
+    errors: &[PATH, PIPELINE, SCREEN, KEYED, PRECONDITION, &[C::Encoding]],
 };
 
 pub const SAFE_REPLACE: ToolSpec = ToolSpec {
@@ -189,6 +191,7 @@ pub const SAFE_REPLACE: ToolSpec = ToolSpec {
     input_schema: schema::<SafeReplaceArgs>,
     output_schema: result_schema::<ReplaceResult>,
     run: run_safe_replace,
+    errors: &[PATH, PIPELINE, SCREEN, KEYED, EDIT],
 };
 
 impl From<(&Target, Answer<Outcome>)> for WriteResult {
