@@ -175,6 +175,8 @@ fn write_precondition_failures_are_built_only_in_write_intent() {
             || s.contains("write/pipeline")
             // the enum itself and its one mapping to the envelope
             || s.ends_with("/envelope.rs")
+            // one sample of each failure, rendered into docs/reference/tools.md, never returned
+            || s.ends_with("src/tools/errors.rs")
     };
     let mut found = Vec::new();
     for file in files.iter().filter(|f| !home(f)) {

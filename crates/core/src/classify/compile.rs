@@ -15,7 +15,8 @@ use regex_automata::{Input, Match, PatternID, meta};
 
 use super::config::{PatternSpec, Thresholds};
 use super::keywords::Keywords;
-use super::rules::{self, Check, Gate, Scanner, Tier, Window};
+use super::rules;
+use super::spec::{self, Check, Gate, Scanner, Tier, Window};
 use super::{DEFAULT_CUSTOM_WEIGHT, DEFAULT_WEIGHTS, EXAMPLE_FAMILY};
 
 #[derive(Clone)]
@@ -378,7 +379,7 @@ impl Classifier {
         thresholds: Thresholds,
     ) -> Result<Classifier, InvalidRule> {
         let disabled: BTreeSet<&str> = disable_families.iter().map(String::as_str).collect();
-        let mut specs: Vec<rules::RuleSpec> = rules::builtin()
+        let mut specs: Vec<spec::RuleSpec> = rules::builtin()
             .into_iter()
             .filter(|r| !disabled.contains(r.family.as_str()))
             .collect();
@@ -387,7 +388,7 @@ impl Classifier {
             if disabled.contains(p.family.as_str()) {
                 continue;
             }
-            specs.push(rules::RuleSpec {
+            specs.push(spec::RuleSpec {
                 name: p.name.clone(),
                 family: p.family.clone(),
                 keywords: Vec::new(),
@@ -563,11 +564,11 @@ impl Classifier {
 }
 
 /// Whether every match of `regex` puts `keyword` (lowercase) at the start of a token that
-/// `rules::BEGIN` delimits: the regex is `BEGIN(?P<s>LITERAL...` and the literal begins with the
+/// `spec::BEGIN` delimits: the regex is `BEGIN(?P<s>LITERAL...` and the literal begins with the
 /// keyword. Then a hit preceded by a token byte can never start a match and is skipped.
 fn keyword_starts_token(regex: &str, keyword: &str) -> bool {
     let Some(body) = regex
-        .strip_prefix(rules::BEGIN)
+        .strip_prefix(spec::BEGIN)
         .and_then(|r| r.strip_prefix("(?P<s>"))
     else {
         return false;

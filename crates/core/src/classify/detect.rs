@@ -10,11 +10,12 @@
 use std::collections::BTreeMap;
 use std::ops::Range;
 
+use super::bytes::find_sub;
 use super::compile::{Classifier, Derive, KeywordRule};
 use super::derive::{derived_groups, email_matches};
 use super::gates::{email_hit, gate_passes, is_token_byte};
-use super::rules::{Check, Scanner, Window};
-use super::verify::{Groups, Raw, find_sub, private_key_end, verify};
+use super::spec::{Check, Scanner, Window};
+use super::verify::{Groups, Raw, private_key_end, verify};
 use super::{EXAMPLE_FAMILY, Finding, SNIPPET_CHARS, binary, entropy, pii, tokens};
 
 #[derive(Clone, Copy)]

@@ -3,9 +3,9 @@
 //! byte classes they and the derived captures share. A hit that fails its gate cannot be inside
 //! a match, so dropping it loses no finding.
 
-use super::rules::{GATE_NAME_HEAD, GATE_NAME_TAIL, Gate};
+use super::spec::{GATE_NAME_HEAD, GATE_NAME_TAIL, Gate};
 
-/// A byte that continues a token (`rules::BEGIN` requires anything else before a token).
+/// A byte that continues a token (`spec::BEGIN` requires anything else before a token).
 pub(super) fn is_token_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_' || b == b'-'
 }
@@ -165,9 +165,9 @@ pub(super) fn gate_passes(bytes: &[u8], start: usize, end: usize, gate: Gate) ->
 mod tests {
     use super::*;
     use crate::classify::testing::{case_and_line_inputs, corpus};
-    use crate::classify::{Classifier, findings, rules};
+    use crate::classify::{Classifier, findings, spec};
 
-    /// The keyword gates (`rules::Gate`) only drop hits that cannot be inside a match: over
+    /// The keyword gates (`spec::Gate`) only drop hits that cannot be inside a match: over
     /// the generated evaluation corpus (every credential case in its syntaxes, and mixed
     /// source with ordinary code around them) the findings are the same with and without them.
     #[test]
@@ -201,7 +201,7 @@ mod tests {
     #[test]
     fn keyword_gates_drop_hits_that_cannot_match() {
         use super::gate_passes;
-        use rules::Gate;
+        use spec::Gate;
         let hit = |text: &str, kw: &str, gate: Gate| {
             let at = text
                 .find(kw)

@@ -55,14 +55,15 @@
 //! rules the policy fills in (the classifier never reads the policy itself); `compile` builds a
 //! [`Classifier`]; `detect` scans a draft for findings (`gates` tests a keyword hit before a
 //! window opens, `derive` takes capture groups from a match's span); `verify` confirms a regex
-//! match; `score` applies the equation, the size rules and the verdict. `rules` is the built-in
-//! rule table, `vendors` the long tail of SaaS formats and the platforms' UUID keys, `prefixes`
+//! match; `score` applies the equation, the size rules and the verdict. `spec` says what a rule
+//! is (check, window, tier, gate) and holds the builders; `rules` is the built-in rule table, `vendors` the long tail of SaaS formats and the platforms' UUID keys, `prefixes`
 //! the redacted-prefix shapes (a prefix and a marker, a prefix named in prose, a JWT's header
 //! alone); `entropy`, `pii`, `binary` and `tokens` (prefixless token shapes) the hand-written
 //! checks and scanners, `redact` the one-call redaction and `stream` the scorer for documents
-//! fed in pieces.
+//! fed in pieces; `bytes` the substring search they share.
 
 mod binary;
+mod bytes;
 mod compile;
 pub(crate) mod config;
 mod derive;
@@ -76,6 +77,7 @@ mod prefixes;
 mod redact;
 mod rules;
 mod score;
+mod spec;
 mod tokens;
 mod vendors;
 mod verify;

@@ -12,9 +12,9 @@
 
 use std::ops::Range;
 
+use super::bytes::find_sub;
 use super::entropy;
-use super::rules::{BEGIN, Check, Gate, RuleSpec, Tier, rule, tok};
-use super::verify::find_sub;
+use super::spec::{BEGIN, Check, Gate, RuleSpec, Tier, rule, tok};
 
 /// `(vendor, prefix, the prefix as LaTeX writes it in running text, named alone)`. A prefix
 /// followed by a redaction marker is reported; one `named alone` also with nothing after it

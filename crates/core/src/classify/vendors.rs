@@ -10,7 +10,7 @@
 //! its keyword gated on that shape ([`Gate::UuidAfter`], [`Gate::ByteAt`]), so ordinary text
 //! that holds the prefix costs a byte test, not a regex search.
 
-use super::rules::{Check, Gate, RuleSpec, Tier, Window, rule, tok};
+use super::spec::{Check, Gate, RuleSpec, Tier, Window, rule, tok};
 
 /// A UUID in a regex (either case).
 const UUID: &str = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}";

@@ -6,10 +6,11 @@
 
 use std::ops::Range;
 
+use super::bytes::find_sub;
 use super::compile::{CompiledRule, Locations, Slots};
 use super::gates::{is_name_byte, skip_back};
 use super::keys::{benign_key, is_live_uuid, is_uuid, platform_uuid_key, secret_key};
-use super::rules::Check;
+use super::spec::Check;
 use super::vendors::names_uuid_platform;
 use super::{entropy, pii, prefixes};
 
@@ -23,21 +24,6 @@ pub(super) struct Raw {
     pub(super) span: Range<usize>,
     /// A vendor's documentation example rather than a live secret (reported as `example_key`).
     pub(super) example: bool,
-}
-
-/// Haystacks shorter than this are searched by comparing each window: building a `memmem`
-/// searcher costs more than such a search (most haystacks are a match's value).
-const FIND_SUB_NAIVE: usize = 64;
-
-/// The first occurrence of `needle` in `hay` (`None` for an empty needle).
-pub(super) fn find_sub(hay: &[u8], needle: &[u8]) -> Option<usize> {
-    if needle.is_empty() {
-        return None;
-    }
-    if hay.len() < FIND_SUB_NAIVE {
-        return hay.windows(needle.len()).position(|w| w == needle);
-    }
-    memchr::memmem::find(hay, needle)
 }
 
 /// The groups of one match that the checks read, as byte ranges of the content.
@@ -529,31 +515,4 @@ fn trim_ascii(s: &[u8]) -> &[u8] {
         .rposition(|b| !b.is_ascii_whitespace())
         .map_or(a, |k| k + 1);
     &s[a..b]
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// [`find_sub`] finds the occurrence `memmem::find` (which it used for every haystack)
-    /// finds, on haystacks of every length around [`FIND_SUB_NAIVE`], needles longer than the
-    /// haystack, at its ends, repeated and overlapping.
-    #[test]
-    fn find_sub_is_memmem_find() {
-        let mut next = crate::classify::testing::splitmix64(0x18_00b0);
-        let needles: [&[u8]; 6] = [b"::", b"://", b"aa", b"-----END", b"a", b"\"alg\""];
-        let mut found = 0;
-        for _ in 0..20_000 {
-            let len = (next() % 90) as usize;
-            let hay: Vec<u8> = (0..len)
-                .map(|_| b"a:/-\"lgEND"[(next() % 10) as usize])
-                .collect();
-            let needle = needles[(next() % 6) as usize];
-            let want = memchr::memmem::find(&hay, needle);
-            assert_eq!(find_sub(&hay, needle), want, "{hay:?} {needle:?}");
-            found += usize::from(want.is_some());
-        }
-        assert!(found > 5000, "{found}");
-        assert_eq!(find_sub(b"abc", b""), None);
-    }
 }
