@@ -41,13 +41,14 @@ use crate::hash::{is_sha256_hex, sha256_hex};
 use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
 use crate::state::{StateDir, open_subdir};
 use crate::store::Store;
+use crate::util::dirlock::DirLock;
 use crate::util::statefile::{Line, LineReader, MAX_STATE_LINE};
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
 use crate::write::idempotency::Answer;
 use crate::write::pipeline::{Body, Caller, Decision, Plan, read_existing};
-use rustix::fd::OwnedFd;
-use rustix::fs::{FlockOperation, Mode, OFlags};
+use rustix::fd::AsFd;
+use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 use std::collections::{BTreeMap, HashMap};
@@ -270,15 +271,6 @@ pub fn deposit_keyed(
     Ok(Answer::Applied(Deposit { blob, warnings }))
 }
 
-/// Holds `flock(LOCK_EX)` on a directory; released when dropped, on every exit path.
-struct DirLock<'a>(&'a OwnedFd);
-
-impl Drop for DirLock<'_> {
-    fn drop(&mut self) {
-        let _ = rustix::fs::flock(self.0, FlockOperation::Unlock);
-    }
-}
-
 /// Open `index.jsonl` for appending (and the read-back), creating it 0600 when missing,
 /// without following a symlink or blocking on a planted pipe. Returns whether it was created.
 fn open_index_for_append(dir: &StateDir, shown: &Path) -> io::Result<(File, bool)> {
@@ -325,9 +317,8 @@ fn append_index_row(
     let shown = dir.path.join(INDEX_FILE);
     // The pipeline's lock on this directory: no blob or index write, compaction or other
     // deposit meanwhile, in this process or another.
-    rustix::fs::flock(&dir.dir, FlockOperation::LockExclusive)
-        .map_err(|e| Failure::io("lock scratch directory", &dir.path, errno_io(e)))?;
-    let _lock = DirLock(&dir.dir);
+    let _lock = DirLock::take(dir.dir.as_fd())
+        .map_err(|e| Failure::io("lock scratch directory", &dir.path, e))?;
     if let Some(d) = replay()? {
         return Ok(Some(d));
     }

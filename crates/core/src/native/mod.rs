@@ -29,9 +29,11 @@ use crate::hash::sha256_hex;
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
 use crate::policy::active::ActivePolicy;
+use crate::util::dirlock::DirLock;
 use crate::workspace::{Target, Workspaces};
 use crate::write::pipeline::{Existing, read_existing};
-use rustix::fs::{FlockOperation, Mode, OFlags};
+use rustix::fd::AsFd;
+use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -314,10 +316,8 @@ impl NativeWorkspace {
     pub fn record(&self, target: &Target, call: &NativeCall<'_>) -> io::Result<Option<JournalRow>> {
         self.usable()?;
         // The pipeline's directory lock: no server write into this directory meanwhile.
-        rustix::fs::flock(&target.dir, FlockOperation::LockExclusive).map_err(io::Error::from)?;
-        let result = self.record_locked(target, call);
-        let _ = rustix::fs::flock(&target.dir, FlockOperation::Unlock);
-        result
+        let _lock = DirLock::take(target.dir.as_fd())?;
+        self.record_locked(target, call)
     }
 
     fn record_locked(

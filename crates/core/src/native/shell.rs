@@ -28,9 +28,10 @@ use crate::envelope::Failure;
 use crate::journal::paths::RowPath;
 use crate::journal::{JournalRow, new_journal_id, now_rfc3339};
 use crate::policy::active::RejectAt;
+use crate::util::dirlock::DirLocks;
 use crate::workspace::Target;
 use crate::write::pipeline::Existing;
-use rustix::fs::FlockOperation;
+use rustix::fd::AsFd;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
@@ -342,7 +343,8 @@ impl NativeWorkspace {
                     .flatten()
             })
             .collect();
-        let _locks = DirLocks::take(targets.iter().flatten())?;
+        let _locks =
+            DirLocks::take(targets.iter().flatten().map(|t| t.dir.as_fd())).map_err(|e| e.error)?;
         let root = self.root()?;
         let plain = PlainSnap::open(&root, &self.state_dir).ok();
         let command = self.redacted_command(call.command);
@@ -635,39 +637,6 @@ fn drop_stale(calls: &Path) {
             .is_some_and(|age| age.as_secs() > STALE_SECS);
         if old {
             let _ = std::fs::remove_file(e.path());
-        }
-    }
-}
-
-/// Directory locks held for one command's rows: one per directory (by device and inode, in
-/// that order, as `commit_many` takes them), released when dropped.
-struct DirLocks(Vec<std::sync::Arc<rustix::fd::OwnedFd>>);
-
-impl DirLocks {
-    fn take<'t>(targets: impl Iterator<Item = &'t Target>) -> io::Result<DirLocks> {
-        let mut dirs: Vec<((u64, u64), std::sync::Arc<rustix::fd::OwnedFd>)> = Vec::new();
-        for t in targets {
-            let st = rustix::fs::fstat(&t.dir)?;
-            dirs.push((
-                (st.st_dev as u64, st.st_ino as u64),
-                std::sync::Arc::clone(&t.dir),
-            ));
-        }
-        dirs.sort_by_key(|(id, _)| *id);
-        dirs.dedup_by_key(|(id, _)| *id);
-        let mut held = DirLocks(Vec::with_capacity(dirs.len()));
-        for (_, d) in dirs {
-            rustix::fs::flock(&d, FlockOperation::LockExclusive)?;
-            held.0.push(d);
-        }
-        Ok(held)
-    }
-}
-
-impl Drop for DirLocks {
-    fn drop(&mut self) {
-        for d in &self.0 {
-            let _ = rustix::fs::flock(d, FlockOperation::Unlock);
         }
     }
 }

@@ -10,16 +10,17 @@ use super::retention::NOT_KEPT_FIELD;
 use super::room::{Holds, pruned_field, pruned_warning};
 use super::temp::{Staged, Written};
 use super::{
-    Body, Caller, DirLock, Existing, Outcome, Pipeline, Plan, check_writable, fault,
-    hardlink_warning, journal_row, read_target, rename_failure, rename_into_place,
+    Body, Caller, Existing, Outcome, Pipeline, Plan, check_writable, fault, hardlink_warning,
+    journal_row, read_target, rename_failure, rename_into_place,
 };
 use crate::envelope::{Failure, Result};
 use crate::journal::JournalRow;
 use crate::objects::Dropped;
+use crate::util::dirlock::DirLocks;
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
 use rustix::fd::AsFd;
-use rustix::fs::{AtFlags, FlockOperation};
+use rustix::fs::AtFlags;
 use serde_json::Value;
 use std::collections::BTreeMap;
 
@@ -99,21 +100,8 @@ impl Pipeline {
         journal_rows: bool,
     ) -> Result<Vec<Option<Outcome>>> {
         // 1. Locks, one per distinct directory, in a stable order.
-        let mut dirs: Vec<((u64, u64), usize)> = Vec::new();
-        for (i, t) in targets.iter().enumerate() {
-            let st = rustix::fs::fstat(&t.dir)
-                .map_err(|e| Failure::io("stat directory", &t.display, errno_io(e)))?;
-            dirs.push(((st.st_dev as u64, st.st_ino as u64), i));
-        }
-        dirs.sort();
-        dirs.dedup_by_key(|(id, _)| *id);
-        let mut locks = Vec::with_capacity(dirs.len());
-        for (_, i) in &dirs {
-            let t = targets[*i];
-            rustix::fs::flock(&t.dir, FlockOperation::LockExclusive)
-                .map_err(|e| Failure::io("lock", &t.display, errno_io(e)))?;
-            locks.push(DirLock(&t.dir));
-        }
+        let locks = DirLocks::take(targets.iter().map(|t| t.dir.as_fd()))
+            .map_err(|e| Failure::io(e.op, &targets[e.index].display, e.error))?;
 
         // 2. Every precondition before anything is written.
         let existing = targets
@@ -207,8 +195,8 @@ impl Pipeline {
             }
         }
         let grew = kept.iter().map(|k| k.added).sum();
-        if let Some((_, first)) = dirs.first() {
-            let (more, _) = self.hold_floor(targets[*first].dir.as_fd(), 0, grew);
+        if let Some(first) = locks.dirs().next() {
+            let (more, _) = self.hold_floor(first, 0, grew);
             pruned.extend(more);
         }
 
@@ -335,8 +323,8 @@ impl Pipeline {
             a.commit();
         }
         let mut fsync_failed = None;
-        for (_, i) in &dirs {
-            if let Err(e) = rustix::fs::fsync(&targets[*i].dir) {
+        for dir in locks.dirs() {
+            if let Err(e) = rustix::fs::fsync(dir) {
                 fsync_failed = Some(format!("fsync of a parent directory failed: {e}"));
             }
         }

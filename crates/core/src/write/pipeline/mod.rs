@@ -68,11 +68,12 @@ use crate::journal::group::{Apply, CommitError, OnWritten};
 use crate::journal::recorded::RecordedRow;
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
+use crate::util::dirlock::DirLock;
 use crate::util::sys::errno_io;
 use crate::workspace::Target;
 use dirsync::DirSyncs;
 use rustix::fd::{AsFd, OwnedFd};
-use rustix::fs::{AtFlags, FlockOperation, Mode, OFlags, RenameFlags};
+use rustix::fs::{AtFlags, Mode, OFlags, RenameFlags};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::fs::File;
@@ -229,15 +230,6 @@ pub struct Pipeline {
     dir_syncs: std::sync::Arc<DirSyncs>,
     /// Free space, and history yielding it (`room.rs`).
     room: std::sync::Arc<Room>,
-}
-
-/// Holds the directory lock; releases it when dropped, on every exit path.
-struct DirLock<'a>(&'a OwnedFd);
-
-impl Drop for DirLock<'_> {
-    fn drop(&mut self) {
-        let _ = rustix::fs::flock(self.0, FlockOperation::Unlock);
-    }
 }
 
 /// Read the file at `name` in `dir` without following a symlink.
@@ -509,9 +501,7 @@ impl Pipeline {
     ) -> Result<(Option<Outcome>, T)> {
         let shown = target.display.as_str();
         // 1. Lock the parent directory.
-        rustix::fs::flock(&target.dir, FlockOperation::LockExclusive)
-            .map_err(|e| Failure::io("lock", shown, errno_io(e)))?;
-        let lock = DirLock(&target.dir);
+        let lock = DirLock::take(target.dir.as_fd()).map_err(|e| Failure::io("lock", shown, e))?;
 
         // 2. Precondition, decided by the caller on the current content.
         let existing = read_target(target, keep_bytes)?;
