@@ -1,6 +1,8 @@
 //! Surgical edits for `safe_replace` (L1): exact-match replacement with count semantics, an
 //! all-or-nothing list of edits, unified diffs for dry runs, and, when an `old_string` does not
 //! match, the nearest region of the file so the agent can fix its request without re-reading.
+//! The same engine computes what an agent's own edit tool will write, with that tool's
+//! semantics ([`apply_replacements`]), for the hooks that screen a native edit.
 //!
 //! Pure functions over strings: no I/O. Matching is byte-exact (line endings, BOM and trailing
 //! whitespace are significant), as the agent's `old_string` is meant to be copied from the file.
@@ -40,31 +42,74 @@ pub fn apply_edits(text: &str, edits: &[Edit], path: &str) -> Result<(String, us
                 message: format!("count must be 1, -1 (all) or N > 1, got {}", e.count),
             });
         }
-        let positions: Vec<usize> = current
-            .match_indices(&e.old_string)
-            .map(|(p, _)| p)
-            .collect();
-        let found = positions.len();
-        if found == 0 {
-            return Err(Failure::NoMatch {
-                path: path.into(),
-                edit_index,
-                nearest: nearest_region(&current, &e.old_string),
-            });
-        }
-        if e.count > 0 && found as i64 != e.count {
-            return Err(Failure::MatchCount {
-                path: path.into(),
-                edit_index,
-                expected: e.count,
-                found,
-                lines: positions.iter().map(|&p| line_of(&current, p)).collect(),
-            });
-        }
-        current = current.replace(&e.old_string, &e.new_string);
+        let (next, found) = replace_counted(&current, &e.old_string, &e.new_string, e.count)
+            .map_err(|positions| match positions.len() {
+                0 => Failure::NoMatch {
+                    path: path.into(),
+                    edit_index,
+                    nearest: nearest_region(&current, &e.old_string),
+                },
+                found => Failure::MatchCount {
+                    path: path.into(),
+                    edit_index,
+                    expected: e.count,
+                    found,
+                    lines: positions.iter().map(|&p| line_of(&current, p)).collect(),
+                },
+            })?;
+        current = next;
         total += found;
     }
     Ok((current, total))
+}
+
+/// One exact-match replacement as the agents' own edit tools make it (Claude Code's `Edit` and
+/// `MultiEdit`, Gemini CLI's `replace`): what the agents' hooks screen before the tool runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Replacement {
+    pub old: String,
+    pub new: String,
+    /// Replace every occurrence (Claude Code `replace_all`, Gemini CLI `allow_multiple` or
+    /// `expected_replacements` above 1); otherwise `old` must occur exactly once.
+    pub all: bool,
+}
+
+/// The content the agents' `edits` produce from `current` (`None`: no file), with their
+/// tools' semantics: applied in order as [`apply_edits`] applies them (`all` is count -1, else
+/// count 1), and an empty `old` on a missing or empty file creates it with `new`. `None` when
+/// an edit does not apply (`old` missing, not unique without `all`, or empty on a file with
+/// content): the agent's tool fails the same way, and says why itself.
+pub fn apply_replacements(current: Option<&str>, edits: &[Replacement]) -> Option<String> {
+    let mut text = current.unwrap_or("").to_string();
+    for e in edits {
+        if e.old.is_empty() {
+            if !text.is_empty() {
+                return None;
+            }
+            text = e.new.clone();
+            continue;
+        }
+        let count = if e.all { -1 } else { 1 };
+        text = replace_counted(&text, &e.old, &e.new, count).ok()?.0;
+    }
+    Some(text)
+}
+
+/// `text` with every match of `old` (not empty) replaced by `new`, and how many there were,
+/// when they are exactly `count` (-1: at least one); else the byte offsets of the matches
+/// (none: `old` does not occur).
+fn replace_counted(
+    text: &str,
+    old: &str,
+    new: &str,
+    count: i64,
+) -> std::result::Result<(String, usize), Vec<usize>> {
+    let positions: Vec<usize> = text.match_indices(old).map(|(p, _)| p).collect();
+    let found = positions.len();
+    if found == 0 || (count > 0 && found as i64 != count) {
+        return Err(positions);
+    }
+    Ok((text.replace(old, new), found))
 }
 
 /// 1-based line number of byte offset `pos`.
@@ -267,6 +312,59 @@ mod tests {
         let n = nearest_region(text, "def f():\n    return 1\n").unwrap();
         assert!(n.whitespace_only);
         assert_eq!(n.line, 1);
+    }
+
+    fn r(old: &str, new: &str, all: bool) -> Replacement {
+        Replacement {
+            old: old.into(),
+            new: new.into(),
+            all,
+        }
+    }
+
+    #[test]
+    fn the_agents_edits_apply_in_order_and_refuse_what_their_tools_would() {
+        let text = "a b a";
+        let apply = apply_replacements;
+        assert_eq!(
+            apply(Some(text), &[r("b", "c", false)]).as_deref(),
+            Some("a c a")
+        );
+        assert_eq!(apply(Some(text), &[r("a", "x", false)]), None, "not unique");
+        assert_eq!(
+            apply(Some(text), &[r("a", "x", true)]).as_deref(),
+            Some("x b x")
+        );
+        assert_eq!(apply(Some(text), &[r("zz", "x", false)]), None, "missing");
+        assert_eq!(
+            apply(Some(text), &[r("zz", "x", true)]),
+            None,
+            "all of none"
+        );
+        // Each edit sees the previous one's result.
+        assert_eq!(
+            apply(Some(text), &[r("b", "c", false), r("c a", "done", false)]).as_deref(),
+            Some("a done")
+        );
+    }
+
+    #[test]
+    fn an_agents_empty_old_creates_a_missing_or_empty_file_only() {
+        let create = [r("", "new", false)];
+        assert_eq!(apply_replacements(None, &create).as_deref(), Some("new"));
+        assert_eq!(
+            apply_replacements(Some(""), &create).as_deref(),
+            Some("new")
+        );
+        assert_eq!(apply_replacements(Some("x"), &create), None);
+        // Created, then edited like any content.
+        let then = [r("", "one two", false), r("two", "2", false)];
+        assert_eq!(apply_replacements(None, &then).as_deref(), Some("one 2"));
+        // safe_replace keeps refusing an empty old_string.
+        assert!(matches!(
+            apply_edits("", &[edit("", "new", 1)], "f"),
+            Err(Failure::InvalidArguments { .. })
+        ));
     }
 
     #[test]

@@ -51,38 +51,9 @@ pub use shell::{COMMAND_CHARS, DEFAULT_MAX_FILES, Found, SHELL_CAP_FIELD, ShellC
 /// Directory of the before/after records inside the state directory.
 pub use crate::layout::HOOKS_DIR;
 
-/// One exact-match replacement of an agent's edit tool.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Replacement {
-    pub old: String,
-    pub new: String,
-    /// Replace every occurrence (Claude Code `replace_all`, Gemini CLI `allow_multiple` or
-    /// `expected_replacements` above 1); otherwise `old` must occur exactly once.
-    pub all: bool,
-}
-
-/// The content `edits` produce from `current`, applied in order as the agents apply them
-/// (each edit sees the result of the previous one). An empty `old` on a missing or empty file
-/// creates it with `new`. `None` when an edit does not apply (`old` missing, or not unique
-/// without `all`): the agent's tool will fail the same way.
-pub fn apply(current: Option<&str>, edits: &[Replacement]) -> Option<String> {
-    let mut text = current.unwrap_or("").to_string();
-    for e in edits {
-        if e.old.is_empty() {
-            if !text.is_empty() {
-                return None;
-            }
-            text = e.new.clone();
-            continue;
-        }
-        let n = text.matches(e.old.as_str()).count();
-        if n == 0 || (n > 1 && !e.all) {
-            return None;
-        }
-        text = text.replace(e.old.as_str(), &e.new);
-    }
-    Some(text)
-}
+/// The agents' edit tools' replacements, and what they produce: the shared edit engine's
+/// (for the before-hook to screen what the agent's tool will write).
+pub use crate::edit::{Replacement, apply_replacements as apply};
 
 /// What the before-hook left for the after-hook of one path.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -530,36 +501,6 @@ impl NativeWorkspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn r(old: &str, new: &str, all: bool) -> Replacement {
-        Replacement {
-            old: old.into(),
-            new: new.into(),
-            all,
-        }
-    }
-
-    #[test]
-    fn edits_apply_in_order_and_refuse_what_the_agent_would() {
-        let text = "a b a";
-        assert_eq!(
-            apply(Some(text), &[r("b", "c", false)]).as_deref(),
-            Some("a c a")
-        );
-        assert_eq!(apply(Some(text), &[r("a", "x", false)]), None, "not unique");
-        assert_eq!(
-            apply(Some(text), &[r("a", "x", true)]).as_deref(),
-            Some("x b x")
-        );
-        assert_eq!(apply(Some(text), &[r("zz", "x", false)]), None, "missing");
-        // Each edit sees the previous one's result.
-        assert_eq!(
-            apply(Some(text), &[r("b", "c", false), r("c a", "done", false)]).as_deref(),
-            Some("a done")
-        );
-        assert_eq!(apply(None, &[r("", "new", false)]).as_deref(), Some("new"));
-        assert_eq!(apply(Some("x"), &[r("", "new", false)]), None);
-    }
 
     fn ws() -> (tempfile::TempDir, NativeWorkspace) {
         let t = tempfile::tempdir().unwrap();
