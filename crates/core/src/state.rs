@@ -11,10 +11,10 @@
 
 use crate::envelope::{Failure, Result};
 use crate::workspace::Target;
-use rustix::fd::OwnedFd;
+use rustix::fd::{AsFd, OwnedFd};
 use rustix::fs::{Mode, OFlags};
 use std::ffi::OsString;
-use std::io;
+use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 /// An open directory below the state directory, and the directories created to reach it
@@ -69,6 +69,53 @@ pub fn sweep_hook_leftovers(state_dir: &Path, older_than: std::time::Duration) -
         }
     }
     removed
+}
+
+/// Replace the state file `name` (relative to `dir`; an absolute path with
+/// [`rustix::fs::CWD`]) by `body`, not durably: a temp file beside it (`.<name>.tmp-<pid>`,
+/// created 0600 without following a symlink) renamed over it, so a reader finds the old
+/// content or the new, never part of one; nothing is fsynced. The one writer of the state
+/// that may be lost in a crash because losing it costs only work or precision, never a record
+/// (each caller says why): the hooks' before/after records and staged pre-images, the shell
+/// snapshots' manifests and cached contents. `writeback` starts writing it to disk meanwhile,
+/// a head start for content someone will fsync soon. A temp file a crash leaves is swept with
+/// the hooks' leftovers ([`sweep_hook_leftovers`]) or the snapshot cache's prune.
+pub fn replace_unsynced(
+    dir: impl AsFd,
+    name: &Path,
+    body: &[u8],
+    writeback: bool,
+) -> io::Result<()> {
+    let Some(file_name) = name.file_name() else {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("{} names no file", name.display()),
+        ));
+    };
+    let mut tmp_name = OsString::from(".");
+    tmp_name.push(file_name);
+    tmp_name.push(format!(".tmp-{}", std::process::id()));
+    let tmp = name.with_file_name(tmp_name);
+    let dir = dir.as_fd();
+    let fd = rustix::fs::openat(
+        dir,
+        &tmp,
+        OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
+        Mode::from_raw_mode(0o600),
+    )?;
+    let mut f = std::fs::File::from(fd);
+    let written = f.write_all(body);
+    if written.is_ok() && writeback {
+        // Only a head start for a later fsync: a failure costs nothing.
+        let _ = crate::write::pipeline::start_writeback(&f, 0, body.len() as u64);
+    }
+    drop(f);
+    let renamed =
+        written.and_then(|()| rustix::fs::renameat(dir, &tmp, dir, name).map_err(io::Error::from));
+    if renamed.is_err() {
+        let _ = rustix::fs::unlinkat(dir, &tmp, rustix::fs::AtFlags::empty());
+    }
+    renamed
 }
 
 /// Open `state_dir/<components...>`, creating missing directories with `dir_mode` (before
@@ -258,6 +305,47 @@ pub fn target(state_dir: &Path, subdir: &str, name: &str) -> Result<Target> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn an_unsynced_state_file_is_replaced_whole_owner_only_and_leaves_no_temp() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = fs::File::open(t.path()).unwrap();
+        replace_unsynced(&dir, Path::new("r.json"), b"first", false).unwrap();
+        replace_unsynced(&dir, Path::new("r.json"), b"second", true).unwrap();
+        let abs = t.path().join("r.json");
+        // An absolute path, from the working directory.
+        replace_unsynced(rustix::fs::CWD, &t.path().join("m.json"), b"m", false).unwrap();
+        assert_eq!(fs::read(&abs).unwrap(), b"second");
+        assert_eq!(fs::read(t.path().join("m.json")).unwrap(), b"m");
+        let mode = fs::metadata(&abs).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+        let mut names: Vec<String> = fs::read_dir(t.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["m.json", "r.json"]);
+    }
+
+    #[test]
+    fn an_unsynced_state_file_that_cannot_be_placed_leaves_what_was_there() {
+        let t = tempfile::tempdir().unwrap();
+        let dir = fs::File::open(t.path()).unwrap();
+        // A directory where the file belongs: the rename fails, the temp file goes.
+        fs::create_dir(t.path().join("d.json")).unwrap();
+        assert!(replace_unsynced(&dir, Path::new("d.json"), b"x", false).is_err());
+        assert!(t.path().join("d.json").is_dir());
+        // A symlink planted at the temp file's name is not followed.
+        let outside = t.path().join("outside");
+        fs::write(&outside, b"kept").unwrap();
+        let tmp = format!(".f.json.tmp-{}", std::process::id());
+        symlink(&outside, t.path().join(&tmp)).unwrap();
+        assert!(replace_unsynced(&dir, Path::new("f.json"), b"x", false).is_err());
+        assert_eq!(fs::read(&outside).unwrap(), b"kept");
+        assert!(!t.path().join("f.json").exists());
+        let err = replace_unsynced(&dir, Path::new(".."), b"x", false).unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::InvalidInput);
+    }
 
     /// A before-hook's leftovers older than the age go; younger ones, and files that are
     /// not the hooks', stay.

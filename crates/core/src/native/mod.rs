@@ -12,32 +12,33 @@
 //! - Files are named through [`Workspaces::resolve`], like every tool path: a path outside the
 //!   workspace (or in the state directory) is `None`, and the hook lets it through untouched.
 //! - The pre-image goes to the same object store, under the same retention (`gc`), as the
-//!   pipeline's; it is durable ([`ObjectStore::put`]) before the hook answers, so before the
-//!   agent's tool replaces the file.
+//!   pipeline's; the before-hook stages it, and it is durable in the store before the row
+//!   that names it is appended ([`NativeWorkspace::keep_pre_image`]).
 //! - The journal row is appended with [`Journal::append`] (one `write(2)` under `flock`,
 //!   `fdatasync`ed) while holding the same directory lock the pipeline takes, so a running
 //!   server and concurrent hooks never interleave a row, and the file read for the row's
 //!   `sha256` is not being replaced by the server meanwhile.
 //! - What links the two hook calls is a small record in `.resilient_write/hooks/` (the
-//!   previous sha256 of one path). It is not fsynced: losing it (a crash between the two
-//!   calls) loses only the row's `prev_sha256`, which then falls back to the path's newest
-//!   journaled version. A row says whether the content it replaced is in the object store
-//!   (`pre_image`); Cursor has no before-edit hook, so its rows say `false`.
+//!   previous sha256 of one path), written by [`crate::state::replace_unsynced`]: not
+//!   fsynced, as losing it (a crash between the two calls) loses only the row's
+//!   `prev_sha256`, which then falls back to the path's newest journaled version. A row
+//!   says whether the content it replaced is in the object store (`pre_image`); Cursor has
+//!   no before-edit hook, so its rows say `false`.
 //! - Rows carry hashes, sizes and names only, never content.
 
 use crate::hash::sha256_hex;
 use crate::journal::{Journal, JournalRow, new_journal_id, now_rfc3339};
 use crate::objects::ObjectStore;
 use crate::policy::active::ActivePolicy;
+use crate::state::replace_unsynced;
 use crate::util::dirlock::DirLock;
 use crate::workspace::{Target, Workspaces};
 use crate::write::pipeline::{Existing, read_existing};
 use rustix::fd::AsFd;
-use rustix::fs::{Mode, OFlags};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 
 mod gitsnap;
@@ -256,7 +257,7 @@ impl NativeWorkspace {
             Some(e) if !self.objects.contains(&e.sha256) => {
                 let pre = format!("{name}.pre");
                 self.with_room(e.bytes.len() as u64, || {
-                    Self::write_at(&dir.dir, &pre, &e.bytes, true)
+                    replace_unsynced(&dir.dir, Path::new(&pre), &e.bytes, true)
                 })?;
                 true
             }
@@ -276,7 +277,7 @@ impl NativeWorkspace {
             staged,
         };
         let body = serde_json::to_vec(&pending).map_err(io::Error::other)?;
-        Self::write_at(&dir.dir, &name, &body, false)?;
+        replace_unsynced(&dir.dir, Path::new(&name), &body, false)?;
         Ok(pending.prev_sha256)
     }
 
@@ -415,37 +416,6 @@ impl NativeWorkspace {
     fn hooks_dir(&self, create: bool) -> io::Result<Option<crate::state::StateDir>> {
         crate::state::open_subdir(&self.state_dir, &[HOOKS_DIR], 0o700, create)
             .map_err(|f| io::Error::other(f.to_string()))
-    }
-
-    /// Write `body` as `name` in `dir` (a temporary file renamed over it, so a reader never
-    /// sees half of it), not durably; `writeback` starts its writing to disk meanwhile.
-    fn write_at(
-        dir: &impl rustix::fd::AsFd,
-        name: &str,
-        body: &[u8],
-        writeback: bool,
-    ) -> io::Result<()> {
-        let tmp = format!(".{name}.tmp-{}", std::process::id());
-        let fd = rustix::fs::openat(
-            dir,
-            tmp.as_str(),
-            OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC | OFlags::NOFOLLOW | OFlags::CLOEXEC,
-            Mode::from_raw_mode(0o600),
-        )?;
-        let mut f = std::fs::File::from(fd);
-        let written = f.write_all(body);
-        if written.is_ok() && writeback {
-            // Only a head start for the after-hook's fsync: a failure costs nothing.
-            let _ = crate::write::pipeline::start_writeback(&f, 0, body.len() as u64);
-        }
-        drop(f);
-        let renamed = written.and_then(|()| {
-            rustix::fs::renameat(dir, tmp.as_str(), dir, name).map_err(io::Error::from)
-        });
-        if renamed.is_err() {
-            let _ = rustix::fs::unlinkat(dir, tmp.as_str(), rustix::fs::AtFlags::empty());
-        }
-        renamed
     }
 
     /// The content a before-hook left beside its record (`staged`): moved into the object

@@ -195,11 +195,8 @@ impl PlainSnap {
         let sha256 = crate::hash::sha256_hex(&bytes);
         let blob = self.blob(&sha256);
         if !objects.contains(&sha256) && !blob.exists() {
-            let tmp = self
-                .blobs_dir()
-                .join(format!(".{sha256}.tmp-{}", std::process::id()));
-            std::fs::write(&tmp, &bytes)?;
-            std::fs::rename(&tmp, &blob)?;
+            // Not synced: a cached content is checked against its hash before it is used.
+            crate::state::replace_unsynced(rustix::fs::CWD, &blob, &bytes, false)?;
         }
         Ok(sha256)
     }
@@ -239,9 +236,7 @@ pub fn read_manifest(path: &Path) -> Option<Manifest> {
 /// re-hash of the workspace at the next walk).
 pub fn write_manifest(path: &Path, m: &Manifest) -> io::Result<()> {
     let body = serde_json::to_vec(m).map_err(io::Error::other)?;
-    let tmp = path.with_extension(format!("tmp-{}", std::process::id()));
-    std::fs::write(&tmp, body)?;
-    std::fs::rename(&tmp, path)
+    crate::state::replace_unsynced(rustix::fs::CWD, path, &body, false)
 }
 
 /// Whether two entries of one path hold the same content: by hash when both were read, else

@@ -172,9 +172,8 @@ impl NativeWorkspace {
             }
         };
         let body = serde_json::to_vec(&before).map_err(io::Error::other)?;
-        let tmp = record.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::write(&tmp, body)?;
-        std::fs::rename(&tmp, &record)
+        // Not synced: one lost in a crash, the after-hook reports the command unjournaled.
+        crate::state::replace_unsynced(rustix::fs::CWD, &record, &body, false)
     }
 
     /// After a shell command: journal every file it created, changed or deleted.
