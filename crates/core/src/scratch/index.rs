@@ -358,10 +358,13 @@ mod tests {
     use crate::store::Config;
     use std::os::unix::fs::MetadataExt;
 
-    fn store(root: &Path) -> std::sync::Arc<Store> {
-        let mut config = Config::new(root.to_path_buf());
+    /// A store over a fresh workspace, and the workspace's root.
+    fn fresh() -> (tempfile::TempDir, std::path::PathBuf, std::sync::Arc<Store>) {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        let mut config = Config::new(root.clone());
         config.sweep_on_start = false;
-        Store::open(config)
+        (t, root, Store::open(config))
     }
 
     fn index_path(root: &Path) -> std::path::PathBuf {
@@ -385,9 +388,7 @@ mod tests {
 
     #[test]
     fn a_deposit_appends_one_row_and_never_rewrites_earlier_bytes() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let store = store(&root);
+        let (_t, root, store) = fresh();
         deposit(&store, b"first", Some("a"), None, None).unwrap();
         let index = index_path(&root);
         let inode = std::fs::metadata(&index).unwrap().ino();
@@ -427,9 +428,7 @@ mod tests {
 
     #[test]
     fn a_torn_tail_is_skipped_and_the_next_deposit_starts_on_its_own_line() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let store = store(&root);
+        let (_t, root, store) = fresh();
         deposit(&store, b"kept", Some("kept"), None, None).unwrap();
         let index = index_path(&root);
         let mut torn = std::fs::read(&index).unwrap();
@@ -496,9 +495,7 @@ mod tests {
 
     #[test]
     fn compaction_writes_the_live_view_and_lookups_see_the_same() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let store = store(&root);
+        let (_t, root, store) = fresh();
         for k in 0..30 {
             let content = format!("blob {}", k % 3);
             deposit(
@@ -551,9 +548,7 @@ mod tests {
 
     #[test]
     fn a_deposit_whose_journal_row_fails_leaves_the_index_as_it_was() {
-        let t = tempfile::tempdir().unwrap();
-        let root = t.path().canonicalize().unwrap();
-        let store = store(&root);
+        let (_t, root, store) = fresh();
         deposit(&store, b"first", Some("a"), None, None).unwrap();
         let index = index_path(&root);
         let before = std::fs::read(&index).unwrap();
