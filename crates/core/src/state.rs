@@ -78,8 +78,9 @@ pub fn sweep_hook_leftovers(state_dir: &Path, older_than: std::time::Duration) -
 /// that may be lost in a crash because losing it costs only work or precision, never a record
 /// (each caller says why): the hooks' before/after records and staged pre-images, the shell
 /// snapshots' manifests and cached contents. `writeback` starts writing it to disk meanwhile,
-/// a head start for content someone will fsync soon. A temp file a crash leaves is swept with
-/// the hooks' leftovers ([`sweep_hook_leftovers`]) or the snapshot cache's prune.
+/// a head start for content someone will fsync soon. A temp file a crash leaves goes with
+/// whatever sweeps its directory: the hooks' leftovers ([`sweep_hook_leftovers`]), the shell
+/// hook's stale calls, the snapshot cache's prune.
 pub fn replace_unsynced(
     dir: impl AsFd,
     name: &Path,
