@@ -30,6 +30,8 @@ const RANKS: &[(&str, u32)] = &[
     ("mcp", 4),
     ("transport", 5),
     ("cmd", 6),
+    // renders the CLI and the tool catalogue into docs/reference/: nothing imports it
+    ("reference", 7),
 ];
 
 fn rank(path: &str) -> Option<(String, u32)> {
