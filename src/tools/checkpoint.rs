@@ -6,7 +6,7 @@ use super::errors::{FailureCode as C, KEYED, PIPELINE, STATE};
 use super::keyed::{IdempotencyKey, parse_keyed};
 use super::{ToolSpec, is_false, parse_args, result_schema, schema, to_value};
 use resilient_write_core::checkpoint::Format;
-use resilient_write_core::checkpoint::disk;
+use resilient_write_core::checkpoint::disk::{self, Saved};
 pub use resilient_write_core::checkpoint::disk::{CheckpointEntry, CorruptEntry, Removed};
 use resilient_write_core::envelope::Result;
 use resilient_write_core::store::Store;
@@ -66,21 +66,10 @@ pub struct CheckpointCleanupArgs {
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
 pub struct CheckpointResult {
     pub ok: bool,
-    pub name: String,
-    pub format: Format,
-    pub ttl: String,
-    /// The checkpoint file relative to the state root, as the journal records it:
-    /// `.resilient_write/checkpoints/<name>.<ext>`.
-    pub path: String,
+    #[serde(flatten)]
+    pub saved: Saved,
     /// Same as path (the original's name).
     pub checkpoint_path: String,
-    pub sha256: String,
-    pub bytes: u64,
-    pub journal_id: String,
-    pub created_at: String,
-    pub updated_at: String,
-    /// True when the content (over 1 MB) was streamed into the file.
-    pub chunked: bool,
     /// True when this is the first result of an earlier call with the same idempotency_key.
     #[serde(default, skip_serializing_if = "is_false")]
     pub idempotent_replay: bool,
@@ -186,17 +175,8 @@ fn run_checkpoint(store: &Store, raw: Value) -> Result<Value> {
         let saved = disk::save(store, &args.name, args.format, args.data, &args.ttl)?;
         to_value(&CheckpointResult {
             ok: true,
-            name: saved.name,
-            format: saved.format,
-            ttl: saved.ttl,
             checkpoint_path: saved.path.clone(),
-            path: saved.path,
-            sha256: saved.sha256,
-            bytes: saved.bytes,
-            journal_id: saved.journal_id,
-            created_at: saved.created_at,
-            updated_at: saved.updated_at,
-            chunked: saved.chunked,
+            saved,
             idempotent_replay: false,
         })
     })

@@ -183,6 +183,21 @@ pub struct ChunkResetResult {
     pub idempotent_replay: bool,
 }
 
+/// What `chunk_write` and `chunk_append` can return: the same path to the same part file.
+const CHUNK_WRITE_ERRORS: &[&[C]] = &[
+    STATE,
+    SCREEN,
+    KEYED,
+    &[
+        C::ChunkArgument,
+        C::ChunkSession,
+        C::TooLarge,
+        C::Encoding,
+        C::Corruption,
+        C::DiskFull,
+    ],
+];
+
 pub const CHUNK_WRITE: ToolSpec = ToolSpec {
     name: "chunk_write",
     title: "Write one chunk of a large document",
@@ -195,19 +210,7 @@ pub const CHUNK_WRITE: ToolSpec = ToolSpec {
     input_schema: schema::<ChunkWriteArgs>,
     output_schema: result_schema::<ChunkWriteResult>,
     run: run_chunk_write,
-    errors: &[
-        STATE,
-        SCREEN,
-        KEYED,
-        &[
-            C::ChunkArgument,
-            C::ChunkSession,
-            C::TooLarge,
-            C::Encoding,
-            C::Corruption,
-            C::DiskFull,
-        ],
-    ],
+    errors: CHUNK_WRITE_ERRORS,
 };
 
 pub const CHUNK_APPEND: ToolSpec = ToolSpec {
@@ -221,19 +224,7 @@ pub const CHUNK_APPEND: ToolSpec = ToolSpec {
     input_schema: schema::<ChunkAppendArgs>,
     output_schema: result_schema::<ChunkWriteResult>,
     run: run_chunk_append,
-    errors: &[
-        STATE,
-        SCREEN,
-        KEYED,
-        &[
-            C::ChunkArgument,
-            C::ChunkSession,
-            C::TooLarge,
-            C::Encoding,
-            C::Corruption,
-            C::DiskFull,
-        ],
-    ],
+    errors: CHUNK_WRITE_ERRORS,
 };
 
 pub const CHUNK_COMPOSE: ToolSpec = ToolSpec {

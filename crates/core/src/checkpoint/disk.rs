@@ -18,8 +18,8 @@ use serde_json::Value;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// A checkpoint just saved by [`save`].
-#[derive(Debug, Clone, PartialEq)]
+/// A checkpoint just saved by [`save`] (what `checkpoint` answers, flattened).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct Saved {
     pub name: String,
     pub format: Format,
