@@ -508,8 +508,9 @@ fn expected_keys(message: &str) -> Vec<String> {
 #[test]
 fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
     use resilient_write_core::policy::Policy;
-    let doc = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/policy.md"))
-        .unwrap();
+    let doc =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/guide/policy.md"))
+            .unwrap();
     // The parser names what it accepts when it refuses an unknown key: the doc cannot fall
     // behind a key added to the parser.
     let top = Policy::from_yaml_str("zzz_unknown: 1\n")
@@ -520,7 +521,7 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
     for key in &top {
         assert!(
             doc.contains(&format!("### `{key}`")),
-            "docs/policy.md lacks a section for `{key}`"
+            "docs/guide/policy.md lacks a section for `{key}`"
         );
     }
     let nested = [
@@ -535,7 +536,7 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
         for key in keys {
             assert!(
                 doc.contains(&format!("- `{key}`")),
-                "docs/policy.md lacks `{key}` ({yaml})"
+                "docs/guide/policy.md lacks `{key}` ({yaml})"
             );
         }
     }
@@ -547,7 +548,7 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
     for key in known.split(", ") {
         assert!(
             doc.contains(&format!("- `{key}`")),
-            "docs/policy.md lacks history `{key}`"
+            "docs/guide/policy.md lacks history `{key}`"
         );
     }
     // `idempotency` is parsed by the result log, which lists its keys in its error.
@@ -559,7 +560,7 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
     for key in known.split(", ") {
         assert!(
             doc.contains(&format!("- `{key}`")),
-            "docs/policy.md lacks idempotency `{key}`"
+            "docs/guide/policy.md lacks idempotency `{key}`"
         );
     }
     let max_age = resilient_write_core::write::results::DEFAULT_MAX_AGE.as_secs() / 86_400;
@@ -567,7 +568,7 @@ fn every_policy_key_the_parser_accepts_is_documented_with_its_default() {
     for key in resilient_write::cmd::hook::POLICY_KEYS {
         assert!(
             doc.contains(&format!("- `{key}`")),
-            "docs/policy.md lacks hooks `{key}`"
+            "docs/guide/policy.md lacks hooks `{key}`"
         );
     }
     // The defaults stated are the code's.

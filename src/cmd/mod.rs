@@ -103,7 +103,7 @@ pub struct StateArgs {
 pub struct PolicyArgs {
     /// Policy YAML for the L0 classifier and the retry budget: absolute, or relative to the
     /// state root (default: .resilient_write/policy.yaml; missing = defaults; keys in
-    /// docs/policy.md).
+    /// docs/guide/policy.md).
     #[arg(long, env = "RW_POLICY_FILE", value_name = "FILE")]
     pub policy_file: Option<PathBuf>,
 }

@@ -365,7 +365,7 @@ fn before(ws: &NativeWorkspace, write: &NativeWrite, call: &NativeCall<'_>) -> A
     Answer::Allow
 }
 
-/// The keys of the policy file's `hooks` section this command reads (docs/policy.md).
+/// The keys of the policy file's `hooks` section this command reads (docs/guide/policy.md).
 pub const POLICY_KEYS: [&str; 2] = [REJECT_AT, shell::SHELL_MAX_FILES];
 const REJECT_AT: &str = "reject_at";
 
