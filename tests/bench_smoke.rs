@@ -1,7 +1,7 @@
 //! The write benchmarks of issue 17 (`examples/write_bench.rs`, `examples/agents_bench.rs`),
 //! run small against the debug server: they still run end to end, and what they print is
 //! whole (every case, a ratio, and the CPU figures, which must be read, not zero). Their
-//! figures are taken with the commands in the README, never here.
+//! figures are taken with the commands in docs/guide/testing.md ("Benchmarks"), never here.
 
 mod common;
 

@@ -355,7 +355,7 @@ fn codex_runs_our_tools_from_the_global_config_init_writes() {
 /// model reaches them through `rw_toolsets` itself (`call`, with the definitions the enabling
 /// call returned), in the same session; a Codex user may also name them in a fixed list
 /// (`--tools original,undo`). When the direct call succeeds, Codex honours the notification:
-/// update the README's "Tool listings" and this test.
+/// update docs/guide/tools-by-task.md ("Toolsets and listings") and this test.
 #[test]
 fn codex_keeps_its_first_tool_list_and_reaches_an_enabled_toolset_through_rw_toolsets() {
     let agent = Agent::Codex;

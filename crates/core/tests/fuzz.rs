@@ -4,7 +4,7 @@
 //!
 //! A short run is part of `cargo test` (proptest's 256 cases per property, or `PROPTEST_CASES`);
 //! the long run is `PROPTEST_CASES=100000 cargo test --release -p resilient-write-core --test fuzz`
-//! (README, "Long runs").
+//! (docs/guide/testing.md, "Long runs").
 
 use proptest::prelude::*;
 use resilient_write_core::classify::{Classifier, SNIPPET_CHARS, redact, risk_score};

@@ -24,7 +24,7 @@
 //! outside the workspace passes untouched, and any failure (unreadable stdin, a bad policy, an
 //! unwritable state directory) is one line on stderr and an allow. Only a secret at or above the
 //! reject level denies. Nothing here starts the async runtime or the server: one process reads,
-//! scores, stores and answers (see the README's hook figures).
+//! scores, stores and answers (figures in docs/performance-log.md).
 
 mod claude;
 mod cursor;

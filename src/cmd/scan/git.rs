@@ -1,8 +1,9 @@
 //! What git holds: the staged content (`--staged`: the index, not the work tree) and the lines
 //! commits added (`--git [RANGE]`). Both run the `git` program and read its plumbing output
 //! (`diff --cached --raw -z`, `cat-file --batch`, `log -p -U0`) rather than linking a git
-//! library: the measured build cost of `gix` with the features this needs (see the README's
-//! scan section) was not worth the saving, and `git` is wherever these modes make sense.
+//! library: the measured build cost of `gix` with the features this needs (docs/guide/scan.md,
+//! "Why `git` and not a git library") was not worth the saving, and `git` is wherever these
+//! modes make sense.
 //!
 //! Guarantees: staged files are read from their index blobs by object id, so what is scanned is
 //! exactly what the commit will contain; submodules and symlinks are skipped. History is
