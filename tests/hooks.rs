@@ -588,6 +588,19 @@ fn init_hooks_follows_client_and_writes_only_that_agents_settings() {
 }
 
 #[test]
+fn init_hooks_dry_run_says_what_would_be_written_and_writes_nothing() {
+    let ws = Workspace::new();
+    let (code, out, err) = init_in(&ws.root, &["--hooks", "--client", "claude", "--dry-run"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(
+        out.contains("would be created  .claude/settings.json"),
+        "{out}"
+    );
+    assert!(out.contains("+    \"PreToolUse\": ["), "{out}");
+    assert!(!ws.path(".claude").exists(), "{out}");
+}
+
+#[test]
 fn init_hooks_without_client_sets_up_only_the_agents_configured_in_the_project() {
     let ws = Workspace::new();
     // Nothing set up: a clear refusal, nothing written.

@@ -296,8 +296,12 @@ pub fn run(
         (Some(_), Some(_)) => "updated",
     };
     if print {
+        // Nothing is written: say what would be, as `init --dry-run` does for the rest.
         for f in &files {
-            println!("{:<10} {}", label(f), f.shown);
+            match &f.new {
+                Some(_) => println!("would be {}  {}", label(f), f.shown),
+                None => println!("{:<10} {}", label(f), f.shown),
+            }
             if let Some(new) = &f.new {
                 let old = f.old.as_deref().unwrap_or("");
                 print!(
