@@ -15,6 +15,26 @@ fn derived_rule<'c>(c: &'c Classifier, name: &str, derive: compile::Derive) -> &
     re
 }
 
+/// Every match of `re` in `hay`, walked as the scan walks them: `check` gets the match's
+/// capture groups and its span (the same as group 0's, asserted) and answers where the walk
+/// resumes (it moves on by at least a byte).
+fn each_match(
+    re: &compile::Regex,
+    hay: &[u8],
+    mut check: impl FnMut(&compile::TestCaptures, std::ops::Range<usize>) -> usize,
+) {
+    let mut at = 0;
+    while at <= hay.len() {
+        let Some(caps) = re.captures_at(hay, at) else {
+            assert!(re.find_at(hay, at).is_none());
+            break;
+        };
+        let m = re.find_at(hay, at).unwrap();
+        assert_eq!(m.range(), caps.get(0).unwrap().range());
+        at = check(&caps, m.range()).max(at + 1);
+    }
+}
+
 /// The `email_address` rule's secret and `@` taken from a plain search (`derive::email_matches`)
 /// are what the regex's capture groups give, match for match: over the generated corpus,
 /// random text dense in address bytes, and edge cases (an address at either end of the text,
@@ -174,17 +194,9 @@ fn assignment_groups_from_the_match_span_are_the_captured_ones() {
     for (i, input) in inputs.iter().enumerate() {
         let (total, derived) = &mut counts[usize::from(i >= generated)];
         let hay = input.as_slice();
-        let mut at = 0;
-        while at <= hay.len() {
-            let Some(caps) = re.captures_at(hay, at) else {
-                assert!(re.find_at(hay, at).is_none());
-                break;
-            };
-            let whole = caps.get(0).unwrap().range();
-            let m = re.find_at(hay, at).unwrap();
-            assert_eq!(m.range(), whole);
+        each_match(re, hay, |caps, whole| {
             *total += 1;
-            if let Some(d) = assignment_groups(hay, m.start(), m.end()) {
+            if let Some(d) = assignment_groups(hay, whole.start, whole.end) {
                 *derived += 1;
                 let s = caps.name("s").map(|g| g.range());
                 let s2 = caps.name("s2").map(|g| g.range());
@@ -196,9 +208,8 @@ fn assignment_groups_from_the_match_span_are_the_captured_ones() {
                 };
                 assert_eq!(d, want, "input {:?}", String::from_utf8_lossy(hay));
             }
-            let next = caps.name("s").map_or(whole.end, |g| g.end());
-            at = next.max(at + 1);
-        }
+            caps.name("s").map_or(whole.end, |g| g.end())
+        });
     }
     let [
         (corpus_total, corpus_derived),
@@ -272,18 +283,12 @@ fn userinfo_groups_from_the_match_span_are_the_captured_ones() {
     let mut total = 0;
     for input in &inputs {
         let hay = input.as_slice();
-        let mut at = 0;
-        while at <= hay.len() {
-            let Some(caps) = re.captures_at(hay, at) else {
-                break;
-            };
-            let m = re.find_at(hay, at).unwrap();
-            assert_eq!(m.range(), caps.get(0).unwrap().range());
+        each_match(re, hay, |caps, m| {
             let want = (
                 caps.name("u").unwrap().range(),
                 caps.name("s").unwrap().range(),
             );
-            let got = userinfo_groups(hay, m.start(), m.end());
+            let got = userinfo_groups(hay, m.start, m.end);
             assert_eq!(
                 got,
                 Some(want.clone()),
@@ -291,8 +296,8 @@ fn userinfo_groups_from_the_match_span_are_the_captured_ones() {
                 String::from_utf8_lossy(hay)
             );
             total += 1;
-            at = want.1.end.max(at + 1);
-        }
+            want.1.end
+        });
     }
     assert!(total > 2000, "only {total} matches compared");
 }
@@ -373,24 +378,18 @@ fn prose_groups_from_the_match_span_are_the_captured_ones() {
     for (i, input) in inputs.iter().enumerate() {
         let (total, derived) = &mut counts[usize::from(i >= generated)];
         let hay = input.as_slice();
-        let mut at = 0;
-        while at <= hay.len() {
-            let Some(caps) = re.captures_at(hay, at) else {
-                break;
-            };
-            let m = re.find_at(hay, at).unwrap();
-            assert_eq!(m.range(), caps.get(0).unwrap().range());
+        each_match(re, hay, |caps, m| {
             let want = (
                 caps.name("k").unwrap().range(),
                 caps.name("s").unwrap().range(),
             );
             *total += 1;
-            if let Some(got) = prose_groups(hay, m.start(), m.end()) {
+            if let Some(got) = prose_groups(hay, m.start, m.end) {
                 *derived += 1;
                 assert_eq!(got, want, "input {:?}", String::from_utf8_lossy(hay));
             }
-            at = want.1.end.max(at + 1);
-        }
+            want.1.end
+        });
     }
     let [
         (corpus_total, corpus_derived),
@@ -483,24 +482,19 @@ fn redacted_groups_from_the_match_span_are_the_captured_ones() {
                 }
             }
             let hay = s.as_bytes();
-            let mut at = 0;
-            while at <= hay.len() {
-                let Some(caps) = re.captures_at(hay, at) else {
-                    break;
-                };
-                let m = re.find_at(hay, at).unwrap();
+            each_match(re, hay, |caps, m| {
                 let want = caps
                     .name("s")
                     .or_else(|| caps.name("s2"))
                     .or_else(|| caps.name("secret"))
                     .unwrap()
                     .range();
-                let got = redacted_groups(hay, m.start(), m.end(), i);
+                let got = redacted_groups(hay, m.start, m.end, i);
                 assert_eq!(got, Some(want.clone()), "{name}: {s:?}");
                 total += 1;
                 alone += usize::from(caps.name("s").is_none());
-                at = want.end.max(at + 1);
-            }
+                want.end
+            });
         }
     }
     assert!(
