@@ -138,13 +138,13 @@ pub const REDACT: ToolSpec = ToolSpec {
 
 fn run_risk_score(store: &Store, raw: Value) -> Result<Value> {
     let args: RiskScoreArgs = parse_args(raw)?;
-    let report = store.risk_score(&args.content)?;
+    let report = store.policy().risk_score(&args.content)?;
     to_value(&RiskScoreResult { ok: true, report })
 }
 
 fn run_redact(store: &Store, raw: Value) -> Result<Value> {
     let (args, request) = parse_keyed::<RedactArgs>("redact", raw)?;
-    let r = redact(&args.content, store.classifier()?);
+    let r = redact(&args.content, store.policy().classifier()?);
     // What is kept under a key is the result without the redacted draft (drafts stay out of
     // the state directory); the draft is redacted again for every answer, to the same text.
     let mut result = request.once(store, || {

@@ -356,7 +356,9 @@ fn run_tx_write(store: &Store, raw: Value) -> Result<Value> {
     request.once(store, || {
         let bytes = args.content.decode(store.config().max_write_bytes)?;
         let c = args.classify;
-        store.preflight_bytes(&bytes, c.classify, c.classify_reject_at)?;
+        store
+            .policy()
+            .preflight_bytes(&bytes, c.classify, c.classify_reject_at)?;
         let op = tx::stage_write(
             store,
             &args.tx_id,

@@ -263,7 +263,9 @@ fn run_safe_write(store: &Store, raw: Value) -> Result<Value> {
         parse_expected_hash("expected_prev_sha256", args.expected_prev_sha256.as_deref())?;
     let bytes = args.content.decode(store.config().max_write_bytes)?;
     let c = args.classify;
-    store.preflight_bytes(&bytes, c.classify, c.classify_reject_at)?;
+    store
+        .policy()
+        .preflight_bytes(&bytes, c.classify, c.classify_reject_at)?;
     let target = store.workspaces().resolve(&args.path, true)?;
     let put = files::Put {
         shown: &args.path,

@@ -159,7 +159,7 @@ pub fn replace(store: &Store, who: &Caller, replace: Replace<'_>) -> Result<Repl
             reason: format!("the file is not valid UTF-8 ({e}); safe_replace edits text files"),
         })?;
         let (new_text, replacements) = apply_edits(text, edits, shown)?;
-        store.preflight_edit(
+        store.policy().preflight_edit(
             text,
             &new_text,
             classify.classify,

@@ -10,12 +10,11 @@
 //! transactions. The default L0 classifier is compiled on first
 //! use, so neither the handshake nor an idle server pays for it.
 
-use crate::classify::{Classifier, RiskReport};
 use crate::envelope::Result;
 use crate::journal::Journal;
 use crate::notices::{Level, Notices};
 use crate::objects::ObjectStore;
-use crate::policy::active::{ActivePolicy, RejectAt};
+use crate::policy::active::ActivePolicy;
 use crate::workspace::Workspaces;
 use crate::write::idempotency::{
     IdempotencyIndex, Keyed, ResultLog, check_key, replay_of, result_row,
@@ -222,48 +221,6 @@ impl Store {
     /// serve a store with problems here; `doctor` reports them. Empty when all is well.
     pub fn state_refused(&self) -> &[String] {
         &self.planted
-    }
-
-    /// The compiled L0 classifier of the workspace policy, or the policy's failure.
-    pub fn classifier(&self) -> Result<&Classifier> {
-        self.policy.classifier()
-    }
-
-    /// Score `content` under the workspace policy (the `risk_score` tool).
-    pub fn risk_score(&self, content: &str) -> Result<RiskReport> {
-        self.policy.risk_score(content)
-    }
-
-    /// The pre-flight check of every writing tool ([`ActivePolicy::preflight`]).
-    pub fn preflight(
-        &self,
-        content: &str,
-        classify: bool,
-        reject_at: RejectAt,
-    ) -> Result<Option<RiskReport>> {
-        self.policy.preflight(content, classify, reject_at)
-    }
-
-    /// [`Store::preflight`] for bytes ([`ActivePolicy::preflight_bytes`]).
-    pub fn preflight_bytes(
-        &self,
-        content: &[u8],
-        classify: bool,
-        reject_at: RejectAt,
-    ) -> Result<Option<RiskReport>> {
-        self.policy.preflight_bytes(content, classify, reject_at)
-    }
-
-    /// The pre-flight check of an edit ([`ActivePolicy::preflight_edit`]).
-    pub fn preflight_edit(
-        &self,
-        before: &str,
-        after: &str,
-        classify: bool,
-        reject_at: RejectAt,
-    ) -> Result<()> {
-        self.policy
-            .preflight_edit(before, after, classify, reject_at)
     }
 
     /// The journal row of an earlier call with idempotency `key` and these arguments (answer

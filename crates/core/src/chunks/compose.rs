@@ -134,7 +134,10 @@ pub fn compose(store: &Store, who: &Caller, c: Compose<'_>) -> Result<Answer<Com
         extra: keyed.extra(),
         progress: crate::progress::current(),
         classify: match c.classify.classify {
-            true => Some((store.classifier()?.clone(), c.classify.classify_reject_at)),
+            true => Some((
+                store.policy().classifier()?.clone(),
+                c.classify.classify_reject_at,
+            )),
             false => None,
         },
     };

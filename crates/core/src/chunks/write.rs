@@ -132,7 +132,9 @@ pub fn put(store: &Store, who: &Caller, put: ChunkPut<'_>) -> Result<Answer<Chun
     }
     let total = index_arg(session, "total_expected", total_expected)?;
     let bytes = content.decode(store.config().max_write_bytes)?;
-    store.preflight_bytes(&bytes, classify.classify, classify.classify_reject_at)?;
+    store
+        .policy()
+        .preflight_bytes(&bytes, classify.classify, classify.classify_reject_at)?;
     let opts = ChunkWriteOptions {
         extra: keyed.extra(),
         replay: &replay,

@@ -146,7 +146,7 @@ pub fn write(
         }
     }
     // The workspace policy's classifier: its extra patterns and disabled families apply.
-    super::screen(&h, &body, store.classifier()?)?;
+    super::screen(&h, &body, store.policy().classifier()?)?;
     let now = now_rfc3339();
     h.updated_at = Some(now.clone());
 

@@ -243,8 +243,8 @@ fn verdict_name(v: Verdict) -> &'static str {
     }
 }
 
-/// The checks every writing tool makes before a byte is written. The store answers the same
-/// calls for its policy ([`crate::store::Store::preflight`] and the rest delegate here).
+/// The checks every writing tool makes before a byte is written, reached through the store as
+/// `store.policy()`.
 impl ActivePolicy {
     /// Score `content` under the workspace policy (the `risk_score` tool).
     pub fn risk_score(&self, content: &str) -> Result<RiskReport> {

@@ -60,7 +60,9 @@ pub fn stage_replace(
             reason: format!("the file is not valid UTF-8 ({e}); tx_replace edits text files"),
         })?;
         let (new_text, n) = apply_edits(text, edits, path)?;
-        store.preflight_edit(text, &new_text, classify, reject_at)?;
+        store
+            .policy()
+            .preflight_edit(text, &new_text, classify, reject_at)?;
         intent::within_limit("resulting file", new_text.len() as u64, limit)?;
         Ok(NewContent {
             bytes: new_text.into_bytes(),
