@@ -287,8 +287,7 @@ fn claude_code_runs_our_tools_and_hooks_and_restores_its_own_edits() {
         return;
     };
     let project = Project::new();
-    project.init(&["--client", "claude"]);
-    project.init(&["--hooks", "--client", "claude"]);
+    project.init_with_hooks(agent);
     let token = github_token(4101);
 
     // Claude Code defers MCP tools: the model loads their schemas with ToolSearch first. It
@@ -326,9 +325,7 @@ fn gemini_cli_runs_our_tools_and_hooks_and_restores_its_own_edits() {
         return;
     };
     let project = Project::new();
-    project.init(&["--client", "gemini"]);
-    // As init tells the user; Gemini CLI runs project hooks without further settings.
-    project.init(&["--hooks", "--client", "gemini"]);
+    project.init_with_hooks(agent);
     let token = github_token(4102);
     let s = mcp_calls(agent, Scenario::new(), &token);
     native_calls(agent, s, &project, &token).run(agent, &client, &project);

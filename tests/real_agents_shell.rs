@@ -77,8 +77,7 @@ fn claude_code_bash_commands_are_journaled_reported_restorable_and_undone_by_ses
         return;
     };
     let project = Project::new();
-    project.init(&["--client", "claude"]);
-    project.init(&["--hooks", "--client", "claude"]);
+    project.init_with_hooks(agent);
     std::fs::write(project.path("old.txt"), "old\n").unwrap();
     let token = github_token(4204);
     let app = project.path("app.py").display().to_string();
@@ -168,8 +167,7 @@ fn gemini_cli_shell_commands_are_journaled_and_a_secret_reported_to_the_model() 
         return;
     };
     let project = Project::new();
-    project.init(&["--client", "gemini"]);
-    project.init(&["--hooks", "--client", "gemini"]);
+    project.init_with_hooks(agent);
     std::fs::write(project.path("app.py"), V1).unwrap();
     std::fs::write(project.path("old.txt"), "old\n").unwrap();
     let token = github_token(4205);

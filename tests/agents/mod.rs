@@ -240,6 +240,13 @@ impl Project {
 
     /// `resilient-write init ARGS` in the project with HOME = `home`; must succeed. Returns
     /// stdout and stderr together.
+    /// Set up `agent` as a new user would: `init --client <agent>`, then `init --hooks
+    /// --client <agent>` (the agents with hooks run project hooks without further settings).
+    pub fn init_with_hooks(&self, agent: Agent) {
+        self.init(&["--client", agent.init_client()]);
+        self.init(&["--hooks", "--client", agent.init_client()]);
+    }
+
     pub fn init(&self, args: &[&str]) -> String {
         let mut cmd = Command::new(&self.bin);
         cmd.arg("init").args(args);
