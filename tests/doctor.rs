@@ -322,18 +322,21 @@ fn doctor_reports_what_needs_a_person_and_fix_leaves_it_alone() {
     assert_eq!(std::fs::read_to_string(&journal).unwrap(), text);
 }
 
+/// `doctor --json` in `ws` (its state directory made) under the policy file `yaml`: the run
+/// and its document.
+fn doctor_json_with_policy(ws: &Workspace, yaml: &str) -> (std::process::Output, Value) {
+    std::fs::write(ws.path(".resilient_write/policy.yaml"), yaml).unwrap();
+    let o = run(&ws.root, &["doctor", "--json"], &[]);
+    let doc = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
+    (o, doc)
+}
+
 #[test]
 fn doctor_json_names_each_finding_and_a_bad_policy_line() {
     let ws = Workspace::new();
     std::fs::create_dir(ws.path(".resilient_write")).unwrap();
-    std::fs::write(
-        ws.path(".resilient_write/policy.yaml"),
-        "version: 1\nthresholds: [not, a, map]\n",
-    )
-    .unwrap();
-    let o = run(&ws.root, &["doctor", "--json"], &[]);
+    let (o, doc) = doctor_json_with_policy(&ws, "version: 1\nthresholds: [not, a, map]\n");
     assert_eq!(o.status.code(), Some(1), "{}", out(&o));
-    let doc: Value = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
     assert_eq!(doc["ok"], false);
     let f = &doc["findings"][0];
     assert_eq!(f["check"], "config");
@@ -359,14 +362,8 @@ fn doctor_warns_about_thresholds_that_leave_a_verdict_unreachable() {
     std::fs::create_dir(ws.path(".resilient_write")).unwrap();
     // The original accepts this file (high below the default medium 0.4): so do we, and
     // doctor says that medium can no longer be given.
-    std::fs::write(
-        ws.path(".resilient_write/policy.yaml"),
-        "thresholds:\n  high: 0.3\n",
-    )
-    .unwrap();
-    let o = run(&ws.root, &["doctor", "--json"], &[]);
+    let (o, doc) = doctor_json_with_policy(&ws, "thresholds:\n  high: 0.3\n");
     assert_eq!(o.status.code(), Some(0), "{}", out(&o));
-    let doc: Value = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
     let f = doc["findings"]
         .as_array()
         .unwrap()
@@ -395,13 +392,7 @@ fn object_count(dir: &std::path::Path) -> usize {
 fn doctor_reports_the_history_store_against_its_budget() {
     let ws = Workspace::new();
     project_with_state(&ws);
-    std::fs::write(
-        ws.path(".resilient_write/policy.yaml"),
-        "history:\n  max_bytes: 1MB\n  keep_last: 5\n",
-    )
-    .unwrap();
-    let o = run(&ws.root, &["doctor", "--json"], &[]);
-    let doc: Value = serde_json::from_slice(&o.stdout).expect("doctor --json prints JSON");
+    let (_, doc) = doctor_json_with_policy(&ws, "history:\n  max_bytes: 1MB\n  keep_last: 5\n");
     // a.txt was overwritten twice: its first two versions ("one\n", "two\n") are kept.
     let mut store = doc["history_store"].clone();
     let disk = store
