@@ -35,13 +35,9 @@ fn require_sdk() -> bool {
     match sdk_available() {
         Ok(()) => true,
         Err(why) => {
-            if std::env::var_os("CI").is_some() {
-                panic!("the MCP Python SDK is required under CI ({why}); install: {INSTALL}");
-            }
-            eprintln!(
-                "\n==== SKIPPED e2e_python: the MCP Python SDK is not importable ({why}).\n\
-                 ==== Install it with: {INSTALL}\n"
-            );
+            common::missing_prerequisite(&format!(
+                "the MCP Python SDK is not importable ({why}); install it with: {INSTALL}"
+            ));
             false
         }
     }

@@ -29,14 +29,11 @@ fn wheel() -> Option<PathBuf> {
     if path.is_file() {
         return Some(path);
     }
-    let why = format!("{} is missing", path.display());
-    if std::env::var_os("CI").is_some() {
-        panic!("the original's wheel is required under CI ({why}); fetch it: {FETCH}");
-    }
-    eprintln!(
-        "\n==== SKIPPED original_compat: {why}.\n==== Fetch it with: {FETCH}\n\
-         ==== (and `pip install --user -r tests/e2e/requirements.txt` for PyYAML)\n"
-    );
+    common::missing_prerequisite(&format!(
+        "the original's wheel {} is missing; fetch it with: {FETCH} (and `pip install --user -r \
+         tests/e2e/requirements.txt` for PyYAML)",
+        path.display()
+    ));
     None
 }
 
