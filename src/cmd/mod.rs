@@ -262,6 +262,9 @@ pub enum Command {
     Completions(people::CompletionsArgs),
     /// Print the man page (roff) to stdout: `resilient-write man > resilient-write.1`.
     Man,
+    /// The shell hooks' watcher of one workspace, started by the first hook (not for people).
+    #[command(hide = true)]
+    ShellWatcher(crate::cmd::hook::shell::WatcherArgs),
 }
 
 /// The service a subcommand works on, or `None` after printing why its state directory is
@@ -448,6 +451,7 @@ pub fn main() -> ExitCode {
         Some(Command::Completions(args)) => return people::completions(&args),
         Some(Command::Man) => return people::man(),
         Some(Command::Validate(args)) => return crate::cmd::validate::run(&args),
+        Some(Command::ShellWatcher(args)) => return crate::cmd::hook::shell::watcher(&args),
         _ => {}
     }
     // An agent reads exit status 2 of a hook as "block": `hook` never fails on configuration
@@ -494,6 +498,7 @@ pub fn main() -> ExitCode {
         Some(Command::Validate(args)) => crate::cmd::validate::run(&args),
         Some(Command::Completions(args)) => people::completions(&args),
         Some(Command::Man) => people::man(),
+        Some(Command::ShellWatcher(args)) => crate::cmd::hook::shell::watcher(&args),
     }
 }
 

@@ -30,7 +30,7 @@ mod claude;
 mod cursor;
 mod gemini;
 pub mod install;
-mod shell;
+pub(crate) mod shell;
 
 use crate::dispatch::Config;
 use clap::{Args, ValueEnum};

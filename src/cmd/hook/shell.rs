@@ -14,7 +14,7 @@
 
 use super::{Agent, Answer, McpCall, Phase, ShellRun, note, reject_at, warn};
 use crate::dispatch::Config;
-use resilient_write_core::native::{DEFAULT_MAX_FILES, Found, NativeWorkspace, ShellCall};
+use resilient_write_core::native::{DEFAULT_MAX_FILES, Found, NativeWorkspace, ShellCall, watch};
 use serde_json::Value;
 
 /// The policy key (in `hooks`) capping the files journaled per command.
@@ -41,12 +41,68 @@ fn max_files(ws: &NativeWorkspace) -> usize {
     }
 }
 
+/// The policy key (in `hooks`) that turns the watcher off (`false`).
+pub const SHELL_WATCHER: &str = "shell_watcher";
+
+/// How long the watcher waits for a question before exiting (tests shorten it).
+const WATCHER_IDLE_ENV: &str = "RW_SHELL_WATCHER_IDLE_SECS";
+
+/// The program that runs the watcher: this one, unless `hooks.shell_watcher` is `false`.
+fn watcher_exe(ws: &NativeWorkspace) -> Option<std::path::PathBuf> {
+    let set = ws
+        .policy()
+        .policy()
+        .and_then(|p| p.hooks.as_ref())
+        .and_then(|h| h.get(SHELL_WATCHER));
+    match set {
+        None | Some(Value::Bool(true)) => std::env::current_exe().ok(),
+        Some(Value::Bool(false)) => None,
+        Some(_) => {
+            note(format!(
+                "{}: hooks.{SHELL_WATCHER} must be true or false; using true",
+                ws.policy().path.display()
+            ));
+            std::env::current_exe().ok()
+        }
+    }
+}
+
+/// `shell-watcher`'s arguments.
+#[derive(Debug, clap::Args)]
+pub struct WatcherArgs {
+    /// The workspace root to watch.
+    #[arg(long)]
+    root: std::path::PathBuf,
+    /// The workspace's state directory.
+    #[arg(long)]
+    state_dir: std::path::PathBuf,
+}
+
+/// Run the watcher until it is idle (started detached by a hook; exit 0 unless it could not
+/// start at all).
+pub fn watcher(args: &WatcherArgs) -> std::process::ExitCode {
+    let idle = std::env::var(WATCHER_IDLE_ENV)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .map_or(watch::IDLE, std::time::Duration::from_secs);
+    // Out of the hook's session: an agent ending its process group does not end us.
+    let _ = rustix::process::setsid();
+    match watch::daemon::serve(&args.root, &args.state_dir, idle) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("resilient-write shell-watcher: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
 /// Before or after the shell command `run`.
 pub fn shell(config: &Config, agent: Agent, phase: Phase, run: &ShellRun) -> Answer {
     let ws = super::workspace(config, &run.workspace);
     if !ws.has_root() {
         return Answer::Allow; // $HOME or / as the workspace: nothing of ours to journal
     }
+    let exe = watcher_exe(&ws);
     let call = ShellCall {
         agent: agent.name(),
         tool: &run.tool,
@@ -56,6 +112,7 @@ pub fn shell(config: &Config, agent: Agent, phase: Phase, run: &ShellRun) -> Ans
         reject_at: reject_at(&ws),
         max_files: max_files(&ws),
         max_bytes: config.store.max_write_bytes,
+        watcher: exe.as_deref(),
     };
     match phase {
         Phase::Before => {

@@ -55,6 +55,11 @@ pub struct Repo {
     /// Bytes of an object id (20 for SHA-1, 32 for SHA-256 repositories).
     #[serde(default = "sha1_len")]
     oid_len: usize,
+    /// The files whose change may change what `add -A` picks up without a change in the
+    /// work tree (ignore rules, configuration): a watcher's token is kept with their stat
+    /// data, and void when it differs.
+    #[serde(default)]
+    rules: Vec<PathBuf>,
 }
 
 fn sha1_len() -> usize {
@@ -98,7 +103,7 @@ fn failed(what: &str, out: &std::process::Output) -> String {
 }
 
 /// A `git` command run in `dir` with nothing of the caller's git environment.
-fn bare_git(dir: &Path) -> Command {
+pub(super) fn bare_git(dir: &Path) -> Command {
     let mut c = Command::new("git");
     c.current_dir(dir).stdin(Stdio::null());
     for v in [
@@ -141,6 +146,10 @@ impl Repo {
                 "--git-path",
                 "index",
                 "--show-object-format",
+                "--git-path",
+                "info/exclude",
+                "--git-path",
+                "config",
             ])
             .stderr(Stdio::null())
             .output()
@@ -156,17 +165,38 @@ impl Repo {
             "sha256" => 32,
             _ => return None,
         };
-        let autocrlf = bare_git(root)
-            .args(["config", "--type=bool", "--get", "core.autocrlf"])
-            .stderr(Stdio::null())
-            .output()
-            .is_ok_and(|o| o.stdout.starts_with(b"true"));
+        let mut rules: Vec<PathBuf> = lines.map(PathBuf::from).collect();
+        let config = |args: &[&str]| {
+            bare_git(root)
+                .arg("config")
+                .args(args)
+                .stderr(Stdio::null())
+                .output()
+                .ok()
+                .filter(|o| o.status.success())
+                .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        };
+        let autocrlf =
+            config(&["--type=bool", "--get", "core.autocrlf"]).is_some_and(|v| v == "true");
+        // The global rules: git's default excludes file, or the one configured, and the
+        // user's configuration files.
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let xdg = std::env::var_os("XDG_CONFIG_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".config")));
+        match config(&["--path", "--get", "core.excludesFile"]) {
+            Some(f) => rules.push(PathBuf::from(f)),
+            None => rules.extend(xdg.as_ref().map(|x| x.join("git/ignore"))),
+        }
+        rules.extend(xdg.map(|x| x.join("git/config")));
+        rules.extend(home.map(|h| h.join(".gitconfig")));
         Some(Repo {
             top: PathBuf::from(top),
             objects: PathBuf::from(objects),
             index: PathBuf::from(index),
             autocrlf,
             oid_len,
+            rules,
         })
     }
 }
@@ -189,7 +219,7 @@ impl GitSnap {
         let cached = crate::util::statefile::read(&cache)
             .ok()
             .and_then(|b| serde_json::from_slice::<Repo>(&b).ok())
-            .filter(|r| r.objects.is_dir() && root.starts_with(&r.top));
+            .filter(|r| r.objects.is_dir() && root.starts_with(&r.top) && !r.rules.is_empty());
         let repo = match cached {
             Some(r) => r,
             None => {
@@ -272,6 +302,7 @@ impl GitSnap {
             .and_then(|s| s.trim().parse::<u64>().ok())
             .unwrap_or(0);
         if grown > REBUILD_AFTER {
+            self.forget_token();
             let _ = std::fs::remove_file(self.index());
             let _ = std::fs::remove_dir_all(self.objects());
             let _ = std::fs::remove_file(self.dir.join("grown"));
@@ -286,13 +317,22 @@ impl GitSnap {
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
             .unwrap_or(0);
-        let _ = std::fs::write(path, (now + bytes).to_string());
+        // In place and padded to a fixed width: truncating a file costs a millisecond on a
+        // journaled filesystem, and a torn count only rebuilds early or late.
+        let body = format!("{:<20}\n", now + bytes);
+        let _ = std::fs::File::options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .and_then(|mut f| f.write_all(body.as_bytes()));
     }
 
     /// Snapshot the work tree (call with the lock held) into our index; [`GitSnap::save`]
     /// keeps a copy of it.
     pub fn snapshot(&self) -> Result<(), String> {
         if !self.index().exists() {
+            self.forget_token();
             // A warm start: the user's stat cache, so only what differs from it is hashed.
             // The copy keeps the index's mtime: git re-checks the entries not older than
             // it ("racily clean"), and a newer copy would vouch for them wrongly.
@@ -318,28 +358,133 @@ impl GitSnap {
                 .output()
                 .map_err(|e| format!("cannot run git: {e}"))
         };
-        // Excluding the state directory when it is ignored anyway makes git say so and
-        // exit 1, with the index updated all the same (LC_ALL=C: the message is git's own).
-        let done = |o: &std::process::Output| {
-            o.status.success()
-                || (o.status.code() == Some(1)
-                    && String::from_utf8_lossy(&o.stderr)
-                        .contains("are ignored by one of your .gitignore files"))
-        };
         let out = add()?;
-        if !done(&out) {
+        if !added(&out) {
             // A seed git cannot use here (a split or sparse index): start from nothing.
+            self.forget_token();
             let _ = std::fs::remove_file(self.index());
             let again = add()?;
-            if !done(&again) {
+            if !added(&again) {
                 return Err(failed("add", &again));
             }
         }
         Ok(())
     }
 
-    /// Keep a copy of our index as the snapshot at `to`.
+    /// Snapshot only `paths` (relative to the workspace's `root`, as a watcher reports
+    /// them; a directory stands for all below it) into our index (call with the lock held).
+    /// A path that is neither on disk nor in our index (a file made and removed between
+    /// two snapshots) is left out: git refuses a pathspec that matches nothing.
+    pub fn snapshot_paths(&self, root: &Path, paths: &[PathBuf]) -> Result<(), String> {
+        if paths.is_empty() {
+            return Ok(());
+        }
+        let data = read_index_file(&self.index()).map_err(|e| format!("our index: {e}"))?;
+        let entries = parse_index(&data, self.repo.oid_len).map_err(|e| e.to_string())?;
+        let rel_root = root.strip_prefix(&self.repo.top).unwrap_or(Path::new(""));
+        let indexed = |p: &[u8]| {
+            let at = entries.partition_point(|e| e.path.as_ref() < p);
+            let mut dir = p.to_vec();
+            dir.push(b'/');
+            let under = entries.partition_point(|e| e.path.as_ref() < dir.as_slice());
+            entries.get(at).is_some_and(|e| e.path.as_ref() == p)
+                || entries.get(under).is_some_and(|e| e.path.starts_with(&dir))
+        };
+        let mut input = Vec::new();
+        for p in paths {
+            let rel = rel_root.join(p);
+            let bytes = rel.as_os_str().as_bytes();
+            if self.repo.top.join(&rel).symlink_metadata().is_ok() || indexed(bytes) {
+                input.extend_from_slice(b":(literal)");
+                input.extend_from_slice(bytes);
+                input.push(0);
+            }
+        }
+        if input.is_empty() {
+            return Ok(());
+        }
+        for spec in &self.specs[1..] {
+            input.extend_from_slice(spec.as_bytes());
+            input.push(0);
+        }
+        let out = self.run_with_input(
+            &[
+                "add",
+                "-A",
+                "--ignore-errors",
+                "--pathspec-from-file=-",
+                "--pathspec-file-nul",
+            ],
+            input,
+        )?;
+        match added(&out) {
+            true => Ok(()),
+            false => Err(failed("add", &out)),
+        }
+    }
+
+    fn token_file(&self) -> PathBuf {
+        self.dir.join("watch-token")
+    }
+
+    /// The stat data of the files that can change `add -A`'s answer without a change in
+    /// the work tree.
+    fn rules_stamp(&self) -> String {
+        use std::os::unix::fs::MetadataExt;
+        self.repo
+            .rules
+            .iter()
+            .map(|p| match std::fs::metadata(p) {
+                Ok(m) => format!("{}.{}.{}.{} ", m.ino(), m.size(), m.mtime(), m.mtime_nsec()),
+                Err(_) => "- ".into(),
+            })
+            .collect()
+    }
+
+    /// The watcher's token our index is up to date with (`None`: none, or the ignore rules
+    /// or configuration changed since).
+    pub fn token(&self) -> Option<String> {
+        let body = std::fs::read_to_string(self.token_file()).ok()?;
+        let (token, stamp) = body.split_once('\n')?;
+        (stamp == self.rules_stamp()).then(|| token.to_string())
+    }
+
+    /// Keep `token` with our index (after the index is written: a crash between the two
+    /// leaves an older token, whose answer covers more).
+    /// Written in place, not renamed into place (making a file costs a millisecond on a
+    /// journaled filesystem): a torn token fails to parse or names a watcher that is gone,
+    /// either answered with everything.
+    pub fn keep_token(&self, token: &str) {
+        let body = format!("{token}\n{}", self.rules_stamp());
+        let path = self.token_file();
+        if std::fs::read(&path).is_ok_and(|b| b == body.as_bytes()) {
+            return;
+        }
+        let written = std::fs::File::options()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .and_then(|mut f| {
+                f.write_all(body.as_bytes())?;
+                f.set_len(body.len() as u64)
+            });
+        if written.is_err() {
+            self.forget_token();
+        }
+    }
+
+    pub fn forget_token(&self) {
+        let _ = std::fs::remove_file(self.token_file());
+    }
+
+    /// Keep our index as the snapshot at `to`: a hard link (git replaces the index by
+    /// renaming a new file over it, so the link keeps this version), else a copy.
     pub fn save(&self, to: &Path) -> io::Result<()> {
+        let _ = std::fs::remove_file(to);
+        if std::fs::hard_link(self.index(), to).is_ok() {
+            return Ok(());
+        }
         let tmp = to.with_extension(format!("tmp-{}", std::process::id()));
         std::fs::copy(self.index(), &tmp)?;
         std::fs::rename(&tmp, to)
@@ -348,6 +493,14 @@ impl GitSnap {
     /// The regular files that differ between the snapshot saved at `before` and our index
     /// now (symlinks and submodules on either side are left out).
     pub fn changes(&self, before: &Path) -> Result<Vec<Change>, String> {
+        use std::os::unix::fs::MetadataExt;
+        let same = match (std::fs::metadata(before), std::fs::metadata(self.index())) {
+            (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+            _ => false,
+        };
+        if same {
+            return Ok(Vec::new()); // the very file saved before: git did not rewrite it
+        }
         let read = |p: &Path| read_index_file(p).map_err(|e| format!("{}: {e}", p.display()));
         let (old, new) = (read(before)?, read(&self.index())?);
         // Unchanged work tree, unchanged index: nothing to parse.
@@ -364,8 +517,16 @@ impl GitSnap {
     /// git's stored form, or its checked-out form where attributes make them differ.
     /// Contents over `max` bytes are hashed, not kept.
     pub fn read_blobs(&self, blobs: &[(PathBuf, String)], max: u64) -> Result<Vec<Blob>, String> {
-        let filtered = self.filtered(blobs)?;
-        let mut out = self.cat_batch(blobs, max)?;
+        // Two git processes side by side: which paths convert, and every stored form.
+        let (filtered, out) = std::thread::scope(|s| {
+            let filtered = s.spawn(|| self.filtered(blobs));
+            let out = self.cat_batch(blobs, max);
+            let filtered = filtered
+                .join()
+                .unwrap_or_else(|_| Err("git check-attr: its thread failed".into()));
+            (filtered, out)
+        });
+        let (filtered, mut out) = (filtered?, out?);
         for (i, (path, oid)) in blobs.iter().enumerate() {
             if filtered[i] {
                 out[i] = self.cat_filtered(path, oid, max)?;
@@ -422,6 +583,19 @@ impl GitSnap {
     /// Run git with `args`, `input` on stdin (fed from a thread, so a large input and output
     /// never wait on each other), returning stdout.
     fn piped(&self, args: &[&str], input: Vec<u8>) -> Result<Vec<u8>, String> {
+        let out = self.run_with_input(args, input)?;
+        if !out.status.success() {
+            return Err(failed(args[0], &out));
+        }
+        Ok(out.stdout)
+    }
+
+    /// Run git with `args` and `input` on stdin (see [`GitSnap::piped`]).
+    fn run_with_input(
+        &self,
+        args: &[&str],
+        input: Vec<u8>,
+    ) -> Result<std::process::Output, String> {
         let mut child = self
             .git()
             .args(args)
@@ -436,10 +610,7 @@ impl GitSnap {
             .wait_with_output()
             .map_err(|e| format!("git {}: {e}", args[0]))?;
         let _ = feeder.join();
-        if !out.status.success() {
-            return Err(failed(args[0], &out));
-        }
-        Ok(out.stdout)
+        Ok(out)
     }
 
     /// Every blob's stored content through one `git cat-file --batch`.
@@ -493,6 +664,17 @@ impl GitSnap {
             Blob::Bytes(out.stdout)
         })
     }
+}
+
+/// Whether `git add` updated the index. Naming an ignored path (the state directory's
+/// exclusion when it is ignored anyway, a watcher's changed path that is ignored) makes git
+/// say so and exit 1, with the index updated all the same (LC_ALL=C: the message is git's
+/// own).
+fn added(o: &std::process::Output) -> bool {
+    o.status.success()
+        || (o.status.code() == Some(1)
+            && String::from_utf8_lossy(&o.stderr)
+                .contains("are ignored by one of your .gitignore files"))
 }
 
 /// One answer of `git cat-file --batch`: `<oid> blob <size>\n<content>\n`, or

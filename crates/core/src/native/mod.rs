@@ -46,6 +46,7 @@ mod plainsnap;
 mod shell;
 #[cfg(test)]
 mod shell_tests;
+pub mod watch;
 
 pub use shell::{COMMAND_CHARS, DEFAULT_MAX_FILES, Found, SHELL_CAP_FIELD, ShellCall, ShellReport};
 

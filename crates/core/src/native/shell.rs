@@ -8,10 +8,14 @@
 //! - In a git work tree the snapshot is git's own ([`super::gitsnap`]); elsewhere a stat
 //!   manifest and a content cache ([`super::plainsnap`]). Ignored files are out of scope in
 //!   both; symlinks are never followed nor journaled; the state directory is left out.
-//! - What links the two hooks is a record per call in `.resilient_write/hooks/shell/calls/`
-//!   with the snapshot beside it (a copy of our git index, or the stat manifest), keyed by
-//!   the agent's call id (else its session). A command the user refuses has no after-hook: its record is dropped by
-//!   a later call for the same key, or after a day by any before-hook.
+//! - What links the two hooks is the snapshot itself, in `.resilient_write/hooks/shell/calls/`
+//!   and named by the agent's call id (else its session): our git index hard linked
+//!   (`<key>.index`) or the stat manifest (`<key>.manifest`). A command the user refuses has
+//!   no after-hook: its snapshot is dropped by a later call for the same key, or a day after
+//!   it was made (its ctime: a link keeps the index's mtime) by any before-hook.
+//! - In a git work tree a resident watcher ([`super::watch`]) tells the hooks which paths
+//!   changed since our index was last brought up to date, so git looks at those only, and
+//!   around a command that changes nothing is not run at all.
 //! - Rows of one command are appended in one write ([`crate::journal::Journal::append_many`])
 //!   while holding, in a stable order, the directory lock of every file read for them (the
 //!   lock every pipeline write takes). Objects are deduplicated by content. A command that
@@ -23,6 +27,7 @@
 
 use super::gitsnap::{Blob, GitSnap};
 use super::plainsnap::{self, PlainSnap};
+use super::watch::{Changed, Synced, Watch};
 use super::{HOOKS_DIR, NativeWorkspace};
 use crate::envelope::Failure;
 use crate::journal::paths::RowPath;
@@ -32,7 +37,6 @@ use crate::util::dirlock::DirLocks;
 use crate::workspace::Target;
 use crate::write::pipeline::Existing;
 use rustix::fd::AsFd;
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::collections::BTreeMap;
 use std::io;
@@ -62,6 +66,9 @@ pub struct ShellCall<'a> {
     pub max_files: usize,
     /// The write cap: larger files are journaled without their content.
     pub max_bytes: u64,
+    /// The program whose `shell-watcher` command watches the workspace between commands
+    /// ([`super::watch`]); `None`: every snapshot walks the whole work tree.
+    pub watcher: Option<&'a Path>,
 }
 
 /// A secret a command wrote: the file, the rule, its family and line (never the secret).
@@ -82,16 +89,6 @@ pub struct ShellReport {
     pub secrets: Vec<Found>,
     /// For a person (the hook prints them on stderr): the cap, files not journaled.
     pub notes: Vec<String>,
-}
-
-/// The before-hook's record of one call. The snapshot itself lies beside it: a copy of our
-/// git index (`<key>.index`) or the stat manifest (`<key>.manifest`).
-#[derive(Debug, Serialize, Deserialize)]
-struct Before {
-    /// `git` or `plain`.
-    engine: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    call_id: Option<String>,
 }
 
 /// A file's content before the command, as the engine found it.
@@ -140,40 +137,34 @@ impl NativeWorkspace {
     }
 
     /// Before a shell command: snapshot the workspace and leave the record its after-hook
-    /// reads.
+    /// reads: the snapshot itself, named by the call (`<key>.index`, our git index hard
+    /// linked, or `<key>.manifest`, the stat manifest; which one says which engine).
     pub fn shell_before(&self, call: &ShellCall<'_>) -> io::Result<()> {
         self.usable()?;
         let root = self.root()?;
         let calls = self.calls_dir()?;
         drop_stale(&calls);
         let key = Self::call_key(call);
-        let record = calls.join(format!("{key}.json"));
-        let _ = std::fs::remove_file(calls.join(format!("{key}.manifest")));
-        let before = match GitSnap::open(&root, &self.state_dir) {
+        let (index, manifest) = (
+            calls.join(format!("{key}.index")),
+            calls.join(format!("{key}.manifest")),
+        );
+        let _ = std::fs::remove_file(&manifest);
+        match GitSnap::open(&root, &self.state_dir) {
             Some(git) => {
                 let _lock = git.lock()?;
                 git.maybe_rebuild();
-                git.snapshot().map_err(io::Error::other)?;
-                git.save(&calls.join(format!("{key}.index")))?;
-                Before {
-                    engine: "git".into(),
-                    call_id: call.call_id.map(str::to_string),
-                }
+                self.git_snapshot(&git, &root, call)?;
+                git.save(&index)
             }
             None => {
+                let _ = std::fs::remove_file(&index);
                 let plain = PlainSnap::open(&root, &self.state_dir)?;
                 let m = plain.scan(&plain.baseline(), &self.objects, call.max_bytes)?;
                 plain.save_baseline(&m)?;
-                plainsnap::write_manifest(&calls.join(format!("{key}.manifest")), &m)?;
-                Before {
-                    engine: "plain".into(),
-                    call_id: call.call_id.map(str::to_string),
-                }
+                plainsnap::write_manifest(&manifest, &m)
             }
-        };
-        let body = serde_json::to_vec(&before).map_err(io::Error::other)?;
-        // Not synced: one lost in a crash, the after-hook reports the command unjournaled.
-        crate::state::replace_unsynced(rustix::fs::CWD, &record, &body, false)
+        }
     }
 
     /// After a shell command: journal every file it created, changed or deleted.
@@ -182,14 +173,9 @@ impl NativeWorkspace {
         let root = self.root()?;
         let calls = self.calls_dir()?;
         let key = Self::call_key(call);
-        let record = calls.join(format!("{key}.json"));
         let manifest = calls.join(format!("{key}.manifest"));
         let index = calls.join(format!("{key}.index"));
-        let before: Option<Before> = crate::util::statefile::read(&record)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok());
-        let _ = std::fs::remove_file(&record);
-        // The snapshot goes with its record, used or not.
+        // The snapshot goes, used or not.
         struct Discard<'p>([&'p Path; 2]);
         impl Drop for Discard<'_> {
             fn drop(&mut self) {
@@ -198,8 +184,13 @@ impl NativeWorkspace {
                 }
             }
         }
+        let engine = match (index.symlink_metadata(), manifest.symlink_metadata()) {
+            (Ok(_), _) => Some("git"),
+            (_, Ok(_)) => Some("plain"),
+            _ => None,
+        };
         let _snapshot = Discard([&manifest, &index]);
-        let Some(before) = before else {
+        let Some(engine) = engine else {
             return Ok(ShellReport {
                 notes: vec![
                     "no snapshot from before the command (was the before-hook \
@@ -209,16 +200,12 @@ impl NativeWorkspace {
                 ..ShellReport::default()
             });
         };
-        if let (Some(a), Some(b)) = (call.call_id, before.call_id.as_deref())
-            && a != b
-        {
-            return Ok(ShellReport::default());
-        }
-        let items = match before.engine.as_str() {
+        let items = match engine {
             "git" => {
                 let git = GitSnap::open(&root, &self.state_dir)
                     .ok_or_else(|| io::Error::other("the work tree is no longer a git one"))?;
                 let _lock = git.lock()?;
+                self.git_snapshot(&git, &root, call)?;
                 self.git_items(&git, &index, call.max_bytes)?
             }
             _ => {
@@ -232,8 +219,40 @@ impl NativeWorkspace {
         self.journal_items(items, call)
     }
 
+    /// Bring our index up to date with the work tree (the lock held): only the paths the
+    /// watcher saw change when it vouches for the rest, else the whole work tree. A watcher
+    /// that is not running is started for the next command.
+    fn git_snapshot(&self, git: &GitSnap, root: &Path, call: &ShellCall<'_>) -> io::Result<()> {
+        let full = || git.snapshot().map_err(io::Error::other);
+        let watch = call.watcher.zip(Watch::open(&self.state_dir));
+        let Some((exe, watch)) = watch else {
+            return full();
+        };
+        match watch.sync(root, git.token().as_deref()) {
+            Ok(Synced { token, changed }) => {
+                let partial = match changed {
+                    Changed::Paths(paths) => git.snapshot_paths(root, &paths).is_ok(),
+                    Changed::All => false,
+                };
+                if !partial {
+                    full()?;
+                }
+                git.keep_token(&token);
+            }
+            Err(e) => {
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::NotFound | io::ErrorKind::ConnectionRefused
+                ) {
+                    let _ = watch.spawn(exe, root, &self.state_dir);
+                }
+                full()?;
+            }
+        }
+        Ok(())
+    }
+
     fn git_items(&self, git: &GitSnap, before: &Path, max: u64) -> io::Result<Vec<Item>> {
-        git.snapshot().map_err(io::Error::other)?;
         let changes = git.changes(before).map_err(io::Error::other)?;
         if changes.is_empty() {
             return Ok(Vec::new());
@@ -627,13 +646,16 @@ fn drop_stale(calls: &Path) {
     let Ok(dir) = std::fs::read_dir(calls) else {
         return;
     };
+    use std::os::unix::fs::MetadataExt;
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs() as i64);
     for e in dir.flatten() {
+        // By the inode's change time: a hard link to our git index has the index's old
+        // mtime, and linking sets the ctime.
         let old = e
             .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|age| age.as_secs() > STALE_SECS);
+            .is_ok_and(|m| now - m.ctime() > STALE_SECS as i64);
         if old {
             let _ = std::fs::remove_file(e.path());
         }

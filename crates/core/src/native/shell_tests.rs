@@ -42,6 +42,7 @@ fn call<'a>(id: &'a str, command: &'a str) -> ShellCall<'a> {
         reject_at: crate::policy::active::RejectAt::Medium,
         max_files: DEFAULT_MAX_FILES,
         max_bytes: 1 << 20,
+        watcher: None,
     }
 }
 
