@@ -6,8 +6,9 @@
 
 mod common;
 
-use common::hooks::{Ran, fixture, hook, hook_raw};
-use common::{Workspace, github_token, journal_rows, missing_prerequisite, run_cli, sha256};
+use common::hooks::{fixture, hook};
+use common::shell::{claude_bash, git, git_or_skip, repo};
+use common::{Workspace, github_token, journal_rows, run_cli, sha256};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::process::Command;
@@ -15,71 +16,6 @@ use std::process::Command;
 const SESSION: &str = "5f0c1e2d-7a3b-4c9d-8e1f-2a3b4c5d6e7f";
 /// The session of the Write fixtures (tests/fixtures/hooks/claude-code/*-Write.json).
 const WRITE_SESSION: &str = "0b9c3f4e-5a7d-4e2b-9c61-2f8e7d1a3b45";
-
-fn git_or_skip() -> bool {
-    let ok = Command::new("git")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        missing_prerequisite("git is not installed");
-    }
-    ok
-}
-
-fn git(root: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(root)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_INDEX_FILE")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-    String::from_utf8(out.stdout).unwrap()
-}
-
-/// A git repository with app.py and old.txt committed, the state directory ignored.
-fn repo() -> Workspace {
-    let ws = Workspace::new();
-    git(&ws.root, &["init", "-q"]);
-    std::fs::write(ws.path(".gitignore"), ".resilient_write/\ntarget/\n").unwrap();
-    std::fs::write(ws.path("app.py"), "print('v0')\n").unwrap();
-    std::fs::write(ws.path("old.txt"), "old\n").unwrap();
-    git(&ws.root, &["add", "-A"]);
-    git(&ws.root, &["commit", "-qm", "init"]);
-    ws
-}
-
-/// Run `command` in `root` with `sh`, between Claude Code's hooks for it; the after-hook's
-/// output. `failing`: the command fails, and its after-hook is `PostToolUseFailure`.
-fn claude_bash(root: &Path, session: &str, call: &str, command: &str, env: &[(&str, &str)]) -> Ran {
-    let fill = [
-        ("CWD", root.to_str().unwrap()),
-        ("SESSION", session),
-        ("CALL", call),
-        ("COMMAND", command),
-    ];
-    let pre = fixture("claude-code/PreToolUse-Bash.json", &fill);
-    let r = hook_raw("claude-code", "PreToolUse", pre.to_string().as_bytes(), env);
-    assert_eq!((r.code, r.stdout.as_str()), (0, ""), "{}", r.stderr);
-    let status = Command::new("sh")
-        .args(["-c", command])
-        .current_dir(root)
-        .status()
-        .unwrap();
-    let (rel, event) = if status.success() {
-        ("claude-code/PostToolUse-Bash.json", "PostToolUse")
-    } else {
-        (
-            "claude-code/PostToolUseFailure-Bash.json",
-            "PostToolUseFailure",
-        )
-    };
-    let post = fixture(rel, &fill);
-    hook_raw("claude-code", event, post.to_string().as_bytes(), env)
-}
 
 fn rows_of(root: &Path, path: &str) -> Vec<Value> {
     journal_rows(root)

@@ -5,6 +5,7 @@
 pub mod chunks;
 pub mod hooks;
 pub mod http;
+pub mod shell;
 pub mod tmpfs;
 
 use serde_json::{Value, json};

@@ -41,6 +41,7 @@ use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
 
+mod gitindex;
 mod gitsnap;
 mod plainsnap;
 mod shell;

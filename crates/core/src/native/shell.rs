@@ -228,7 +228,11 @@ impl NativeWorkspace {
         let Some((exe, watch)) = watch else {
             return full();
         };
-        match watch.sync(root, git.token().as_deref()) {
+        let (since, rules_changed) = match git.token() {
+            Ok(t) => (t, false),
+            Err(()) => (None, true),
+        };
+        match watch.sync(root, since.as_deref(), rules_changed) {
             Ok(Synced { token, changed }) => {
                 let partial = match changed {
                     Changed::Paths(paths) => git.snapshot_paths(root, &paths).is_ok(),

@@ -376,6 +376,9 @@ impl Tree {
             return Ok(());
         }
         self.settle()?;
+        if req.rebuild {
+            self.build()?;
+        }
         let since = req
             .since
             .as_deref()

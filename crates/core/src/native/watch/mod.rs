@@ -73,6 +73,10 @@ pub struct Synced {
 struct Request {
     root: PathBuf,
     since: Option<String>,
+    /// Build the watches again first: git's ignore rules or configuration outside the work
+    /// tree changed, so which directories are ignored may have.
+    #[serde(default)]
+    rebuild: bool,
 }
 
 #[derive(Debug, Serialize, Deserialize)]
@@ -115,14 +119,15 @@ impl Watch {
         PathBuf::from(format!("/proc/self/fd/{}/{SOCKET}", self.dir.as_raw_fd()))
     }
 
-    /// Ask the watcher of `root` what changed since `since`.
-    pub fn sync(&self, root: &Path, since: Option<&str>) -> io::Result<Synced> {
+    /// Ask the watcher of `root` what changed since `since` (`rebuild`: see [`Request`]).
+    pub fn sync(&self, root: &Path, since: Option<&str>, rebuild: bool) -> io::Result<Synced> {
         let mut s = UnixStream::connect(self.socket())?;
         s.set_read_timeout(Some(ANSWER_WITHIN))?;
         s.set_write_timeout(Some(ANSWER_WITHIN))?;
         let req = Request {
             root: root.to_path_buf(),
             since: since.map(str::to_string),
+            rebuild,
         };
         let mut line = serde_json::to_vec(&req).map_err(io::Error::other)?;
         line.push(b'\n');

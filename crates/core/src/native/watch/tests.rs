@@ -3,7 +3,8 @@
 //! made from its answers is the snapshot a full `git add -A` makes, over random work.
 
 use super::*;
-use crate::native::gitsnap::{GitSnap, parse_index, read_index_file};
+use crate::native::gitindex::{parse_index, read_index_file};
+use crate::native::gitsnap::GitSnap;
 use std::fs;
 use std::process::Command;
 
@@ -60,7 +61,7 @@ fn start(root: &Path, state: &Path) -> Watch {
     std::thread::spawn(move || daemon::serve(&r, &s, Duration::from_secs(120)));
     let w = Watch::open(state).unwrap();
     for _ in 0..500 {
-        if w.sync(root, None).is_ok() {
+        if w.sync(root, None, false).is_ok() {
             return w;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -84,9 +85,9 @@ fn it_reports_each_changed_path_since_a_token_and_nothing_twice() {
     let root = t.path();
     let state = root.join(".resilient_write");
     let w = start(root, &state);
-    let first = w.sync(root, None).unwrap();
+    let first = w.sync(root, None, false).unwrap();
     assert_eq!(first.changed, Changed::All, "no token: everything");
-    let none = w.sync(root, Some(&first.token)).unwrap();
+    let none = w.sync(root, Some(&first.token), false).unwrap();
     assert_eq!(paths(&none), Vec::<String>::new());
 
     fs::write(root.join("src/a.py"), "a = 2\n").unwrap();
@@ -95,7 +96,7 @@ fn it_reports_each_changed_path_since_a_token_and_nothing_twice() {
     fs::write(root.join("new/deep/c.py"), "c\n").unwrap();
     fs::write(root.join("target/debug/out"), "ignored").unwrap();
     fs::write(root.join(".resilient_write/x"), "state").unwrap();
-    let s = w.sync(root, Some(&none.token)).unwrap();
+    let s = w.sync(root, Some(&none.token), false).unwrap();
     let got = paths(&s);
     for want in ["README", "new", "src/a.py"] {
         assert!(got.contains(&want.to_string()), "{want} in {got:?}");
@@ -107,11 +108,11 @@ fn it_reports_each_changed_path_since_a_token_and_nothing_twice() {
     );
     // Files made in the new directory after its watch was added are reported by name.
     fs::write(root.join("new/deep/d.py"), "d\n").unwrap();
-    let s2 = w.sync(root, Some(&s.token)).unwrap();
+    let s2 = w.sync(root, Some(&s.token), false).unwrap();
     assert_eq!(paths(&s2), ["new/deep/d.py"]);
     // The previous token still covers everything since it (a hook that crashed before
     // keeping the newer one asks again with the older).
-    let again = paths(&w.sync(root, Some(&s.token)).unwrap());
+    let again = paths(&w.sync(root, Some(&s.token), false).unwrap());
     assert_eq!(again, ["new/deep/d.py"]);
 }
 
@@ -123,11 +124,11 @@ fn a_change_made_just_before_the_question_is_always_in_the_answer() {
     let t = repo();
     let root = t.path();
     let w = start(root, &root.join(".resilient_write"));
-    let mut token = w.sync(root, None).unwrap().token;
+    let mut token = w.sync(root, None, false).unwrap().token;
     for i in 0..200 {
         let name = format!("src/f{}.py", i % 7);
         fs::write(root.join(&name), format!("{i}\n")).unwrap();
-        let s = w.sync(root, Some(&token)).unwrap();
+        let s = w.sync(root, Some(&token), false).unwrap();
         assert_eq!(paths(&s), [name], "round {i}");
         token = s.token;
     }
@@ -141,13 +142,13 @@ fn what_it_cannot_follow_is_answered_with_everything() {
     let t = repo();
     let root = t.path();
     let w = start(root, &root.join(".resilient_write"));
-    let mut token = w.sync(root, None).unwrap().token;
+    let mut token = w.sync(root, None, false).unwrap().token;
     let mut step = |what: &str, f: &dyn Fn()| {
         f();
-        let s = w.sync(root, Some(&token)).unwrap();
+        let s = w.sync(root, Some(&token), false).unwrap();
         assert_eq!(s.changed, Changed::All, "{what}");
         // And from the new token on, quiet again.
-        let quiet = w.sync(root, Some(&s.token)).unwrap();
+        let quiet = w.sync(root, Some(&s.token), false).unwrap();
         assert_eq!(paths(&quiet), Vec::<String>::new(), "after {what}");
         token = quiet.token;
     };
@@ -164,19 +165,47 @@ fn what_it_cannot_follow_is_answered_with_everything() {
     });
     // A token of another watcher, or garbage.
     assert_eq!(
-        w.sync(root, Some("w1-1-0:5")).unwrap().changed,
+        w.sync(root, Some("w1-1-0:5"), false).unwrap().changed,
         Changed::All
     );
     assert_eq!(
-        w.sync(root, Some("nonsense")).unwrap().changed,
+        w.sync(root, Some("nonsense"), false).unwrap().changed,
         Changed::All
     );
     // After the rename the new directory is watched under its new name.
     fs::write(root.join("src/lib2/b.py"), "b = 3\n").unwrap();
     assert_eq!(
-        paths(&w.sync(root, Some(&token)).unwrap()),
+        paths(&w.sync(root, Some(&token), false).unwrap()),
         ["src/lib2/b.py"]
     );
+}
+
+#[test]
+fn a_directory_git_stops_ignoring_is_watched_once_the_hook_asks_for_a_rebuild() {
+    if !git_available() {
+        return;
+    }
+    let t = repo();
+    let root = t.path();
+    let exclude = root.join(".git/info/exclude");
+    fs::write(root.join(".gitignore"), "*.log\n").unwrap();
+    fs::write(&exclude, ".resilient_write/\n.rw-full/\ntarget/\n").unwrap();
+    let w = start(root, &root.join(".resilient_write"));
+    let token = w.sync(root, None, false).unwrap().token;
+    fs::write(root.join("target/debug/out"), "ignored").unwrap();
+    let s = w.sync(root, Some(&token), false).unwrap();
+    assert_eq!(paths(&s), Vec::<String>::new(), "target/ is not watched");
+    // The rules change where no watch sees it: the watcher cannot know.
+    fs::write(&exclude, ".resilient_write/\n.rw-full/\n").unwrap();
+    fs::write(root.join("target/debug/out"), "not ignored").unwrap();
+    let s = w.sync(root, Some(&s.token), false).unwrap();
+    assert_eq!(paths(&s), Vec::<String>::new());
+    // The hook sees git's files' stamp differ and asks for a rebuild.
+    let s = w.sync(root, Some(&s.token), true).unwrap();
+    assert_eq!(s.changed, Changed::All, "rebuilt: everything");
+    fs::write(root.join("target/debug/out"), "tracked now").unwrap();
+    let s = w.sync(root, Some(&s.token), false).unwrap();
+    assert_eq!(paths(&s), ["target/debug/out"]);
 }
 
 #[test]
@@ -187,7 +216,7 @@ fn a_question_about_another_root_is_refused() {
     let t = repo();
     let root = t.path();
     let w = start(root, &root.join(".resilient_write"));
-    let e = w.sync(&root.join("src"), None).unwrap_err();
+    let e = w.sync(&root.join("src"), None, false).unwrap_err();
     assert!(e.to_string().contains("another root"), "{e}");
 }
 
@@ -203,11 +232,14 @@ fn the_watcher_exits_when_the_workspace_is_removed_and_a_second_one_yields() {
     // A second watcher of the same workspace returns at once: the first holds the lock.
     let second = daemon::serve(&root, &state, Duration::from_secs(120));
     assert!(second.is_ok());
-    assert!(w.sync(&root, None).is_ok(), "the first still answers");
+    assert!(
+        w.sync(&root, None, false).is_ok(),
+        "the first still answers"
+    );
     drop(t);
     let sock = w.path().join(SOCKET);
     for _ in 0..300 {
-        if !sock.exists() && w.sync(&root, None).is_err() {
+        if !sock.exists() && w.sync(&root, None, false).is_err() {
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
@@ -252,7 +284,7 @@ fn mutate(root: &Path, r: &mut Lcg) -> String {
     let d = dirs[r.next(dirs.len())];
     let name = ["a.py", "b.txt", "c.log", "d.sh", "e"][r.next(5)];
     let p = root.join(d).join(name);
-    let op = r.next(12);
+    let op = r.next(13);
     match op {
         0..=3 => {
             let _ = fs::create_dir_all(root.join(d));
@@ -292,9 +324,17 @@ fn mutate(root: &Path, r: &mut Lcg) -> String {
             let _ = fs::create_dir_all(root.join(d));
             let _ = fs::write(root.join(d).join(".gitignore"), rules);
         }
-        _ => {
+        11 => {
             let _ = fs::create_dir_all(root.join(d));
             let _ = std::os::unix::fs::symlink("a.py", root.join(d).join("link"));
+        }
+        _ => {
+            // git's own ignore file, which no watch sees.
+            let rule = ["", "tmp/\n", "docs/\n", "*.py\n"][r.next(4)];
+            let _ = fs::write(
+                root.join(".git/info/exclude"),
+                format!(".resilient_write/\n.rw-full/\n{rule}"),
+            );
         }
     }
     format!("op {op} in {d:?} on {name}")
@@ -342,7 +382,11 @@ fn same_snapshots(seed: u64, rounds: usize) {
             done.push(format!("{round}: {}", mutate(root, &mut r)));
         }
         // What the hooks do (shell.rs, git_snapshot), by hand.
-        let s = w.sync(root, watched.token().as_deref()).unwrap();
+        let (since, rebuild) = match watched.token() {
+            Ok(t) => (t, false),
+            Err(()) => (None, true),
+        };
+        let s = w.sync(root, since.as_deref(), rebuild).unwrap();
         done.push(format!("{round}: answer {:?}", s.changed));
         let used = match &s.changed {
             Changed::Paths(p) => watched.snapshot_paths(root, p).is_ok(),
