@@ -79,6 +79,9 @@ fn claude_code_bash_commands_are_journaled_reported_restorable_and_undone_by_ses
     let project = Project::new();
     project.init_with_hooks(agent);
     std::fs::write(project.path("old.txt"), "old\n").unwrap();
+    // The shell hooks' watcher listening from the start, as from a workspace's third command
+    // on (the first hook starts it, the second gets its first token).
+    common::shell::start_watcher(&project.root);
     let token = github_token(4204);
     let app = project.path("app.py").display().to_string();
     let v1 = sha256(V1.as_bytes());
@@ -144,6 +147,12 @@ fn claude_code_bash_commands_are_journaled_reported_restorable_and_undone_by_ses
     }
     let session = assert_shell_rows(&project, "claude-code", "native:Bash");
     assert_eq!(std::fs::read_to_string(project.path("app.py")).unwrap(), V1);
+    // The hooks asked the watcher (and kept its token) rather than walking the tree only.
+    assert!(
+        project
+            .path(".resilient_write/hooks/shell/git/watch-token")
+            .exists()
+    );
 
     // journal --session shows the MCP restore too (attributed by the PostToolUse hook).
     let listed = common::run_cli(&project.root, &["journal", "--session", &session], &[]);

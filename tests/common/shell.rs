@@ -76,3 +76,30 @@ pub fn claude_bash(
     let post = fixture(rel, &fill);
     hook_raw("claude-code", event, post.to_string().as_bytes(), env)
 }
+
+/// Start the shell hooks' watcher of the workspace at `root` (what the first hook would) and
+/// wait until it listens.
+pub fn start_watcher(root: &Path) {
+    let state = root.join(".resilient_write");
+    let mut child = Command::new(super::bin())
+        .args(["shell-watcher", "--root"])
+        .arg(root)
+        .arg("--state-dir")
+        .arg(&state)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let sock = state.join("hooks/shell/watch/sock");
+    let t = std::time::Instant::now();
+    while !sock.exists() {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the watcher exited: {status}");
+        }
+        assert!(t.elapsed().as_secs() < 10, "the watcher never listened");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // Reaped by whoever outlives it: it exits when the workspace is removed.
+    std::mem::forget(child);
+}
