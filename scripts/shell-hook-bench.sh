@@ -14,7 +14,11 @@
 #   - the two hooks around a command that changes nothing (`ls`), and around one that
 #     edits one file (the command itself is run between them and not counted);
 #   - the two hooks around a command that rewrites 100 files (the cost per changed file:
-#     pre-images copied from git into the object store, post-images kept, rows).
+#     pre-images copied from git into the object store, post-images kept, rows);
+#   - in a git repository, the same hooks with the watcher off (`hooks.shell_watcher: false`
+#     in a second copy of the repository): each snapshot walks the whole tree.
+# The timed runs start once the watcher listens and has given its first token (the first
+# command of a workspace starts it and walks the tree: printed on its own).
 # Prints median and p90 (ms) and the ratio of the hooks to `git status`. Not a test: the
 # figures depend on the machine; docs/performance-log.md keeps them with the machine's notes.
 set -euo pipefail
@@ -82,19 +86,40 @@ def bench(name, files, git):
     first = os.path.join(root, "src", "d0", "f0.py")
     hundred = [os.path.join(root, "src", f"d{i % max(1, files // 100)}", f"f{i}.py")
                for i in range(min(100, files))]
-    # One warm-up pair: our index is seeded from the user's, the state directory created.
-    hooks(root, "ls", lambda: None, 0)
+    # The first command of a workspace: our index seeded from the user's, the state
+    # directory made, the watcher started (git); its snapshot walks the whole tree.
+    start = hooks(root, "ls", lambda: None, 0)
+    if git:
+        sock = os.path.join(root, ".resilient_write/hooks/shell/watch/sock")
+        for _ in range(500):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.01)
+        # The second gets the watcher's first token (and walks the tree once more).
+        hooks(root, "ls", lambda: None, -1)
+        # The baseline in the same run: the same repository, the watcher off by policy.
+        off = make(name + "-no-watcher", files, git)
+        os.makedirs(os.path.join(off, ".resilient_write"), exist_ok=True)
+        with open(os.path.join(off, ".resilient_write/policy.yaml"), "w") as f:
+            f.write("version: 1\nhooks:\n  shell_watcher: false\n")
+        hooks(off, "ls", lambda: None, 0)
+        off_first = os.path.join(off, "src", "d0", "f0.py")
     t = {k: [] for k in ["true", "git status", "hooks, no change", "hooks, 1 file edited",
-                         "hooks, 100 files rewritten"]}
+                         "hooks, 100 files rewritten", "no watcher: hooks, no change",
+                         "no watcher: hooks, 1 file edited"]}
     for i in range(runs):
         t["true"].append(timed(["true"])[0])
         if git:
             t["git status"].append(timed(["git", "status", "--porcelain"], cwd=root)[0])
         t["hooks, no change"].append(hooks(root, "ls", lambda: None, 3 * i + 1))
-        def edit_one():
-            with open(first, "a") as f:
+        def edit_one(path=first):
+            with open(path, "a") as f:
                 f.write(f"# run {i}\n")
         t["hooks, 1 file edited"].append(hooks(root, "sed", edit_one, 3 * i + 2))
+        if git:
+            t["no watcher: hooks, no change"].append(hooks(off, "ls", lambda: None, 3 * i + 1))
+            t["no watcher: hooks, 1 file edited"].append(
+                hooks(off, "sed", lambda: edit_one(off_first), 3 * i + 2))
         if i % 4 == 0:
             def rewrite():
                 for p in hundred:
@@ -103,13 +128,14 @@ def bench(name, files, git):
             t["hooks, 100 files rewritten"].append(hooks(root, "fmt", rewrite, 3 * i + 3))
     rows = sum(1 for _ in open(os.path.join(root, ".resilient_write/journal.jsonl")))
     print(f"\n{name}: {files} files, {'git' if git else 'no git'}, {runs} runs, {rows} journal rows")
-    print(f"{'what':<30} {'p50 ms':>8} {'p90 ms':>8} {'p50 / git status':>17}")
+    print(f"{'what':<34} {'p50 ms':>8} {'p90 ms':>8} {'p50 / git status':>17}")
     base = pct(t["git status"], 0.5) if git else None
     for k, v in t.items():
         if not v:
             continue
         ratio = f"{pct(v, 0.5) / base:.2f}" if base else "-"
-        print(f"{k:<30} {pct(v, 0.5):>8.1f} {pct(v, 0.9):>8.1f} {ratio:>17}")
+        print(f"{k:<34} {pct(v, 0.5):>8.1f} {pct(v, 0.9):>8.1f} {ratio:>17}")
+    print(f"{'first command of the workspace':<34} {start:>8.1f}")
 
 bench("git-10000", 10000, True)
 bench("git-100", 100, True)

@@ -208,3 +208,31 @@ fn the_watcher_goes_when_idle() {
         !socket(&ws.root).exists()
     });
 }
+
+#[test]
+fn state_files_planted_as_symlinks_are_never_written_through() {
+    if !git_or_skip() {
+        return;
+    }
+    let ws = repo();
+    // A repository can commit its own `.resilient_write/` (ignoring it only keeps it out of
+    // `git add`): the hooks' small state files must not write where a symlink points.
+    let victim = ws.root.parent().unwrap().join(format!(
+        "victim-{}",
+        ws.root.file_name().unwrap().to_string_lossy()
+    ));
+    std::fs::write(&victim, "keep me\n").unwrap();
+    let git_dir = ws.path(".resilient_write/hooks/shell/git");
+    std::fs::create_dir_all(&git_dir).unwrap();
+    for name in ["watch-token", "grown", "repo.json"] {
+        std::os::unix::fs::symlink(&victim, git_dir.join(name)).unwrap();
+    }
+    for i in 0..3 {
+        let _ = claude_bash(&ws.root, SESSION, &format!("s{i}"), "echo x >> app.py", &[]);
+        wait_for("the watcher's socket", Duration::from_secs(10), || {
+            socket(&ws.root).exists()
+        });
+    }
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
+    let _ = std::fs::remove_file(&victim);
+}

@@ -241,7 +241,7 @@ impl GitSnap {
             None => {
                 let r = Repo::discover(root)?;
                 if let Ok(body) = serde_json::to_vec(&r) {
-                    let _ = std::fs::write(&cache, body);
+                    let _ = crate::state::replace_unsynced(rustix::fs::CWD, &cache, &body, false);
                 }
                 r
             }
@@ -313,7 +313,7 @@ impl GitSnap {
     /// Drop our index and objects when the objects have grown past [`REBUILD_AFTER`] (call
     /// with the lock held, before a snapshot).
     pub fn maybe_rebuild(&self) {
-        let grown = std::fs::read_to_string(self.dir.join("grown"))
+        let grown = crate::util::statefile::read_to_string(&self.dir.join("grown"))
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
             .unwrap_or(0);
@@ -329,19 +329,14 @@ impl GitSnap {
     /// Count `bytes` of content hashed into our objects (see [`GitSnap::maybe_rebuild`]).
     pub fn grew(&self, bytes: u64) {
         let path = self.dir.join("grown");
-        let now = std::fs::read_to_string(&path)
+        let now = crate::util::statefile::read_to_string(&path)
             .ok()
             .and_then(|s| s.trim().parse::<u64>().ok())
             .unwrap_or(0);
         // In place and padded to a fixed width: truncating a file costs a millisecond on a
         // journaled filesystem, and a torn count only rebuilds early or late.
         let body = format!("{:<20}\n", now + bytes);
-        let _ = std::fs::File::options()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .and_then(|mut f| f.write_all(body.as_bytes()));
+        let _ = write_in_place(&path, body.as_bytes());
     }
 
     /// Snapshot the work tree (call with the lock held) into our index; [`GitSnap::save`]
@@ -462,7 +457,7 @@ impl GitSnap {
     /// watcher must then build its watches again: which directories are ignored may differ).
     #[allow(clippy::result_unit_err)]
     pub fn token(&self) -> Result<Option<String>, ()> {
-        let Ok(body) = std::fs::read_to_string(self.token_file()) else {
+        let Ok(body) = crate::util::statefile::read_to_string(&self.token_file()) else {
             return Ok(None);
         };
         match body.split_once('\n') {
@@ -479,19 +474,10 @@ impl GitSnap {
     pub fn keep_token(&self, token: &str) {
         let body = format!("{token}\n{}", self.rules_stamp());
         let path = self.token_file();
-        if std::fs::read(&path).is_ok_and(|b| b == body.as_bytes()) {
+        if crate::util::statefile::read(&path).is_ok_and(|b| b == body.as_bytes()) {
             return;
         }
-        let written = std::fs::File::options()
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(&path)
-            .and_then(|mut f| {
-                f.write_all(body.as_bytes())?;
-                f.set_len(body.len() as u64)
-            });
-        if written.is_err() {
+        if write_in_place(&path, body.as_bytes()).is_err() {
             self.forget_token();
         }
     }
@@ -507,9 +493,8 @@ impl GitSnap {
         if std::fs::hard_link(self.index(), to).is_ok() {
             return Ok(());
         }
-        let tmp = to.with_extension(format!("tmp-{}", std::process::id()));
-        std::fs::copy(self.index(), &tmp)?;
-        std::fs::rename(&tmp, to)
+        let body = read_index_file(&self.index())?;
+        crate::state::replace_unsynced(rustix::fs::CWD, to, &body, false)
     }
 
     /// The regular files that differ between the snapshot saved at `before` and our index
@@ -686,6 +671,18 @@ impl GitSnap {
             Blob::Bytes(out.stdout)
         })
     }
+}
+
+/// Overwrite the small state file at `path` in place (created 0600; never through a
+/// symlink): no new inode, which costs a millisecond on a journaled filesystem.
+fn write_in_place(path: &Path, body: &[u8]) -> io::Result<()> {
+    let mut f = crate::util::statefile::open_with(
+        path,
+        rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE,
+        0o600,
+    )?;
+    f.write_all(body)?;
+    f.set_len(body.len() as u64)
 }
 
 /// Whether `git add` updated the index. Naming an ignored path (the state directory's

@@ -224,7 +224,9 @@ impl NativeWorkspace {
     /// that is not running is started for the next command.
     fn git_snapshot(&self, git: &GitSnap, root: &Path, call: &ShellCall<'_>) -> io::Result<()> {
         let full = || git.snapshot().map_err(io::Error::other);
-        let watch = call.watcher.zip(Watch::open(&self.state_dir));
+        let watch = call
+            .watcher
+            .and_then(|exe| Some((exe, Watch::open(&self.state_dir)?)));
         let Some((exe, watch)) = watch else {
             return full();
         };

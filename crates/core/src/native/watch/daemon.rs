@@ -77,7 +77,8 @@ pub fn serve(root: &Path, state_dir: &Path, idle: Duration) -> io::Result<()> {
         return Ok(());
     }
     let refuse = |why: String| {
-        let _ = std::fs::write(watch.path.join(OFF), format!("{why}\n"));
+        let body = format!("{why}\n");
+        let _ = crate::state::replace_unsynced(&watch.dir, Path::new(OFF), body.as_bytes(), false);
         Ok(())
     };
     let fs_type = rustix::fs::statfs(root)?.f_type as u64;

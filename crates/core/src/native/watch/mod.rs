@@ -138,13 +138,13 @@ impl Watch {
     /// Why the watcher refused this workspace, while that still holds.
     pub fn off(&self) -> Option<String> {
         let p = self.path.join(OFF);
-        let age = std::fs::metadata(&p)
+        let age = std::fs::symlink_metadata(&p)
             .ok()?
             .modified()
             .ok()?
             .elapsed()
             .ok()?;
-        (age < OFF_FOR).then(|| std::fs::read_to_string(&p).unwrap_or_default())
+        (age < OFF_FOR).then(|| crate::util::statefile::read_to_string(&p).unwrap_or_default())
     }
 
     /// Start the watcher of `root`: `exe shell-watcher --root R --state-dir S`, detached
