@@ -9,7 +9,7 @@ use std::process::Command;
 /// Whether git can be run. Without it the git test is a printed skip here; the same
 /// behaviour is proven through the binary by tests/shell_hooks.rs, which fails under CI when
 /// git is missing (the core reads no environment, not even `CI`).
-fn git_available() -> bool {
+pub(super) fn git_available() -> bool {
     let ok = Command::new("git")
         .arg("--version")
         .output()
@@ -20,7 +20,7 @@ fn git_available() -> bool {
     ok
 }
 
-fn git(dir: &Path, args: &[&str]) {
+pub(super) fn git(dir: &Path, args: &[&str]) {
     let out = Command::new("git")
         .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
         .args(args)

@@ -5,31 +5,8 @@
 use super::*;
 use crate::native::gitindex::{parse_index, read_index_file};
 use crate::native::gitsnap::GitSnap;
+use crate::native::shell_tests::{git, git_available};
 use std::fs;
-use std::process::Command;
-
-fn git_available() -> bool {
-    let ok = Command::new("git")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if !ok {
-        println!("SKIPPED: git is not installed");
-    }
-    ok
-}
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(dir)
-        .env_remove("GIT_DIR")
-        .env_remove("GIT_INDEX_FILE")
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
 
 /// A committed repository: `src/a.py`, `src/lib/b.py`, `README`, ignoring `target/`,
 /// `*.log` and both state directories.
@@ -67,6 +44,16 @@ fn start(root: &Path, state: &Path) -> Watch {
         std::thread::sleep(Duration::from_millis(10));
     }
     panic!("the watcher never answered");
+}
+
+/// A fresh repository and its watcher (`None`: no git here).
+fn watched_repo() -> Option<(tempfile::TempDir, Watch)> {
+    if !git_available() {
+        return None;
+    }
+    let t = repo();
+    let w = start(t.path(), &t.path().join(".resilient_write"));
+    Some((t, w))
 }
 
 fn paths(s: &Synced) -> Vec<String> {
@@ -118,12 +105,10 @@ fn it_reports_each_changed_path_since_a_token_and_nothing_twice() {
 
 #[test]
 fn a_change_made_just_before_the_question_is_always_in_the_answer() {
-    if !git_available() {
+    let Some((t, w)) = watched_repo() else {
         return;
-    }
-    let t = repo();
+    };
     let root = t.path();
-    let w = start(root, &root.join(".resilient_write"));
     let mut token = w.sync(root, None, false).unwrap().token;
     for i in 0..200 {
         let name = format!("src/f{}.py", i % 7);
@@ -136,12 +121,10 @@ fn a_change_made_just_before_the_question_is_always_in_the_answer() {
 
 #[test]
 fn what_it_cannot_follow_is_answered_with_everything() {
-    if !git_available() {
+    let Some((t, w)) = watched_repo() else {
         return;
-    }
-    let t = repo();
+    };
     let root = t.path();
-    let w = start(root, &root.join(".resilient_write"));
     let mut token = w.sync(root, None, false).unwrap().token;
     let mut step = |what: &str, f: &dyn Fn()| {
         f();
@@ -210,12 +193,10 @@ fn a_directory_git_stops_ignoring_is_watched_once_the_hook_asks_for_a_rebuild() 
 
 #[test]
 fn a_question_about_another_root_is_refused() {
-    if !git_available() {
+    let Some((t, w)) = watched_repo() else {
         return;
-    }
-    let t = repo();
+    };
     let root = t.path();
-    let w = start(root, &root.join(".resilient_write"));
     let e = w.sync(&root.join("src"), None, false).unwrap_err();
     assert!(e.to_string().contains("another root"), "{e}");
 }
