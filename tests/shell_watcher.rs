@@ -5,6 +5,8 @@
 //! goes when idle. git is wrapped by a script that logs each run (PATH of the hook, and of
 //! the watcher it starts).
 
+#![cfg(target_os = "linux")]
+
 mod common;
 
 use common::shell::{claude_bash, git_or_skip, repo};

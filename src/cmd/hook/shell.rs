@@ -14,7 +14,9 @@
 
 use super::{Agent, Answer, McpCall, Phase, ShellRun, note, reject_at, warn};
 use crate::dispatch::Config;
-use resilient_write_core::native::{DEFAULT_MAX_FILES, Found, NativeWorkspace, ShellCall, watch};
+#[cfg(target_os = "linux")]
+use resilient_write_core::native::watch;
+use resilient_write_core::native::{DEFAULT_MAX_FILES, Found, NativeWorkspace, ShellCall};
 use serde_json::Value;
 
 /// The policy key (in `hooks`) capping the files journaled per command.
@@ -45,6 +47,7 @@ fn max_files(ws: &NativeWorkspace) -> usize {
 pub const SHELL_WATCHER: &str = "shell_watcher";
 
 /// How long the watcher waits for a question before exiting (tests shorten it).
+#[cfg(target_os = "linux")]
 const WATCHER_IDLE_ENV: &str = "RW_SHELL_WATCHER_IDLE_SECS";
 
 /// The program that runs the watcher: this one, unless `hooks.shell_watcher` is `false`.
@@ -54,6 +57,9 @@ fn watcher_exe(ws: &NativeWorkspace) -> Option<std::path::PathBuf> {
         .policy()
         .and_then(|p| p.hooks.as_ref())
         .and_then(|h| h.get(SHELL_WATCHER));
+    if cfg!(not(target_os = "linux")) {
+        return None; // no inotify: the hooks snapshot the whole tree
+    }
     match set {
         None | Some(Value::Bool(true)) => std::env::current_exe().ok(),
         Some(Value::Bool(false)) => None,
@@ -69,6 +75,7 @@ fn watcher_exe(ws: &NativeWorkspace) -> Option<std::path::PathBuf> {
 
 /// `shell-watcher`'s arguments.
 #[derive(Debug, clap::Args)]
+#[cfg_attr(not(target_os = "linux"), allow(dead_code))]
 pub struct WatcherArgs {
     /// The workspace root to watch.
     #[arg(long)]
@@ -78,8 +85,16 @@ pub struct WatcherArgs {
     state_dir: std::path::PathBuf,
 }
 
+/// The watcher needs inotify.
+#[cfg(not(target_os = "linux"))]
+pub fn watcher(_args: &WatcherArgs) -> std::process::ExitCode {
+    eprintln!("resilient-write shell-watcher: needs Linux (inotify)");
+    std::process::ExitCode::FAILURE
+}
+
 /// Run the watcher until it is idle (started detached by a hook; exit 0 unless it could not
 /// start at all).
+#[cfg(target_os = "linux")]
 pub fn watcher(args: &WatcherArgs) -> std::process::ExitCode {
     let idle = std::env::var(WATCHER_IDLE_ENV)
         .ok()

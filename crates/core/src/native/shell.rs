@@ -27,6 +27,7 @@
 
 use super::gitsnap::{Blob, GitSnap};
 use super::plainsnap::{self, PlainSnap};
+#[cfg(target_os = "linux")]
 use super::watch::{Changed, Synced, Watch};
 use super::{HOOKS_DIR, NativeWorkspace};
 use crate::envelope::Failure;
@@ -219,9 +220,17 @@ impl NativeWorkspace {
         self.journal_items(items, call)
     }
 
+    /// Bring our index up to date with the work tree (the lock held): the whole work tree,
+    /// there being no watcher where there is no inotify.
+    #[cfg(not(target_os = "linux"))]
+    fn git_snapshot(&self, git: &GitSnap, _root: &Path, _call: &ShellCall<'_>) -> io::Result<()> {
+        git.snapshot().map_err(io::Error::other)
+    }
+
     /// Bring our index up to date with the work tree (the lock held): only the paths the
     /// watcher saw change when it vouches for the rest, else the whole work tree. A watcher
     /// that is not running is started for the next command.
+    #[cfg(target_os = "linux")]
     fn git_snapshot(&self, git: &GitSnap, root: &Path, call: &ShellCall<'_>) -> io::Result<()> {
         let full = || git.snapshot().map_err(io::Error::other);
         let watch = call
