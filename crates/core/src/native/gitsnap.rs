@@ -386,6 +386,7 @@ impl GitSnap {
     /// them; a directory stands for all below it) into our index (call with the lock held).
     /// A path that is neither on disk nor in our index (a file made and removed between
     /// two snapshots) is left out: git refuses a pathspec that matches nothing.
+    #[cfg(target_os = "linux")]
     pub fn snapshot_paths(&self, root: &Path, paths: &[PathBuf]) -> Result<(), String> {
         if paths.is_empty() {
             return Ok(());
@@ -440,6 +441,7 @@ impl GitSnap {
 
     /// The stat data of the files that can change `add -A`'s answer without a change in
     /// the work tree.
+    #[cfg(target_os = "linux")]
     fn rules_stamp(&self) -> String {
         use std::os::unix::fs::MetadataExt;
         self.repo
@@ -456,6 +458,7 @@ impl GitSnap {
     /// `Err(())` when git's ignore rules or configuration changed since it was kept (the
     /// watcher must then build its watches again: which directories are ignored may differ).
     #[allow(clippy::result_unit_err)]
+    #[cfg(target_os = "linux")]
     pub fn token(&self) -> Result<Option<String>, ()> {
         let Ok(body) = crate::util::statefile::read_to_string(&self.token_file()) else {
             return Ok(None);
@@ -471,6 +474,7 @@ impl GitSnap {
     /// Written in place, not renamed into place (making a file costs a millisecond on a
     /// journaled filesystem): a torn token fails to parse or names a watcher that is gone,
     /// either answered with everything.
+    #[cfg(target_os = "linux")]
     pub fn keep_token(&self, token: &str) {
         let body = format!("{token}\n{}", self.rules_stamp());
         let path = self.token_file();
