@@ -193,6 +193,23 @@ fn a_refusal_in_watch_off_keeps_the_hooks_from_starting_a_watcher() {
     let rows = journal_rows(&ws.root);
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0]["prev_sha256"], sha256(b"print('v0')\n"));
+    // doctor says so, as a warning (the commands are journaled all the same).
+    let o = common::run_cli(&ws.root, &["doctor", "--json"], &[]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let found: Vec<&serde_json::Value> = v["findings"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f["check"] == "shell_watcher")
+        .collect();
+    assert_eq!(found.len(), 1, "{v}");
+    assert_eq!(found[0]["severity"], "warning");
+    assert!(
+        found[0]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not trusted")
+    );
 }
 
 #[test]

@@ -84,9 +84,25 @@ fn check(service: &Service, config: &Config, progress: &mut Progress) -> Vec<Fin
             path_var.as_deref(),
         ));
     }
+    #[cfg(target_os = "linux")]
+    findings.extend(watcher_finding(service.store().state_dir()));
     let mut seen = std::collections::HashSet::new();
     findings.retain(|f| seen.insert((f.check, f.message.clone())));
     findings
+}
+
+/// A WARNING while the shell hooks' watcher refuses this workspace: every command is still
+/// journaled, with a walk of the whole work tree per hook.
+#[cfg(target_os = "linux")]
+fn watcher_finding(state_dir: &std::path::Path) -> Option<Finding> {
+    let why = resilient_write_core::native::watch::refusal(state_dir)?;
+    Some(Finding::warning(
+        "shell_watcher",
+        format!("the shell hooks' watcher refused this workspace: {why}"),
+        "fix the cause, then remove .resilient_write/hooks/shell/watch/off (it lapses after an \
+         hour); hooks.shell_watcher: false stops the attempts"
+            .into(),
+    ))
 }
 
 /// A PROBLEM for each client config whose server command does not exist: the client would

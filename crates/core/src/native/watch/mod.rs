@@ -137,14 +137,7 @@ impl Watch {
 
     /// Why the watcher refused this workspace, while that still holds.
     pub fn off(&self) -> Option<String> {
-        let p = self.path.join(OFF);
-        let age = std::fs::symlink_metadata(&p)
-            .ok()?
-            .modified()
-            .ok()?
-            .elapsed()
-            .ok()?;
-        (age < OFF_FOR).then(|| crate::util::statefile::read_to_string(&p).unwrap_or_default())
+        refusal(self.path.parent()?.parent()?.parent()?)
     }
 
     /// Start the watcher of `root`: `exe shell-watcher --root R --state-dir S`, detached
@@ -168,6 +161,27 @@ impl Watch {
             .spawn()
             .map(drop)
     }
+}
+
+/// Why the watcher refused the workspace whose state directory is `state_dir`, while that
+/// still holds (read only: nothing is created).
+pub fn refusal(state_dir: &Path) -> Option<String> {
+    let p = state_dir
+        .join(super::HOOKS_DIR)
+        .join("shell/watch")
+        .join(OFF);
+    let age = std::fs::symlink_metadata(&p)
+        .ok()?
+        .modified()
+        .ok()?
+        .elapsed()
+        .ok()?;
+    (age < OFF_FOR).then(|| {
+        crate::util::statefile::read_to_string(&p)
+            .unwrap_or_default()
+            .trim()
+            .to_string()
+    })
 }
 
 /// Read one answer: a JSON header line, then its NUL-terminated paths.
