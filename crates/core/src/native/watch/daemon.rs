@@ -212,14 +212,13 @@ impl Tree {
     }
 
     /// Watch `rel` and every directory below it (not followed: symlinks, `.git`, the state
-    /// directory, ignored directories, nested repositories).
+    /// directory, ignored directories). Nested repositories are watched like the rest: git
+    /// decides what their paths mean (a pathspec inside a submodule fails, and the hook then
+    /// snapshots the whole tree).
     fn watch_tree(&mut self, rel: PathBuf) -> Result<(), Refused> {
         let mut stack = vec![rel];
         while let Some(d) = stack.pop() {
             let abs = self.root.join(&d);
-            if !d.as_os_str().is_empty() && abs.join(".git").symlink_metadata().is_ok() {
-                continue; // a nested repository: git records it as a whole
-            }
             let wd = match inotify::add_watch(&self.inotify, &abs, mask()) {
                 Ok(wd) => wd,
                 Err(rustix::io::Errno::NOSPC) => {
@@ -319,6 +318,15 @@ impl Tree {
         let (Some(dir), Some(name)) = (self.dirs.get(&wd), name) else {
             return Ok(()); // a watched directory's own event: its parent's stands for it
         };
+        if name == b".git" {
+            // A repository made or unmade inside the tree (`git init`, `rm -rf x/.git`):
+            // what `add -A` does with its directory changes, whatever git decides.
+            if !dir.as_os_str().is_empty() {
+                let dir = dir.clone();
+                self.touch(dir);
+            }
+            return Ok(());
+        }
         let rel = dir.join(OsStr::from_bytes(&name));
         if self.skipped(&rel) {
             return Ok(());

@@ -5,9 +5,9 @@
 //! at all.
 //!
 //! - The watcher ([`daemon::serve`], the hidden `shell-watcher` command) watches every
-//!   directory of the workspace with inotify but `.git`, the state directory, nested
-//!   repositories and the directories git ignores, and keeps a map path -> sequence number
-//!   of the last change it saw there.
+//!   directory of the workspace with inotify but `.git`, the state directory and the
+//!   directories git ignores, and keeps a map path -> sequence number of the last change it
+//!   saw there.
 //! - A hook asks `sync <token>` over a Unix socket in `.resilient_write/hooks/shell/watch/`
 //!   (a 0700 directory). Before answering, the watcher reads its inotify queue until it is
 //!   empty: inotify queues an event inside the system call that made the change, so every

@@ -265,7 +265,7 @@ fn mutate(root: &Path, r: &mut Lcg) -> String {
     let d = dirs[r.next(dirs.len())];
     let name = ["a.py", "b.txt", "c.log", "d.sh", "e"][r.next(5)];
     let p = root.join(d).join(name);
-    let op = r.next(13);
+    let op = r.next(14);
     match op {
         0..=3 => {
             let _ = fs::create_dir_all(root.join(d));
@@ -308,6 +308,15 @@ fn mutate(root: &Path, r: &mut Lcg) -> String {
         11 => {
             let _ = fs::create_dir_all(root.join(d));
             let _ = std::os::unix::fs::symlink("a.py", root.join(d).join("link"));
+        }
+        12 => {
+            // A repository made inside the tree, or unmade.
+            let sub = root.join("tmp");
+            if sub.join(".git").exists() {
+                let _ = fs::remove_dir_all(sub.join(".git"));
+            } else if fs::create_dir_all(&sub).is_ok() {
+                git(&sub, &["init", "-q"]);
+            }
         }
         _ => {
             // git's own ignore file, which no watch sees.
