@@ -5,7 +5,7 @@
 //!   is being walked is either listed by the walk or reported by its event. A new directory
 //!   is walked the same way, and counts as changed itself (a directory pathspec covers all
 //!   below it, so files made in it before its watch existed are not missed).
-//! - What inotify cannot follow becomes "everything changed" ([`Tree::mark_all`]): a queue
+//! - What inotify cannot follow becomes "everything changed" (`Tree::mark_all`): a queue
 //!   overflow, a directory renamed (the paths of the watches below it are stale: the watches
 //!   are rebuilt), a `.gitignore` created, changed or removed (which directories are
 //!   ignored changed: rebuilt too), more changed paths than an answer lists.

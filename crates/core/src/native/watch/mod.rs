@@ -119,7 +119,8 @@ impl Watch {
         PathBuf::from(format!("/proc/self/fd/{}/{SOCKET}", self.dir.as_raw_fd()))
     }
 
-    /// Ask the watcher of `root` what changed since `since` (`rebuild`: see [`Request`]).
+    /// Ask the watcher of `root` what changed since `since` (`rebuild`: build the watches
+    /// again first, git's ignore rules or configuration outside the tree having changed).
     pub fn sync(&self, root: &Path, since: Option<&str>, rebuild: bool) -> io::Result<Synced> {
         let mut s = UnixStream::connect(self.socket())?;
         s.set_read_timeout(Some(ANSWER_WITHIN))?;
