@@ -2,11 +2,24 @@
 //! without starting `write-tree` and `diff-tree` (two processes, a third of a hook's time on
 //! a small repository when measured).
 
-use super::gitsnap::{Change, GITLINK, SYMLINK};
 use std::ffi::OsString;
 use std::io;
 use std::os::unix::ffi::OsStringExt;
 use std::path::{Path, PathBuf};
+
+/// File modes git records that are not regular files: symlinks and submodules.
+const SYMLINK: u32 = 0o120000;
+const GITLINK: u32 = 0o160000;
+
+/// One file that differs between two snapshots (a path relative to the top level).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Change {
+    pub path: PathBuf,
+    /// The blob before (`None`: created).
+    pub old: Option<String>,
+    /// Whether it exists after (`false`: deleted).
+    pub exists_after: bool,
+}
 
 /// One entry of an index: its path, mode and object id, borrowed from the file's bytes
 /// where the format allows (versions 2 and 3; version 4 compresses paths).

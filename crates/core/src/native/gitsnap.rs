@@ -26,6 +26,7 @@
 //! - One snapshot at a time per workspace: an exclusive `flock` on `git/lock` around every
 //!   use of our index (git's own `index.lock` would fail a concurrent one instead).
 
+use super::gitindex::Change;
 use super::gitindex::{diff, parse_index, read_index_file};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
@@ -37,9 +38,6 @@ use std::process::{Command, Stdio};
 /// Bytes of changed content hashed into our object directory before it is dropped.
 pub const REBUILD_AFTER: u64 = 512 << 20;
 
-/// File modes git records that are not regular files: symlinks and submodules.
-pub(super) const SYMLINK: u32 = 0o120000;
-pub(super) const GITLINK: u32 = 0o160000;
 
 /// Where the repository holding a workspace keeps what we read (cached in `git/repo.json`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
@@ -65,16 +63,6 @@ pub struct Repo {
 
 fn sha1_len() -> usize {
     20
-}
-
-/// One file that differs between two snapshots (a path relative to the top level).
-#[derive(Debug, Clone, PartialEq)]
-pub struct Change {
-    pub path: PathBuf,
-    /// The blob before (`None`: created).
-    pub old: Option<String>,
-    /// Whether it exists after (`false`: deleted).
-    pub exists_after: bool,
 }
 
 /// The previous content of a changed file, as git has it.
