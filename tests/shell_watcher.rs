@@ -255,3 +255,28 @@ fn state_files_planted_as_symlinks_are_never_written_through() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "keep me\n");
     let _ = std::fs::remove_file(&victim);
 }
+
+#[test]
+fn a_bad_shell_watcher_value_keeps_the_watcher_and_says_so() {
+    if !git_or_skip() {
+        return;
+    }
+    let ws = repo();
+    std::fs::create_dir_all(ws.path(".resilient_write")).unwrap();
+    std::fs::write(
+        ws.path(".resilient_write/policy.yaml"),
+        "version: 1\nhooks:\n  shell_watcher: sometimes\n",
+    )
+    .unwrap();
+    let r = claude_bash(&ws.root, SESSION, "b1", "true", &[]);
+    assert_eq!((r.code, r.stdout.as_str()), (0, ""));
+    assert!(
+        r.stderr
+            .contains("hooks.shell_watcher must be true or false; using true"),
+        "{}",
+        r.stderr
+    );
+    wait_for("the watcher's socket", Duration::from_secs(10), || {
+        socket(&ws.root).exists()
+    });
+}

@@ -38,7 +38,6 @@ use std::process::{Command, Stdio};
 /// Bytes of changed content hashed into our object directory before it is dropped.
 pub const REBUILD_AFTER: u64 = 512 << 20;
 
-
 /// Where the repository holding a workspace keeps what we read (cached in `git/repo.json`).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Repo {
@@ -459,6 +458,7 @@ impl GitSnap {
 
     /// Keep `token` with our index (after the index is written: a crash between the two
     /// leaves an older token, whose answer covers more).
+    ///
     /// Written in place, not renamed into place (making a file costs a millisecond on a
     /// journaled filesystem): a torn token fails to parse or names a watcher that is gone,
     /// either answered with everything.
