@@ -293,6 +293,14 @@ fn a_mixed_session_of_mcp_writes_native_edits_and_shell_commands_is_undone_by_re
         "{diff}"
     );
     assert!(ws.path("gen.txt").exists());
+    // The command line's dry run, by either name: the same diff, nothing written.
+    for flag in ["--diff", "--dry-run"] {
+        let (ok, out, err) = cli(&ws.root, &["restore", "--session", WRITE_SESSION, flag]);
+        assert!(ok, "{flag}: {err}");
+        assert!(out.starts_with(diff), "{flag}: {out}");
+        assert!(out.contains("gen.txt: would be removed"), "{flag}: {out}");
+        assert!(ws.path("gen.txt").exists(), "{flag} wrote nothing");
+    }
     let (ok, out, err) = cli(&ws.root, &["restore", "--session", WRITE_SESSION]);
     assert!(ok, "{err}");
     assert!(

@@ -40,12 +40,12 @@ pub struct RestoreCliArgs {
     /// Undo an agent session: every file it changed (through the MCP tools, the agent's own
     /// edits or its shell commands) back to its content before the session's first change,
     /// files it created removed, as one transaction. ID is the agent's session (conversation)
-    /// id, as `journal --session` and `analytics` show it. With --diff, show what would
-    /// change and write nothing.
+    /// id, as `journal --session` and `analytics` show it. With --diff (or --dry-run), show
+    /// what would change and write nothing.
     #[arg(long = "session", value_name = "ID", conflicts_with_all = ["path", "to"])]
     pub session: Option<String>,
     /// Show the diff from the current content to that version and write nothing.
-    #[arg(long)]
+    #[arg(long, visible_alias = "dry-run")]
     pub diff: bool,
 }
 
