@@ -147,18 +147,26 @@ fn once_the_watcher_runs_a_command_that_changes_nothing_starts_no_git_and_an_edi
     assert_eq!(rows[3]["prev_sha256"], sha256(b"print('by sed')\n"));
 }
 
-#[test]
-fn with_the_watcher_off_by_policy_each_hook_snapshots_the_whole_tree() {
+/// A repository whose policy sets `hooks.shell_watcher` to `value` (`None`: no git here).
+fn repo_with_shell_watcher(value: &str) -> Option<common::Workspace> {
     if !git_or_skip() {
-        return;
+        return None;
     }
     let ws = repo();
     std::fs::create_dir_all(ws.path(".resilient_write")).unwrap();
     std::fs::write(
         ws.path(".resilient_write/policy.yaml"),
-        "version: 1\nhooks:\n  shell_watcher: false\n",
+        format!("version: 1\nhooks:\n  shell_watcher: {value}\n"),
     )
     .unwrap();
+    Some(ws)
+}
+
+#[test]
+fn with_the_watcher_off_by_policy_each_hook_snapshots_the_whole_tree() {
+    let Some(ws) = repo_with_shell_watcher("false") else {
+        return;
+    };
     let (log, path) = logging_git(&ws.root.join(".git"));
     let env = [("PATH", path.as_str())];
     for i in 0..3 {
@@ -258,16 +266,9 @@ fn state_files_planted_as_symlinks_are_never_written_through() {
 
 #[test]
 fn a_bad_shell_watcher_value_keeps_the_watcher_and_says_so() {
-    if !git_or_skip() {
+    let Some(ws) = repo_with_shell_watcher("sometimes") else {
         return;
-    }
-    let ws = repo();
-    std::fs::create_dir_all(ws.path(".resilient_write")).unwrap();
-    std::fs::write(
-        ws.path(".resilient_write/policy.yaml"),
-        "version: 1\nhooks:\n  shell_watcher: sometimes\n",
-    )
-    .unwrap();
+    };
     let r = claude_bash(&ws.root, SESSION, "b1", "true", &[]);
     assert_eq!((r.code, r.stdout.as_str()), (0, ""));
     assert!(
