@@ -71,11 +71,22 @@ pub fn sweep_hook_leftovers(state_dir: &Path, older_than: std::time::Duration) -
     removed
 }
 
+/// Overwrite the small state file at `path` in place by `body`, not durably (created 0600,
+/// never through a symlink): no new inode, which costs a millisecond on a journaled
+/// filesystem where [`replace_unsynced`]'s temp file and rename do. A reader may find part of
+/// the new content over the old: only for state whose torn form is harmless (each caller
+/// says why): the shell hooks' watcher token and their objects counter.
+pub fn overwrite_unsynced(path: &Path, body: &[u8]) -> io::Result<()> {
+    let mut f = crate::util::statefile::open_with(path, OFlags::WRONLY | OFlags::CREATE, 0o600)?;
+    f.write_all(body)?;
+    f.set_len(body.len() as u64)
+}
+
 /// Replace the state file `name` (relative to `dir`; an absolute path with
 /// [`rustix::fs::CWD`]) by `body`, not durably: a temp file beside it (`.<name>.tmp-<pid>`,
 /// created 0600 without following a symlink) renamed over it, so a reader finds the old
-/// content or the new, never part of one; nothing is fsynced. The one writer of the state
-/// that may be lost in a crash because losing it costs only work or precision, never a record
+/// content or the new, never part of one; nothing is fsynced. With [`overwrite_unsynced`], the
+/// writer of the state that may be lost in a crash because losing it costs only work or precision, never a record
 /// (each caller says why): the hooks' before/after records and staged pre-images, the shell
 /// snapshots' manifests and cached contents. `writeback` starts writing it to disk meanwhile,
 /// a head start for content someone will fsync soon. A temp file a crash leaves goes with

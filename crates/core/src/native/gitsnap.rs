@@ -323,7 +323,7 @@ impl GitSnap {
         // In place and padded to a fixed width: truncating a file costs a millisecond on a
         // journaled filesystem, and a torn count only rebuilds early or late.
         let body = format!("{:<20}\n", now + bytes);
-        let _ = write_in_place(&path, body.as_bytes());
+        let _ = crate::state::overwrite_unsynced(&path, body.as_bytes());
     }
 
     /// Snapshot the work tree (call with the lock held) into our index; [`GitSnap::save`]
@@ -427,9 +427,10 @@ impl GitSnap {
     }
 
     /// The stat data of the files that can change `add -A`'s answer without a change in
-    /// the work tree.
+    /// the work tree (taken once per hook, before the snapshot: a change during it only
+    /// voids the token next time).
     #[cfg(target_os = "linux")]
-    fn rules_stamp(&self) -> String {
+    pub fn rules_stamp(&self) -> String {
         use std::os::unix::fs::MetadataExt;
         self.repo
             .rules
@@ -442,34 +443,34 @@ impl GitSnap {
     }
 
     /// The watcher's token our index is up to date with: `Ok(None)` when there is none,
-    /// `Err(())` when git's ignore rules or configuration changed since it was kept (the
-    /// watcher must then build its watches again: which directories are ignored may differ).
+    /// `Err(())` when git's ignore rules or configuration changed since it was kept (its
+    /// stamp is not `stamp`; the watcher must then build its watches again: which
+    /// directories are ignored may differ).
     #[allow(clippy::result_unit_err)]
     #[cfg(target_os = "linux")]
-    pub fn token(&self) -> Result<Option<String>, ()> {
+    pub fn token(&self, stamp: &str) -> Result<Option<String>, ()> {
         let Ok(body) = crate::util::statefile::read_to_string(&self.token_file()) else {
             return Ok(None);
         };
         match body.split_once('\n') {
-            Some((token, stamp)) if stamp == self.rules_stamp() => Ok(Some(token.to_string())),
+            Some((token, kept)) if kept == stamp => Ok(Some(token.to_string())),
             _ => Err(()),
         }
     }
 
-    /// Keep `token` with our index (after the index is written: a crash between the two
-    /// leaves an older token, whose answer covers more).
+    /// Keep `token` with our index and `stamp` (after the index is written: a crash between
+    /// the two leaves an older token, whose answer covers more). `kept`: what
+    /// [`GitSnap::token`] found under the same stamp, so an unchanged token is not written.
     ///
-    /// Written in place, not renamed into place (making a file costs a millisecond on a
-    /// journaled filesystem): a torn token fails to parse or names a watcher that is gone,
-    /// either answered with everything.
+    /// Written in place ([`crate::state::overwrite_unsynced`]): a torn token fails to parse
+    /// or names a watcher that is gone, either answered with everything.
     #[cfg(target_os = "linux")]
-    pub fn keep_token(&self, token: &str) {
-        let body = format!("{token}\n{}", self.rules_stamp());
-        let path = self.token_file();
-        if crate::util::statefile::read(&path).is_ok_and(|b| b == body.as_bytes()) {
+    pub fn keep_token(&self, token: &str, stamp: &str, kept: Option<&str>) {
+        if kept == Some(token) {
             return;
         }
-        if write_in_place(&path, body.as_bytes()).is_err() {
+        let body = format!("{token}\n{stamp}");
+        if crate::state::overwrite_unsynced(&self.token_file(), body.as_bytes()).is_err() {
             self.forget_token();
         }
     }
@@ -663,18 +664,6 @@ impl GitSnap {
             Blob::Bytes(out.stdout)
         })
     }
-}
-
-/// Overwrite the small state file at `path` in place (created 0600; never through a
-/// symlink): no new inode, which costs a millisecond on a journaled filesystem.
-fn write_in_place(path: &Path, body: &[u8]) -> io::Result<()> {
-    let mut f = crate::util::statefile::open_with(
-        path,
-        rustix::fs::OFlags::WRONLY | rustix::fs::OFlags::CREATE,
-        0o600,
-    )?;
-    f.write_all(body)?;
-    f.set_len(body.len() as u64)
 }
 
 /// Whether `git add` updated the index. Naming an ignored path (the state directory's

@@ -239,7 +239,8 @@ impl NativeWorkspace {
         let Some((exe, watch)) = watch else {
             return full();
         };
-        let (since, rules_changed) = match git.token() {
+        let stamp = git.rules_stamp();
+        let (since, rules_changed) = match git.token(&stamp) {
             Ok(t) => (t, false),
             Err(()) => (None, true),
         };
@@ -252,7 +253,7 @@ impl NativeWorkspace {
                 if !partial {
                     full()?;
                 }
-                git.keep_token(&token);
+                git.keep_token(&token, &stamp, since.as_deref());
             }
             Err(e) => {
                 if matches!(

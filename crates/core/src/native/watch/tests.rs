@@ -372,7 +372,8 @@ fn same_snapshots(seed: u64, rounds: usize) {
             done.push(format!("{round}: {}", mutate(root, &mut r)));
         }
         // What the hooks do (shell.rs, git_snapshot), by hand.
-        let (since, rebuild) = match watched.token() {
+        let stamp = watched.rules_stamp();
+        let (since, rebuild) = match watched.token(&stamp) {
             Ok(t) => (t, false),
             Err(()) => (None, true),
         };
@@ -387,7 +388,7 @@ fn same_snapshots(seed: u64, rounds: usize) {
         } else {
             watched.snapshot().unwrap();
         }
-        watched.keep_token(&s.token);
+        watched.keep_token(&s.token, &stamp, since.as_deref());
         full.snapshot().unwrap();
         let (a, b) = (
             entries(&state.join("hooks/shell/git/index")),
